@@ -1,0 +1,200 @@
+// Package logsink is a buffered, non-blocking [io.Writer] for the
+// service's log lines.
+//
+// A request must never wait for its log line: not for a write syscall and
+// not for a lock shared with other requests. [Writer.Write] therefore only
+// copies the line into a slot of a fixed ring (claimed with one atomic
+// compare-and-swap, the lock-free bounded queue of D. Vyukov) and returns.
+// One background goroutine drains the ring in order into a buffered writer
+// and flushes it when the ring runs dry. When the ring is full the line is
+// dropped and counted; the drain goroutine reports drops as a warning line
+// of its own, and [Writer.Dropped] exposes the total.
+package logsink
+
+import (
+	"bufio"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Options tune a [Writer]. The zero value selects the defaults.
+type Options struct {
+	// Slots is the ring's capacity in lines, rounded up to a power of two.
+	// Default 8192.
+	Slots int
+	// SlotBytes is the capacity preallocated for each line. Longer lines
+	// still fit: the slot grows once and keeps its new size. Default 512.
+	SlotBytes int
+	// Poll is how long the drain goroutine sleeps when the ring is empty,
+	// so the most a line waits before it is written. Default 10ms.
+	Poll time.Duration
+	// BufferBytes is the size of the buffer in front of the destination.
+	// Default 64 KiB.
+	BufferBytes int
+}
+
+// Writer is a non-blocking, buffered writer of lines. Each Write must hold
+// one whole line, as zerolog's events do. Write may be called concurrently;
+// Close must be called once, after the last Write.
+type Writer struct {
+	head    atomic.Uint64 // next position producers claim
+	_       [56]byte
+	dropped atomic.Uint64 // lines lost because the ring was full
+	_       [56]byte
+	slots   []slot
+	mask    uint64
+
+	out      *bufio.Writer // owned by the drain goroutine
+	poll     time.Duration
+	reported uint64 // drops already reported; owned by the drain goroutine
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	err      error // first write error of the destination; read after done
+}
+
+type slot struct {
+	seq atomic.Uint64 // Vyukov sequence: pos when free, pos+1 when full
+	buf []byte
+	_   [32]byte
+}
+
+// New starts a Writer that drains into w. The caller must call Close to
+// write the lines still queued and stop the drain goroutine.
+func New(w io.Writer, o Options) *Writer {
+	if o.Slots <= 0 {
+		o.Slots = 8192
+	}
+	if o.SlotBytes <= 0 {
+		o.SlotBytes = 512
+	}
+	if o.Poll <= 0 {
+		o.Poll = 10 * time.Millisecond
+	}
+	if o.BufferBytes <= 0 {
+		o.BufferBytes = 64 << 10
+	}
+	n := 1
+	for n < o.Slots {
+		n <<= 1
+	}
+	lw := &Writer{
+		slots: make([]slot, n),
+		mask:  uint64(n - 1),
+		out:   bufio.NewWriterSize(w, o.BufferBytes),
+		poll:  o.Poll,
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	for i := range lw.slots {
+		lw.slots[i].seq.Store(uint64(i))
+		lw.slots[i].buf = make([]byte, 0, o.SlotBytes)
+	}
+	go lw.drain()
+	return lw
+}
+
+// Write queues a copy of p and returns at once. It never blocks and never
+// fails: when the ring is full the line is dropped and counted.
+func (w *Writer) Write(p []byte) (int, error) {
+	pos := w.head.Load()
+	var s *slot
+	for {
+		s = &w.slots[pos&w.mask]
+		seq := s.seq.Load()
+		switch d := int64(seq - pos); {
+		case d == 0:
+			if w.head.CompareAndSwap(pos, pos+1) {
+				s.buf = append(s.buf[:0], p...)
+				s.seq.Store(pos + 1)
+				return len(p), nil
+			}
+			pos = w.head.Load()
+		case d < 0: // the slot still holds a line from one lap ago: full
+			w.dropped.Add(1)
+			return len(p), nil
+		default: // another producer claimed pos; catch up
+			pos = w.head.Load()
+		}
+	}
+}
+
+// Dropped reports how many lines have been dropped because the ring was full.
+func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
+
+// Close writes every queued line, flushes, and stops the drain goroutine.
+// It returns the first error the destination reported, if any.
+func (w *Writer) Close() error {
+	w.once.Do(func() { close(w.stop) })
+	<-w.done
+	return w.err
+}
+
+func (w *Writer) drain() {
+	defer close(w.done)
+	var tail uint64
+	t := time.NewTimer(w.poll)
+	defer t.Stop()
+	for {
+		tail = w.drainReady(tail)
+		w.reportDrops()
+		w.flush()
+		t.Reset(w.poll)
+		select {
+		case <-w.stop:
+			tail = w.drainReady(tail)
+			w.reportDrops()
+			w.flush()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// drainReady writes every published line from tail on, in order, and
+// returns the position of the first line not yet published.
+func (w *Writer) drainReady(tail uint64) uint64 {
+	for {
+		s := &w.slots[tail&w.mask]
+		if s.seq.Load() != tail+1 {
+			return tail
+		}
+		w.write(s.buf)
+		s.seq.Store(tail + w.mask + 1) // free for the producer one lap on
+		tail++
+	}
+}
+
+func (w *Writer) reportDrops() {
+	n := w.dropped.Load()
+	if n == w.reported {
+		return
+	}
+	log := zerolog.New(direct{w}).With().Timestamp().Logger()
+	log.Warn().Uint64("dropped", n-w.reported).Uint64("dropped_total", n).
+		Msg("log lines dropped: the log destination is slower than the traffic")
+	w.reported = n
+}
+
+// direct writes to the destination, bypassing the ring. Only the drain
+// goroutine uses it.
+type direct struct{ w *Writer }
+
+func (d direct) Write(p []byte) (int, error) { d.w.write(p); return len(p), nil }
+
+// write is called only from the drain goroutine.
+func (w *Writer) write(p []byte) {
+	if _, err := w.out.Write(p); err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *Writer) flush() {
+	if err := w.out.Flush(); err != nil && w.err == nil {
+		w.err = err
+	}
+}

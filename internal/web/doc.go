@@ -1,0 +1,8 @@
+// Package web is the public HTTP surface of visitors, and its hot path.
+//
+// [Server] routes with a switch on the path rather than a pattern mux,
+// parses the query string in place, renders each body into a pooled
+// buffer with one Write, and sets headers from preallocated values, so
+// that serving /hi or /hello allocates nothing in this package's code.
+// The tests in this package hold it to that with testing.AllocsPerRun.
+package web

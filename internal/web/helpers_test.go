@@ -1,0 +1,90 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"visitors/internal/logsink"
+	"visitors/internal/store"
+	"visitors/internal/store/memstore"
+)
+
+// discardWriter is a reusable http.ResponseWriter for benchmarks and
+// allocation tests: unlike httptest.ResponseRecorder it does not clone the
+// header map on WriteHeader, so it measures only the handler.
+type discardWriter struct {
+	h    http.Header
+	code int
+	n    int
+}
+
+func newDiscardWriter() *discardWriter { return &discardWriter{h: make(http.Header)} }
+
+func (d *discardWriter) Header() http.Header { return d.h }
+func (d *discardWriter) WriteHeader(code int) {
+	if d.code == 0 {
+		d.code = code
+	}
+}
+func (d *discardWriter) Write(p []byte) (int, error) {
+	if d.code == 0 {
+		d.code = http.StatusOK
+	}
+	d.n += len(p)
+	return len(p), nil
+}
+func (d *discardWriter) reset() { d.code, d.n = 0, 0 }
+
+// mustServer returns a Server over a fresh memory store whose visit log
+// goes through a real logsink to out (io.Discard if nil).
+func mustServer(tb testing.TB, out io.Writer) (*Server, *memstore.Store) {
+	tb.Helper()
+	if out == nil {
+		out = io.Discard
+	}
+	sink := logsink.New(out, logsink.Options{Poll: time.Millisecond})
+	tb.Cleanup(func() {
+		if err := sink.Close(); err != nil {
+			tb.Errorf("close log sink: %v", err)
+		}
+	})
+	st := memstore.New(0)
+	s := New(Config{
+		Store:    st,
+		Log:      zerolog.New(sink).With().Timestamp().Logger(),
+		Hostname: "testhost",
+	})
+	return s, st
+}
+
+// get serves one request to h and returns the recorded response.
+func get(h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// failingStore is a store.Store whose every count fails, as a broken
+// disk or an unreachable Redis would.
+type failingStore struct{}
+
+var errBroken = errors.New("disk on fire")
+
+func (failingStore) Hit(context.Context) (uint64, error)           { return 0, errBroken }
+func (failingStore) Incr(context.Context, []byte) (uint64, error)  { return 0, errBroken }
+func (failingStore) Count(context.Context, []byte) (uint64, error) { return 0, errBroken }
+func (failingStore) Keys() int                                     { return 0 }
+func (failingStore) Close() error                                  { return nil }
+
+var _ store.Store = failingStore{}

@@ -1,0 +1,300 @@
+package web
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+
+	"visitors/internal/store"
+)
+
+// Limits on user input. Longer values get 400.
+const (
+	MaxColorBytes = 64  // the color parameter, after unescaping
+	MaxNameBytes  = 128 // the name parameter, after unescaping
+)
+
+// Messages sent to clients with a 4xx or 5xx status.
+const (
+	msgColor       = "Optional color is invalid"
+	msgName        = "Name must be at most 128 bytes of valid UTF-8"
+	msgNameEscape  = "Name is not valid URL encoding"
+	msgFormat      = "Optional format must be text or json"
+	msgTooManyKeys = "Too many distinct names: a new name cannot be counted now; names already seen still count"
+	msgStore       = "The counter store is unavailable; the visit was not counted"
+	msgNotFound    = "404 page not found"
+	msgMethod      = "Method not allowed: use GET or HEAD"
+)
+
+// Header values, shared by every response so that setting a header is a
+// map assignment and not an allocation. They are never mutated.
+var (
+	ctHTML       = []string{"text/html; charset=utf-8"}
+	ctText       = []string{"text/plain; charset=utf-8"}
+	ctJSON       = []string{"application/json"}
+	nosniff      = []string{"nosniff"}
+	allowGetHead = []string{"GET, HEAD"}
+)
+
+// Config holds what a [Server] depends on.
+type Config struct {
+	// Store counts the visits. Required.
+	Store store.Store
+	// Log receives one line per /hello visit and the causes of 5xx
+	// responses. The zero Logger logs nothing.
+	Log zerolog.Logger
+	// Hostname is reported by /whoami. Look it up once, at start.
+	Hostname string
+	// Now is the clock /whoami measures latency with; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server serves the public endpoints /hi, /hello and /whoami.
+// It is safe for concurrent use.
+type Server struct {
+	store    store.Store
+	log      zerolog.Logger
+	hostname string
+	now      func() time.Time
+	scratch  sync.Pool // of *scratch
+}
+
+// scratch holds the buffers one request needs, reused through a pool.
+type scratch struct {
+	body  []byte
+	name  []byte
+	color []byte
+}
+
+// New returns a Server for c.
+func New(c Config) *Server {
+	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.scratch.New = func() any {
+		return &scratch{
+			body:  make([]byte, 0, 512),
+			name:  make([]byte, 0, MaxNameBytes),
+			color: make([]byte, 0, MaxColorBytes),
+		}
+	}
+	return s
+}
+
+// ServeHTTP routes a request to its handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var h func(*Server, http.ResponseWriter, *http.Request)
+	switch r.URL.Path {
+	case "/hi":
+		h = (*Server).handleHi
+	case "/hello":
+		h = (*Server).handleHello
+	case "/whoami":
+		h = (*Server).handleWhoami
+	default:
+		writeError(w, http.StatusNotFound, msgNotFound)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header()["Allow"] = allowGetHead
+		writeError(w, http.StatusMethodNotAllowed, msgMethod)
+		return
+	}
+	h(s, w, r)
+}
+
+// handleHi serves /hi?color=C: the global visitor number.
+func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) {
+	sc := s.scratch.Get().(*scratch)
+	defer s.scratch.Put(sc)
+	color, ok := parseColor(sc.color[:0], r.URL.RawQuery)
+	sc.color = color
+	if !ok {
+		writeError(w, http.StatusBadRequest, msgColor)
+		return
+	}
+	if r.Method == http.MethodHead { // a HEAD is not a visit
+		setHTML(w)
+		return
+	}
+	n, err := s.store.Hit(r.Context())
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	b := append(sc.body[:0], "<h1 style='color: "...)
+	b = append(b, color...)
+	b = append(b, "'>Welcome!</h1>You are visitor number "...)
+	b = strconv.AppendUint(b, n, 10)
+	b = append(b, '!')
+	sc.body = b
+	setHTML(w)
+	w.Write(b)
+}
+
+// handleHello serves /hello?name=X&color=C: a counter per name.
+func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) {
+	sc := s.scratch.Get().(*scratch)
+	defer s.scratch.Put(sc)
+	color, ok := parseColor(sc.color[:0], r.URL.RawQuery)
+	sc.color = color
+	if !ok {
+		writeError(w, http.StatusBadRequest, msgColor)
+		return
+	}
+	name, msg := parseName(sc.name[:0], r.URL.RawQuery)
+	sc.name = name
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	if r.Method == http.MethodHead {
+		setHTML(w)
+		return
+	}
+	n, err := s.store.Incr(r.Context(), name)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	s.log.Info().Bytes("name", name).Uint64("count", n).Msg("visited")
+	b := append(sc.body[:0], "<h1 style='color: "...)
+	b = append(b, color...)
+	b = append(b, "'>Welcome!</h1> <p>Name: "...)
+	b = appendHTML(b, name)
+	b = append(b, "</p> <p>Count: "...)
+	b = strconv.AppendUint(b, n, 10)
+	b = append(b, "</p>"...)
+	sc.body = b
+	setHTML(w)
+	w.Write(b)
+}
+
+// handleWhoami serves /whoami: the caller's User-Agent, this server's host
+// name and the time spent on the request, as text or, with ?format=json or
+// Accept: application/json, as JSON.
+func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
+	start := s.now()
+	asJSON := strings.Contains(r.Header.Get("Accept"), "application/json")
+	switch f, _ := queryValue(r.URL.RawQuery, "format"); f {
+	case "":
+	case "json":
+		asJSON = true
+	case "text":
+		asJSON = false
+	default:
+		writeError(w, http.StatusBadRequest, msgFormat)
+		return
+	}
+	sc := s.scratch.Get().(*scratch)
+	defer s.scratch.Put(sc)
+	ua := r.Header.Get("User-Agent")
+	b := sc.body[:0]
+	if asJSON {
+		b = append(b, `{"user_agent":`...)
+		b = appendJSON(b, ua)
+		b = append(b, `,"hostname":`...)
+		b = appendJSON(b, s.hostname)
+		lat := s.now().Sub(start)
+		b = append(b, `,"latency":"`...)
+		b = appendDuration(b, lat)
+		b = append(b, `","latency_ns":`...)
+		b = strconv.AppendInt(b, int64(lat), 10)
+		b = append(b, "}\n"...)
+		setContentType(w, ctJSON)
+	} else {
+		b = append(b, "User-Agent: "...)
+		b = append(b, ua...)
+		b = append(b, "\nHostname: "...)
+		b = append(b, s.hostname...)
+		b = append(b, "\nLatency: "...)
+		b = appendDuration(b, s.now().Sub(start))
+		b = append(b, '\n')
+		setContentType(w, ctText)
+	}
+	sc.body = b
+	w.Write(b)
+}
+
+// parseColor unescapes the optional color parameter of query q into dst
+// and reports whether it is valid: at most [MaxColorBytes] ASCII letters,
+// digits and underscores, the anchored ^\w*$ rule.
+func parseColor(dst []byte, q string) ([]byte, bool) {
+	v, _ := queryValue(q, "color")
+	if len(v) > 3*MaxColorBytes {
+		return dst, false
+	}
+	dst, err := appendUnescape(dst, v) // a copy of up to 64 bytes; cheaper than branching on escapes
+	if err != nil || len(dst) > MaxColorBytes {
+		return dst, false
+	}
+	for _, c := range dst {
+		if !isWord(c) {
+			return dst, false
+		}
+	}
+	return dst, true
+}
+
+func isWord(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// parseName unescapes the name parameter of query q into dst. A missing
+// name is the empty name. It returns the message for the client when the
+// name is invalid, or "".
+func parseName(dst []byte, q string) ([]byte, string) {
+	v, _ := queryValue(q, "name")
+	if len(v) > 3*MaxNameBytes {
+		return dst, msgName
+	}
+	dst, err := appendUnescape(dst, v)
+	if err != nil {
+		return dst, msgNameEscape
+	}
+	if len(dst) > MaxNameBytes || !utf8.Valid(dst) {
+		return dst, msgName
+	}
+	return dst, ""
+}
+
+// storeError answers a request whose count failed. The client learns only
+// that the visit was not counted; the cause goes to the log.
+func (s *Server) storeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrTooManyKeys) {
+		writeError(w, http.StatusServiceUnavailable, msgTooManyKeys)
+		return
+	}
+	s.log.Error().Err(err).Msg("count a visit")
+	writeError(w, http.StatusServiceUnavailable, msgStore)
+}
+
+// setHTML marks the response as HTML. It sets one header with one map
+// assignment: the explicit charset leaves a browser nothing to sniff.
+func setHTML(w http.ResponseWriter) {
+	w.Header()["Content-Type"] = ctHTML
+}
+
+// setContentType sets the Content-Type header to ct and adds
+// X-Content-Type-Options: nosniff, so that no browser renders a reflected
+// User-Agent or message as HTML.
+func setContentType(w http.ResponseWriter, ct []string) {
+	h := w.Header()
+	h["Content-Type"] = ct
+	h["X-Content-Type-Options"] = nosniff
+}
+
+// writeError writes msg as a plain-text response with status code.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	setContentType(w, ctText)
+	w.WriteHeader(code)
+	io.WriteString(w, msg)
+}
