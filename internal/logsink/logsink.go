@@ -146,7 +146,7 @@ func (w *Writer) drain() {
 		t.Reset(w.poll)
 		select {
 		case <-w.stop:
-			tail = w.drainReady(tail)
+			w.drainReady(tail)
 			w.reportDrops()
 			w.flush()
 			return

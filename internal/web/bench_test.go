@@ -27,6 +27,7 @@ func benchServe(b *testing.B, target string) {
 func benchServeParallel(b *testing.B, target string) {
 	s, _ := mustServer(b, nil)
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		r := httptest.NewRequest("GET", target, nil)
 		r.Header.Set("User-Agent", "bench/1.0")

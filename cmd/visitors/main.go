@@ -1,0 +1,29 @@
+// Command visitors counts visitors: a global counter at /hi, one counter
+// per name at /hello, and /whoami, with pprof, health and runtime
+// statistics on a separate admin listener. Run it with -h for its flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"visitors/internal/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := app.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "visitors: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"visitors/internal/servertest"
+)
+
+// bin is the real visitors binary, built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "visitors-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin, err = servertest.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func mustGet(tb testing.TB, url string, hdr ...string) (int, http.Header, string) {
+	tb.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("GET %s: read body: %v", url, err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestBinaryServesAndShutsDownCleanly(t *testing.T) {
+	p := servertest.Start(t, bin, nil)
+	tests := []struct {
+		url      string
+		wantCode int
+		wantBody string
+	}{
+		{p.URL("/hi"), 200, "<h1 style='color: '>Welcome!</h1>You are visitor number 1!"},
+		{p.URL("/hi?color=red"), 200, "<h1 style='color: red'>Welcome!</h1>You are visitor number 2!"},
+		{p.URL("/hi?color=%3Cscript%3E"), 400, "Optional color is invalid"},
+		{p.URL("/hi"), 200, "<h1 style='color: '>Welcome!</h1>You are visitor number 3!"},
+		{p.URL("/hello?name=%3Cb%3Eada"), 200, "<h1 style='color: '>Welcome!</h1> <p>Name: &lt;b&gt;ada</p> <p>Count: 1</p>"},
+		{p.URL("/hello?name=%3Cb%3Eada"), 200, "<h1 style='color: '>Welcome!</h1> <p>Name: &lt;b&gt;ada</p> <p>Count: 2</p>"},
+		{p.URL("/nope"), 404, "404 page not found"},
+		{p.URL("/debug/pprof/"), 404, "404 page not found"}, // never on the public listener
+		{p.URL("/healthz"), 404, "404 page not found"},
+		{p.AdminURL("/healthz"), 200, "ok\n"},
+	}
+	for _, tt := range tests {
+		code, _, body := mustGet(t, tt.url)
+		if code != tt.wantCode || body != tt.wantBody {
+			t.Errorf("GET %s = %d %q, want %d %q", tt.url, code, body, tt.wantCode, tt.wantBody)
+		}
+	}
+
+	code, hdr, body := mustGet(t, p.URL("/whoami?format=json"), "User-Agent", "e2e/1.0")
+	var who struct {
+		UserAgent string `json:"user_agent"`
+		Hostname  string
+		LatencyNS int64 `json:"latency_ns"`
+	}
+	if err := json.Unmarshal([]byte(body), &who); code != 200 || err != nil || hdr.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /whoami?format=json = %d %q %q (%v)", code, hdr.Get("Content-Type"), body, err)
+	}
+	host, _ := os.Hostname()
+	if who.UserAgent != "e2e/1.0" || who.Hostname != host || who.LatencyNS <= 0 {
+		t.Errorf("whoami = %+v, want user agent e2e/1.0, hostname %q, a positive latency", who, host)
+	}
+
+	if code, _, body := mustGet(t, p.AdminURL("/debug/pprof/heap?debug=1")); code != 200 || !strings.Contains(body, "heap profile") {
+		t.Errorf("admin heap profile = %d %.80q", code, body)
+	}
+
+	if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
+		t.Fatalf("after SIGTERM: %v (want exit 0)\nstderr: %s", err, p.Stderr())
+	}
+	out := p.Stdout()
+	if got := strings.Count(out, `"message":"visited"`); got != 2 {
+		t.Errorf("stdout has %d visit lines, want 2 (the log must be flushed at shutdown):\n%s", got, out)
+	}
+	if !strings.Contains(out, `"name":"<b>ada","count":2`) {
+		t.Errorf("stdout lacks the second visit of <b>ada:\n%s", out)
+	}
+	if !strings.Contains(out, `"message":"stopped"`) {
+		t.Errorf("stdout lacks the shutdown line:\n%s", out)
+	}
+}
+
+func TestBinaryTakesConfigFromEnvironment(t *testing.T) {
+	p := servertest.Start(t, bin, []string{"VISITORS_MAX_KEYS=1", "VISITORS_LOG_LEVEL=off"})
+	if code, _, _ := mustGet(t, p.URL("/hello?name=first")); code != 200 {
+		t.Fatalf("first name = %d, want 200", code)
+	}
+	code, _, body := mustGet(t, p.URL("/hello?name=second"))
+	if code != 503 || !strings.Contains(body, "Too many distinct names") {
+		t.Errorf("second name with VISITORS_MAX_KEYS=1 = %d %q, want 503", code, body)
+	}
+	if err := p.Stop(syscall.SIGINT, 15*time.Second); err != nil {
+		t.Fatalf("after SIGINT: %v (want exit 0)", err)
+	}
+	if out := p.Stdout(); strings.Contains(out, `"visited"`) {
+		t.Errorf("VISITORS_LOG_LEVEL=off still logged visits:\n%s", out)
+	}
+}
+
+func TestBinaryHelpListsEveryFlag(t *testing.T) {
+	out, err := exec.Command(bin, "-h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("visitors -h: %v (want exit 0)\n%s", err, out)
+	}
+	for _, f := range []string{"-addr", "-admin-addr", "-log-level", "-max-keys", "-shutdown-timeout", "-block-profile-rate", "-mutex-profile-fraction", "VISITORS_ADDR", "VISITORS_MAX_KEYS"} {
+		if !strings.Contains(string(out), f) {
+			t.Errorf("visitors -h does not mention %s:\n%s", f, out)
+		}
+	}
+}
+
+func TestBinaryRejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"bad level", []string{"-log-level", "loud"}, nil, `-log-level "loud"`},
+		{"bad env", nil, []string{"VISITORS_MAX_KEYS=many"}, "VISITORS_MAX_KEYS"},
+		{"port taken", []string{"-addr", "256.0.0.1:1"}, nil, "listen on -addr"},
+		{"stray arg", []string{"serve"}, nil, `unexpected argument "serve"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, append([]string{"-admin-addr", ""}, tt.args...)...)
+			cmd.Env = append(os.Environ(), tt.env...)
+			out, err := cmd.CombinedOutput()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+				t.Fatalf("exit = %v, want status 1\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tt.want) {
+				t.Errorf("output %q does not say %q", out, tt.want)
+			}
+		})
+	}
+}

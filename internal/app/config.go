@@ -1,0 +1,98 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// EnvPrefix starts the name of the environment variable behind each flag:
+// -admin-addr is VISITORS_ADMIN_ADDR. A flag on the command line wins
+// over its variable.
+const EnvPrefix = "VISITORS_"
+
+// Config is everything the service can be told at start.
+type Config struct {
+	Addr                 string        // public listener
+	AdminAddr            string        // pprof, health and vars; "" disables it
+	LogLevel             string        // debug, info, warn, error or off
+	MaxKeys              int           // distinct names held; <= 0 means no limit
+	ShutdownTimeout      time.Duration // how long in-flight requests get at shutdown
+	BlockProfileRate     int           // runtime.SetBlockProfileRate; 0 is off
+	MutexProfileFraction int           // runtime.SetMutexProfileFraction; 0 is off
+}
+
+// envName returns the environment variable behind flag name.
+func envName(name string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// ParseFlags parses the command-line args, with getenv supplying the
+// defaults each VISITORS_* variable sets. It returns flag.ErrHelp after
+// writing the usage to stderr when asked for help.
+func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("visitors", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on")
+	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:6060", "admin `address` for /debug/pprof/, /debug/vars and /healthz; empty disables it")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn, error or off")
+	fs.IntVar(&c.MaxKeys, "max-keys", 1_000_000, "most distinct names held; a new name past it gets 503 (0: no limit)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish at shutdown")
+	fs.IntVar(&c.BlockProfileRate, "block-profile-rate", 0, "runtime.SetBlockProfileRate `rate` in ns for the block profile (0: off)")
+	fs.IntVar(&c.MutexProfileFraction, "mutex-profile-fraction", 0, "runtime.SetMutexProfileFraction `fraction` for the mutex profile (0: off)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: visitors [flags]\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(stderr, "  -%s %s\n    \t%s (default %q; env %s)\n", f.Name, name, usage, f.DefValue, envName(f.Name))
+		})
+	}
+
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("environment variable %s=%q: %w", envName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return c, err
+	}
+	if c.ShutdownTimeout < 0 {
+		return c, errors.New("-shutdown-timeout must not be negative")
+	}
+	return c, nil
+}
+
+// parseLevel maps a -log-level value to zerolog's level.
+func parseLevel(s string) (zerolog.Level, error) {
+	switch s {
+	case "debug":
+		return zerolog.DebugLevel, nil
+	case "info":
+		return zerolog.InfoLevel, nil
+	case "warn":
+		return zerolog.WarnLevel, nil
+	case "error":
+		return zerolog.ErrorLevel, nil
+	case "off":
+		return zerolog.Disabled, nil
+	}
+	return zerolog.NoLevel, fmt.Errorf("-log-level %q: want debug, info, warn, error or off", s)
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# test.sh runs every check of visitors: formatting, vet, staticcheck, the
+# race-enabled tests, the allocation budgets and every benchmark once, so
+# that none rots. CI (.ci/run) runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Pinned; fetched through the Go module proxy on first use.
+STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go mod tidy"
+go mod tidy -diff
+
+step "go vet"
+go vet ./...
+
+step "staticcheck"
+go run "$STATICCHECK" ./...
+
+step "go test -race"
+go test -race ./...
+
+step "allocation budgets (without -race: sync.Pool drops items under it on purpose)"
+go test -count=1 -run 'Allocs|Allocate' ./...
+
+step "every benchmark once"
+go test -run='^$' -bench=. -benchtime=1x ./...
