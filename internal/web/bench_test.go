@@ -3,6 +3,7 @@ package web
 import (
 	"net/http/httptest"
 	"testing"
+	"visitors/internal/webtest"
 )
 
 // benchServe serves target to s in a loop with a reused request and
@@ -11,14 +12,14 @@ func benchServe(b *testing.B, target string) {
 	s, _ := mustServer(b, nil)
 	r := httptest.NewRequest("GET", target, nil)
 	r.Header.Set("User-Agent", "bench/1.0")
-	w := newDiscardWriter()
+	w := webtest.NewResponseWriter()
 	b.ReportAllocs()
 	for b.Loop() {
-		w.reset()
+		w.Reset()
 		s.ServeHTTP(w, r)
 	}
-	if w.code != 200 {
-		b.Fatalf("GET %s = %d", target, w.code)
+	if w.Code != 200 {
+		b.Fatalf("GET %s = %d", target, w.Code)
 	}
 }
 
@@ -31,13 +32,13 @@ func benchServeParallel(b *testing.B, target string) {
 	b.RunParallel(func(pb *testing.PB) {
 		r := httptest.NewRequest("GET", target, nil)
 		r.Header.Set("User-Agent", "bench/1.0")
-		w := newDiscardWriter()
+		w := webtest.NewResponseWriter()
 		for pb.Next() {
-			w.reset()
+			w.Reset()
 			s.ServeHTTP(w, r)
 		}
-		if w.code != 200 && w.code != 0 { // 0: this goroutine got no iteration
-			b.Errorf("GET %s = %d", target, w.code)
+		if w.Code != 200 && w.Code != 0 { // 0: this goroutine got no iteration
+			b.Errorf("GET %s = %d", target, w.Code)
 		}
 	})
 }

@@ -16,32 +16,6 @@ import (
 	"visitors/internal/store/memstore"
 )
 
-// discardWriter is a reusable http.ResponseWriter for benchmarks and
-// allocation tests: unlike httptest.ResponseRecorder it does not clone the
-// header map on WriteHeader, so it measures only the handler.
-type discardWriter struct {
-	h    http.Header
-	code int
-	n    int
-}
-
-func newDiscardWriter() *discardWriter { return &discardWriter{h: make(http.Header)} }
-
-func (d *discardWriter) Header() http.Header { return d.h }
-func (d *discardWriter) WriteHeader(code int) {
-	if d.code == 0 {
-		d.code = code
-	}
-}
-func (d *discardWriter) Write(p []byte) (int, error) {
-	if d.code == 0 {
-		d.code = http.StatusOK
-	}
-	d.n += len(p)
-	return len(p), nil
-}
-func (d *discardWriter) reset() { d.code, d.n = 0, 0 }
-
 // mustServer returns a Server over a fresh memory store whose visit log
 // goes through a real logsink to out (io.Discard if nil).
 func mustServer(tb testing.TB, out io.Writer) (*Server, *memstore.Store) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"visitors/internal/webtest"
 
 	"github.com/rs/zerolog"
 
@@ -376,16 +377,16 @@ func TestAllocs(t *testing.T) {
 	for _, target := range tests {
 		r := httptest.NewRequest("GET", target, nil)
 		r.Header.Set("User-Agent", "bench/1.0")
-		w := newDiscardWriter()
+		w := webtest.NewResponseWriter()
 		s.ServeHTTP(w, r) // first visit of a name inserts it
 		if got := testing.AllocsPerRun(1000, func() {
-			w.reset()
+			w.Reset()
 			s.ServeHTTP(w, r)
 		}); got != 0 {
 			t.Errorf("GET %s allocs = %v, want 0", target, got)
 		}
-		if w.code != 200 {
-			t.Errorf("GET %s = %d, want 200", target, w.code)
+		if w.Code != 200 {
+			t.Errorf("GET %s = %d, want 200", target, w.Code)
 		}
 	}
 }
