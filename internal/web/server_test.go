@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"visitors/internal/race"
 	"visitors/internal/webtest"
 
 	"github.com/rs/zerolog"
@@ -362,7 +363,7 @@ func fetch(url string) (string, error) {
 // /hello, query parsing, rendering and the visit log included, allocates
 // nothing once the name is known.
 func TestAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation budgets are checked without -race: sync.Pool drops items under it")
 	}
 	s, _ := mustServer(t, nil)

@@ -13,6 +13,8 @@ type ResponseWriter struct {
 	H    http.Header
 	Code int // 0 until the handler writes
 	N    int // body bytes written since Reset
+
+	sniffed string // the type net/http would have detected, if it had to
 }
 
 // NewResponseWriter returns a ResponseWriter with an empty header map.
@@ -29,10 +31,18 @@ func (w *ResponseWriter) WriteHeader(code int) {
 	}
 }
 
-// Write counts p and discards it.
+// Write counts p and discards it. Like net/http, the first Write of a
+// response without a Content-Type sniffs one from p with
+// http.DetectContentType, so that a handler which leaves the header to
+// net/http is charged for the detection, as it is in a real server.
 func (w *ResponseWriter) Write(p []byte) (int, error) {
 	if w.Code == 0 {
 		w.Code = http.StatusOK
+	}
+	if w.N == 0 && len(p) > 0 {
+		if _, ok := w.H["Content-Type"]; !ok {
+			w.sniffed = http.DetectContentType(p)
+		}
 	}
 	w.N += len(p)
 	return len(p), nil
