@@ -2,7 +2,10 @@ module visitors
 
 go 1.26.8
 
-require github.com/rs/zerolog v1.35.1
+require (
+	github.com/rs/zerolog v1.35.1
+	github.com/sirupsen/logrus v1.10.2
+)
 
 require (
 	github.com/mattn/go-colorable v0.1.14 // indirect

@@ -76,10 +76,10 @@ func appendJSON(dst []byte, s string) []byte {
 }
 
 // appendDuration appends d in the style of time.Duration.String, with at
-// most three decimals: 850ns, 12.345µs, 1.5ms. It allocates nothing.
+// most three decimals: 0s, 850ns, 12.345µs, 1.5ms. It allocates nothing.
 func appendDuration(dst []byte, d time.Duration) []byte {
-	if d < 0 {
-		d = 0
+	if d <= 0 {
+		return append(dst, "0s"...) // a clock step back reads as no time
 	}
 	unit, div := "ns", time.Duration(1)
 	switch {

@@ -38,7 +38,7 @@ func TestAppendDuration(t *testing.T) {
 		d    time.Duration
 		want string
 	}{
-		{0, "0ns"}, {-5, "0ns"}, {850, "850ns"}, {1000, "1µs"}, {1500, "1.5µs"},
+		{0, "0s"}, {-5, "0s"}, {850, "850ns"}, {1000, "1µs"}, {1500, "1.5µs"},
 		{12345, "12.345µs"}, {12345678, "12.345ms"}, {1001 * time.Microsecond, "1.001ms"},
 		{2500 * time.Millisecond, "2.5s"}, {90 * time.Second, "90s"},
 	}
