@@ -33,3 +33,11 @@ go test -count=1 -run 'Allocs|Allocate' ./...
 
 step "every benchmark once"
 go test -run='^$' -bench=. -benchtime=1x ./...
+
+step "lab runner smoke run (every step once, into a temporary folder)"
+labout=$(mktemp -d)
+go run ./cmd/lab -count 1 -benchtime 1x -out "$labout" > /dev/null
+for f in greeting digest hello whoami; do
+	test -s "$labout/lab/$f.svg" || { echo "lab runner wrote no $f.svg"; exit 1; }
+done
+rm -rf "$labout"

@@ -1,0 +1,92 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func mustParse(t *testing.T) []Table {
+	t.Helper()
+	f, err := os.Open("testdata/bench.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tables, err := Parse(f, "bench.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tables
+}
+
+func TestParse(t *testing.T) {
+	tables := mustParse(t)
+	var got []string
+	for _, tb := range tables {
+		var steps []string
+		for _, r := range tb.Rows {
+			steps = append(steps, r.Step)
+		}
+		got = append(got, tb.Bench+": "+strings.Join(steps, ","))
+	}
+	want := []string{
+		"Greeting: 0,1,2,3,4,5",
+		"GreetingParallel: 4/counter=mutex,4/counter=atomic,5",
+		"Digest: 0,1,2,3,4,5,6",
+		"DigestParallel: 0,5,6",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Parse tables =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	g := tables[0]
+	if r := g.Rows[0]; r.N != 2 || r.NsOp.Center != 7600 || r.Published != "12,843 ns" {
+		t.Errorf("Greeting step 0 = %d runs, median %v ns, published %q; want 2, 7600, 12,843 ns", r.N, r.NsOp.Center, r.Published)
+	}
+	if got := g.SpeedUp(g.Rows[0]); got != 1 {
+		t.Errorf("SpeedUp(step 0) = %v, want 1", got)
+	}
+}
+
+// TestGolden compares the text, Markdown and SVG forms with testdata.
+// Run with -update to rewrite them after a deliberate change.
+func TestGolden(t *testing.T) {
+	for _, tb := range mustParse(t) {
+		var text, md, svg bytes.Buffer
+		if err := tb.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.WriteSVG(&svg, "go1.26 · test"); err != nil {
+			t.Fatal(err)
+		}
+		if err := xml.Unmarshal(svg.Bytes(), new(struct{})); err != nil {
+			t.Errorf("%s.svg is not well-formed XML: %v", tb.Bench, err)
+		}
+		for ext, got := range map[string][]byte{".txt": text.Bytes(), ".md": md.Bytes(), ".svg": svg.Bytes()} {
+			path := filepath.Join("testdata", tb.Bench+ext)
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				os.WriteFile(path+".got", got, 0o644)
+				t.Errorf("%s differs from the golden file; see %s.got", path, path)
+			}
+		}
+	}
+}
