@@ -56,7 +56,7 @@ func mustGet(tb testing.TB, url string, hdr ...string) (int, http.Header, string
 }
 
 func TestBinaryServesAndShutsDownCleanly(t *testing.T) {
-	p := servertest.Start(t, bin, nil)
+	p := servertest.Start(t, bin, nil, "-data", t.TempDir())
 	tests := []struct {
 		url      string
 		wantCode int
@@ -114,7 +114,7 @@ func TestBinaryServesAndShutsDownCleanly(t *testing.T) {
 }
 
 func TestBinaryTakesConfigFromEnvironment(t *testing.T) {
-	p := servertest.Start(t, bin, []string{"VISITORS_MAX_KEYS=1", "VISITORS_LOG_LEVEL=off"})
+	p := servertest.Start(t, bin, []string{"VISITORS_MAX_KEYS=1", "VISITORS_LOG_LEVEL=off", "VISITORS_STORE=memory"})
 	if code, _, _ := mustGet(t, p.URL("/hello?name=first")); code != 200 {
 		t.Fatalf("first name = %d, want 200", code)
 	}
@@ -153,10 +153,12 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 		{"bad env", nil, []string{"VISITORS_MAX_KEYS=many"}, "VISITORS_MAX_KEYS"},
 		{"port taken", []string{"-addr", "256.0.0.1:1"}, nil, "listen on -addr"},
 		{"stray arg", []string{"serve"}, nil, `unexpected argument "serve"`},
+		{"bad store", []string{"-store", "postgres"}, nil, `-store "postgres"`},
+		{"bad durability", []string{"-durability", "eventually"}, nil, `durability "eventually"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(bin, append([]string{"-admin-addr", ""}, tt.args...)...)
+			cmd := exec.Command(bin, append([]string{"-admin-addr", "", "-data", t.TempDir()}, tt.args...)...)
 			cmd.Env = append(os.Environ(), tt.env...)
 			out, err := cmd.CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {

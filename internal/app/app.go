@@ -18,6 +18,8 @@ import (
 
 	"visitors/internal/admin"
 	"visitors/internal/logsink"
+	"visitors/internal/store"
+	"visitors/internal/store/boltstore"
 	"visitors/internal/store/memstore"
 	"visitors/internal/web"
 )
@@ -40,7 +42,15 @@ var DefaultTimeouts = Timeouts{
 
 // Main parses args, then runs the service until ctx is done. Logs go to
 // stdout as JSON lines; usage and fatal errors to stderr.
-func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "export":
+			return Export(args[1:], getenv, stdout, stderr)
+		case "import":
+			return Import(args[1:], getenv, stdin, stderr)
+		}
+	}
 	cfg, err := ParseFlags(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -72,8 +82,15 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		hostname = "unknown"
 	}
-	st := memstore.New(cfg.MaxKeys)
-	defer st.Close()
+	st, health, err := openStore(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error().Err(err).Msg("close the store: counts not yet on disk are lost")
+		}
+	}()
 
 	pub, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -100,6 +117,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		}
 		asrv := &http.Server{
 			Handler: admin.Handler(admin.Options{
+				Health: health,
 				Stats: func() map[string]any {
 					return map[string]any{"log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
 				},
@@ -133,6 +151,30 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// openStore opens the store cfg names and returns it with its health
+// check for /healthz.
+func openStore(cfg Config, log zerolog.Logger) (store.Store, func() error, error) {
+	if cfg.Store == "memory" {
+		return memstore.New(memstore.Options{MaxKeys: cfg.MaxKeys}), nil, nil
+	}
+	d, err := boltstore.ParseDurability(cfg.Durability)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := boltstore.Open(boltstore.Options{
+		Dir:           cfg.Data,
+		Durability:    d,
+		FlushInterval: cfg.FlushInterval,
+		MaxKeys:       cfg.MaxKeys,
+		Log:           log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info().Str("data", cfg.Data).Str("durability", d.String()).Int("keys", st.Keys()).Msg("store opened")
+	return st, st.Health, nil
 }
 
 // shutdown stops every server gracefully, together, within timeout.

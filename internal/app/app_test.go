@@ -17,7 +17,9 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second}
+	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
+		Store: "embedded", Data: "./data", Durability: "batch", FlushInterval: 100 * time.Millisecond}
+	with := func(f func(*Config)) Config { c := def; f(&c); return c }
 	tests := []struct {
 		name string
 		args []string
@@ -25,12 +27,15 @@ func TestParseFlags(t *testing.T) {
 		want Config
 	}{
 		{"defaults", nil, nil, def},
-		{"flags", []string{"-addr", ":9", "-admin-addr", "", "-log-level", "off", "-max-keys", "5", "-shutdown-timeout", "1s", "-block-profile-rate", "100", "-mutex-profile-fraction", "10"}, nil,
-			Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10}},
-		{"env", nil, map[string]string{"VISITORS_ADDR": ":7", "VISITORS_MAX_KEYS": "3", "VISITORS_SHUTDOWN_TIMEOUT": "2s", "VISITORS_LOG_LEVEL": "warn"},
-			Config{Addr: ":7", AdminAddr: "127.0.0.1:6060", LogLevel: "warn", MaxKeys: 3, ShutdownTimeout: 2 * time.Second}},
-		{"flag beats env", []string{"-addr", ":6"}, map[string]string{"VISITORS_ADDR": ":7"},
-			Config{Addr: ":6", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second}},
+		{"flags", []string{"-addr", ":9", "-admin-addr", "", "-log-level", "off", "-max-keys", "5", "-shutdown-timeout", "1s", "-block-profile-rate", "100", "-mutex-profile-fraction", "10",
+			"-store", "memory", "-data", "/var/lib/v", "-durability", "sync", "-flush-interval", "1s"}, nil,
+			Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
+				Store: "memory", Data: "/var/lib/v", Durability: "sync", FlushInterval: time.Second}},
+		{"env", nil, map[string]string{"VISITORS_ADDR": ":7", "VISITORS_MAX_KEYS": "3", "VISITORS_SHUTDOWN_TIMEOUT": "2s", "VISITORS_LOG_LEVEL": "warn", "VISITORS_DATA": "/d", "VISITORS_DURABILITY": "sync"},
+			with(func(c *Config) {
+				c.Addr, c.MaxKeys, c.ShutdownTimeout, c.LogLevel, c.Data, c.Durability = ":7", 3, 2*time.Second, "warn", "/d", "sync"
+			})},
+		{"flag beats env", []string{"-addr", ":6"}, map[string]string{"VISITORS_ADDR": ":7"}, with(func(c *Config) { c.Addr = ":6" })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +61,10 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"negative timeout", []string{"-shutdown-timeout", "-1s"}, nil, "must not be negative"},
 		{"unknown flag", []string{"-port", "80"}, nil, "flag provided but not defined"},
 		{"argument", []string{"extra"}, nil, `unexpected argument "extra"`},
+		{"store", []string{"-store", "redis"}, nil, `-store "redis"`},
+		{"durability", []string{"-durability", "often"}, nil, `durability "often"`},
+		{"flush interval", []string{"-flush-interval", "0s"}, nil, "-flush-interval must be positive"},
+		{"no data dir", []string{"-data", ""}, nil, "-data must name a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +101,7 @@ func mustRun(t *testing.T, to Timeouts) (string, *syncBuffer, func() error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Addr: addr, LogLevel: "info", ShutdownTimeout: 5 * time.Second}
+	cfg := Config{Addr: addr, LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory"}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan error, 1)

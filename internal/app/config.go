@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"visitors/internal/store/boltstore"
 )
 
 // EnvPrefix starts the name of the environment variable behind each flag:
@@ -25,6 +27,10 @@ type Config struct {
 	ShutdownTimeout      time.Duration // how long in-flight requests get at shutdown
 	BlockProfileRate     int           // runtime.SetBlockProfileRate; 0 is off
 	MutexProfileFraction int           // runtime.SetMutexProfileFraction; 0 is off
+	Store                string        // embedded or memory
+	Data                 string        // the embedded store's directory
+	Durability           string        // batch or sync
+	FlushInterval        time.Duration // batch: how often counts reach disk
 }
 
 // envName returns the environment variable behind flag name.
@@ -46,8 +52,12 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish at shutdown")
 	fs.IntVar(&c.BlockProfileRate, "block-profile-rate", 0, "runtime.SetBlockProfileRate `rate` in ns for the block profile (0: off)")
 	fs.IntVar(&c.MutexProfileFraction, "mutex-profile-fraction", 0, "runtime.SetMutexProfileFraction `fraction` for the mutex profile (0: off)")
+	fs.StringVar(&c.Store, "store", "embedded", "where counts live: embedded (a durable file in -data) or memory (kept nowhere)")
+	fs.StringVar(&c.Data, "data", "./data", "data `directory` of the embedded store, created if missing")
+	fs.StringVar(&c.Durability, "durability", "batch", "batch: counts reach disk every -flush-interval; sync: a visit is answered only once it is on disk")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", 100*time.Millisecond, "batch durability: how often counts are written (a crash loses at most this much)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: visitors [flags]\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir]       write every count as JSON to stdout\n  visitors import [-data dir] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(stderr, "  -%s %s\n    \t%s (default %q; env %s)\n", f.Name, name, usage, f.DefValue, envName(f.Name))
@@ -76,6 +86,18 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	}
 	if c.ShutdownTimeout < 0 {
 		return c, errors.New("-shutdown-timeout must not be negative")
+	}
+	if c.Store != "embedded" && c.Store != "memory" {
+		return c, fmt.Errorf("-store %q: want embedded or memory", c.Store)
+	}
+	if _, err := boltstore.ParseDurability(c.Durability); err != nil {
+		return c, fmt.Errorf("-durability: %w", err)
+	}
+	if c.FlushInterval <= 0 {
+		return c, errors.New("-flush-interval must be positive")
+	}
+	if c.Store == "embedded" && c.Data == "" {
+		return c, errors.New("-data must name a directory for the embedded store")
 	}
 	return c, nil
 }

@@ -152,6 +152,16 @@ func (p *Proc) Stop(sig syscall.Signal, timeout time.Duration) error {
 	}
 }
 
+// Kill sends SIGKILL, as a crash or power loss would end the process,
+// and waits for it to exit.
+func (p *Proc) Kill() error {
+	if err := p.Cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	<-p.exited
+	return nil
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer

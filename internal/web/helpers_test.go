@@ -29,7 +29,8 @@ func mustServer(tb testing.TB, out io.Writer) (*Server, *memstore.Store) {
 			tb.Errorf("close log sink: %v", err)
 		}
 	})
-	st := memstore.New(0)
+	st := memstore.New(memstore.Options{})
+	tb.Cleanup(func() { st.Close() })
 	s := New(Config{
 		Store:    st,
 		Log:      zerolog.New(sink).With().Timestamp().Logger(),
@@ -55,10 +56,17 @@ type failingStore struct{}
 
 var errBroken = errors.New("disk on fire")
 
-func (failingStore) Hit(context.Context) (uint64, error)           { return 0, errBroken }
-func (failingStore) Incr(context.Context, []byte) (uint64, error)  { return 0, errBroken }
-func (failingStore) Count(context.Context, []byte) (uint64, error) { return 0, errBroken }
-func (failingStore) Keys() int                                     { return 0 }
-func (failingStore) Close() error                                  { return nil }
+func (failingStore) Hit(context.Context) (uint64, error) { return 0, errBroken }
+func (failingStore) Incr(context.Context, []byte) (store.Counts, error) {
+	return store.Counts{}, errBroken
+}
+func (failingStore) Get(context.Context, []byte) (store.Counts, error) {
+	return store.Counts{}, errBroken
+}
+func (failingStore) Days(context.Context, []byte, int) (store.Daily, error) {
+	return store.Daily{}, errBroken
+}
+func (failingStore) Keys() int    { return 0 }
+func (failingStore) Close() error { return nil }
 
 var _ store.Store = failingStore{}

@@ -160,11 +160,12 @@ func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) {
 		setHTML(w)
 		return
 	}
-	n, err := s.store.Incr(r.Context(), name)
+	c, err := s.store.Incr(r.Context(), name)
 	if err != nil {
 		s.storeError(w, err)
 		return
 	}
+	n := c.Total
 	s.log.Info().Bytes("name", name).Uint64("count", n).Msg("visited")
 	b := append(sc.body[:0], "<h1 style='color: "...)
 	b = append(b, color...)

@@ -162,7 +162,8 @@ func TestHeadCountsNothing(t *testing.T) {
 	if n, _ := st.Hit(context.Background()); n != 1 {
 		t.Errorf("after HEAD /hi the next number is %d, want 1", n)
 	}
-	if n, _ := st.Count(context.Background(), []byte("h")); n != 0 {
+	if c, _ := st.Get(context.Background(), []byte("h")); c.Total != 0 {
+		n := c.Total
 		t.Errorf("after HEAD /hello the count is %d, want 0", n)
 	}
 }
@@ -197,7 +198,7 @@ func TestRouting(t *testing.T) {
 func TestWhoami(t *testing.T) {
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := New(Config{
-		Store:    memstore.New(0),
+		Store:    memstore.New(memstore.Options{}),
 		Hostname: "box-1",
 		Now: func() time.Time { // each call 1.5µs after the last
 			clock = clock.Add(1500 * time.Nanosecond)
@@ -226,7 +227,7 @@ func TestWhoami(t *testing.T) {
 }
 
 func TestWhoamiEscapesJSON(t *testing.T) {
-	s := New(Config{Store: memstore.New(0), Hostname: "h"})
+	s := New(Config{Store: memstore.New(memstore.Options{}), Hostname: "h"})
 	ua := "evil\"</script>\\ \x01 \xff ü"
 	w := get(s, "GET", "/whoami?format=json", "User-Agent", ua)
 	var got struct {
@@ -247,7 +248,7 @@ func TestWhoamiEscapesJSON(t *testing.T) {
 func TestTooManyNames(t *testing.T) {
 	var logs syncBuffer
 	s, _ := mustServer(t, &logs)
-	s.store = memstore.New(2)
+	s.store = memstore.New(memstore.Options{MaxKeys: 2})
 	for _, n := range []string{"a", "b"} {
 		if w := get(s, "GET", "/hello?name="+n); w.Code != 200 {
 			t.Fatalf("GET /hello?name=%s = %d, want 200", n, w.Code)
@@ -336,8 +337,8 @@ func TestConcurrentVisitors(t *testing.T) {
 		}
 	}
 	for i := range names {
-		got, _ := st.Count(context.Background(), fmt.Appendf(nil, "n%d", i))
-		if want := uint64(goroutines / names * per); got != want {
+		c, _ := st.Get(context.Background(), fmt.Appendf(nil, "n%d", i))
+		if got, want := c.Total, uint64(goroutines/names*per); got != want {
 			t.Errorf("count of n%d = %d, want %d", i, got, want)
 		}
 	}

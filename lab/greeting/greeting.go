@@ -158,5 +158,5 @@ func step4(next func() int64) http.Handler {
 // checked without a regexp, headers set without allocating, the body
 // rendered into a pooled buffer.
 func Step5() http.Handler {
-	return web.New(web.Config{Store: memstore.New(0)})
+	return web.New(web.Config{Store: memstore.New(memstore.Options{})})
 }

@@ -251,7 +251,7 @@ func Step6(log io.Writer) http.Handler {
 // non-blocking internal/logsink writer.
 func Step7(log io.Writer) http.Handler {
 	return web.New(web.Config{
-		Store: memstore.New(0),
+		Store: memstore.New(memstore.Options{}),
 		Log:   zerolog.New(log).With().Timestamp().Logger(),
 	})
 }

@@ -100,5 +100,5 @@ func Step3(now func() time.Time) http.Handler {
 // allocation. It writes at most three decimals of the latency, which the
 // table test's clock keeps equal to Duration.String.
 func Step4(now func() time.Time) http.Handler {
-	return web.New(web.Config{Store: memstore.New(0), Hostname: hostname(), Now: now})
+	return web.New(web.Config{Store: memstore.New(memstore.Options{}), Hostname: hostname(), Now: now})
 }

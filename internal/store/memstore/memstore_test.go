@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+	"visitors/internal/race"
 
 	"visitors/internal/store"
 )
@@ -14,7 +16,7 @@ import (
 var ctx = context.Background()
 
 func TestHitNumbersEveryVisitOnce(t *testing.T) {
-	s := New(0)
+	s := New(Options{})
 	const goroutines, per = 64, 1000
 	got := make([][]uint64, goroutines)
 	var wg sync.WaitGroup
@@ -39,7 +41,7 @@ func TestHitNumbersEveryVisitOnce(t *testing.T) {
 }
 
 func TestIncrCountsExactly(t *testing.T) {
-	s := New(0)
+	s := New(Options{})
 	const goroutines, per, keys = 64, 500, 8
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -55,8 +57,9 @@ func TestIncrCountsExactly(t *testing.T) {
 	}
 	wg.Wait()
 	for k := range keys {
-		if got, _ := s.Count(ctx, fmt.Appendf(nil, "k%d", k)); got != goroutines/keys*per {
-			t.Errorf("Count(k%d) = %d, want %d", k, got, goroutines/keys*per)
+		if c, _ := s.Get(ctx, fmt.Appendf(nil, "k%d", k)); c.Total != goroutines/keys*per || c.Today != goroutines/keys*per {
+			got := c
+			t.Errorf("Get(k%d) = %+v, want total and today %d", k, got, goroutines/keys*per)
 		}
 	}
 	if got := s.Keys(); got != keys {
@@ -65,21 +68,21 @@ func TestIncrCountsExactly(t *testing.T) {
 }
 
 func TestIncrDoesNotRetainKey(t *testing.T) {
-	s := New(0)
+	s := New(Options{})
 	buf := []byte("alice")
 	s.Incr(ctx, buf)
 	copy(buf, "bobby") // the caller reuses its buffer
-	if got, _ := s.Count(ctx, []byte("alice")); got != 1 {
-		t.Errorf("Count(alice) = %d after the caller reused its buffer, want 1", got)
+	if got, _ := s.Get(ctx, []byte("alice")); got.Total != 1 {
+		t.Errorf("Get(alice) = %+v after the caller reused its buffer, want total 1", got)
 	}
-	if got, _ := s.Count(ctx, []byte("bobby")); got != 0 {
-		t.Errorf("Count(bobby) = %d, want 0", got)
+	if got, _ := s.Get(ctx, []byte("bobby")); got.Total != 0 {
+		t.Errorf("Get(bobby) = %+v, want total 0", got)
 	}
 }
 
 func TestMaxKeysHoldsUnderConcurrency(t *testing.T) {
 	const limit = 100
-	s := New(limit)
+	s := New(Options{MaxKeys: limit})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	accepted := 0
@@ -106,18 +109,21 @@ func TestMaxKeysHoldsUnderConcurrency(t *testing.T) {
 	var existing []byte
 	for g := range 8 {
 		for i := range 1000 {
-			if n, _ := s.Count(ctx, fmt.Appendf(nil, "g%d-%d", g, i)); n == 1 {
+			if c, _ := s.Get(ctx, fmt.Appendf(nil, "g%d-%d", g, i)); c.Total == 1 {
 				existing = fmt.Appendf(nil, "g%d-%d", g, i)
 			}
 		}
 	}
-	if n, err := s.Incr(ctx, existing); err != nil || n != 2 {
-		t.Errorf("Incr(%s) on a full store = %d, %v; want 2, nil", existing, n, err)
+	if c, err := s.Incr(ctx, existing); err != nil || c.Total != 2 {
+		t.Errorf("Incr(%s) on a full store = %+v, %v; want total 2, nil", existing, c, err)
 	}
 }
 
 func TestIncrAllocatesNothingForKnownKeys(t *testing.T) {
-	s := New(0)
+	if race.Enabled {
+		t.Skip("allocation budgets are checked without -race")
+	}
+	s := New(Options{})
 	key := []byte("gopher")
 	s.Incr(ctx, key)
 	if got := testing.AllocsPerRun(1000, func() { s.Incr(ctx, key) }); got != 0 {
@@ -126,7 +132,7 @@ func TestIncrAllocatesNothingForKnownKeys(t *testing.T) {
 }
 
 func BenchmarkIncr(b *testing.B) {
-	s := New(0)
+	s := New(Options{})
 	key := []byte("gopher")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -135,7 +141,7 @@ func BenchmarkIncr(b *testing.B) {
 }
 
 func BenchmarkIncrParallel(b *testing.B) {
-	s := New(0)
+	s := New(Options{})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		key := []byte("gopher")
@@ -146,7 +152,7 @@ func BenchmarkIncrParallel(b *testing.B) {
 }
 
 func BenchmarkHitParallel(b *testing.B) {
-	s := New(0)
+	s := New(Options{})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -174,7 +180,7 @@ func BenchmarkLookup(b *testing.B) {
 		})
 	})
 	b.Run("impl=syncmap", func(b *testing.B) {
-		s := New(0)
+		s := New(Options{})
 		s.Incr(ctx, []byte("gopher"))
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -184,4 +190,90 @@ func BenchmarkLookup(b *testing.B) {
 			}
 		})
 	})
+}
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestDailyCountsRollOverAtUTCMidnight(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC)}
+	s := New(Options{Now: clock.Now, Track: true})
+	defer s.Close()
+	key := []byte("gopher")
+	for range 3 {
+		s.Incr(ctx, key)
+	}
+	clock.Add(2 * time.Hour) // 2026-11-21 01:00
+	s.Rollover()
+	c, _ := s.Incr(ctx, key)
+	if c.Total != 4 || c.Today != 1 {
+		t.Errorf("first visit of the new day = %+v, want total 4, today 1", c)
+	}
+	clock.Add(48 * time.Hour) // 2026-11-23: a day with no visits in between
+	s.Rollover()
+	s.Incr(ctx, key)
+	s.Incr(ctx, key)
+	d, _ := s.Days(ctx, key, 5)
+	if want := []uint64{0, 3, 1, 0, 2}; fmt.Sprint(d.Counts) != fmt.Sprint(want) {
+		t.Errorf("Days(5) = %v, want %v", d.Counts, want)
+	}
+	if want := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC); !d.Last.Equal(want) {
+		t.Errorf("Days(5).Last = %v, want %v", d.Last, want)
+	}
+	if c, _ := s.Get(ctx, key); c.Total != 6 || c.Today != 2 {
+		t.Errorf("Get = %+v, want total 6, today 2", c)
+	}
+	if c, _ := s.Get(ctx, []byte("nobody")); c != (store.Counts{}) {
+		t.Errorf("Get(unknown) = %+v, want zero", c)
+	}
+}
+
+func TestTakeDirtySeesEveryChangedKeyOnce(t *testing.T) {
+	s := New(Options{Track: true})
+	defer s.Close()
+	for _, k := range []string{"a", "b", "a", "c", "a"} {
+		s.Incr(ctx, []byte(k))
+	}
+	got := map[string]uint64{}
+	s.TakeDirty(func(e *Entry) {
+		e.Clean()
+		total, _, _ := e.Snapshot()
+		if _, dup := got[e.Key()]; dup {
+			t.Errorf("TakeDirty gave %q twice", e.Key())
+		}
+		got[e.Key()] = total
+	})
+	if fmt.Sprint(got) != "map[a:3 b:1 c:1]" {
+		t.Errorf("TakeDirty totals = %v, want map[a:3 b:1 c:1]", got)
+	}
+	n := 0
+	s.TakeDirty(func(*Entry) { n++ })
+	if n != 0 {
+		t.Errorf("second TakeDirty gave %d entries, want 0", n)
+	}
+	s.Incr(ctx, []byte("b"))
+	s.TakeDirty(func(e *Entry) {
+		n++
+		if e.Key() != "b" {
+			t.Errorf("TakeDirty after one visit gave %q, want b", e.Key())
+		}
+	})
+	if n != 1 {
+		t.Errorf("TakeDirty after one visit gave %d entries, want 1", n)
+	}
 }

@@ -1,0 +1,60 @@
+package app
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"visitors/internal/store/boltstore"
+)
+
+// backupFlags parses the flags export and import share.
+func backupFlags(name string, args []string, getenv func(string) string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("visitors "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "./data", "data `directory` of the embedded store (env "+envName("data")+")")
+	if v := getenv(envName("data")); v != "" {
+		*data = v
+	}
+	return fs, data
+}
+
+// Export runs "visitors export": every count of the embedded store in
+// -data, totals and daily counts, as JSON to stdout. The service must be
+// stopped: the store's lock is taken.
+func Export(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs, data := backupFlags("export", args, getenv, stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("export: unexpected argument %q", fs.Arg(0))
+	}
+	return boltstore.Export(*data, stdout)
+}
+
+// Import runs "visitors import": it reads a JSON export from the named
+// file, or stdin, into the embedded store in -data, adding to the counts
+// there or, with -replace, replacing them. The service must be stopped.
+func Import(args []string, getenv func(string) string, stdin io.Reader, stderr io.Writer) error {
+	fs, data := backupFlags("import", args, getenv, stderr)
+	replace := fs.Bool("replace", false, "replace every count instead of adding to them")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	in := stdin
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		f, err := os.Open(fs.Arg(0))
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer f.Close()
+		in = f
+	default:
+		return fmt.Errorf("import: unexpected argument %q", fs.Arg(1))
+	}
+	return boltstore.Import(*data, in, *replace)
+}
