@@ -51,7 +51,14 @@ type Proc struct {
 // running.
 func Start(tb testing.TB, bin string, env []string, args ...string) *Proc {
 	tb.Helper()
-	p, err := StartErr(bin, env, args...)
+	return StartWrapped(tb, nil, bin, env, args...)
+}
+
+// StartWrapped is [Start] with the binary run through a wrapper command,
+// such as unshare: wrapper's words come first, then bin and its args.
+func StartWrapped(tb testing.TB, wrapper []string, bin string, env []string, args ...string) *Proc {
+	tb.Helper()
+	p, err := start(wrapper, bin, env, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -65,6 +72,10 @@ func Start(tb testing.TB, bin string, env []string, args ...string) *Proc {
 // StartErr is [Start] for callers without a testing.TB, such as a load
 // test. The caller must stop the process.
 func StartErr(bin string, env []string, args ...string) (*Proc, error) {
+	return start(nil, bin, env, args...)
+}
+
+func start(wrapper []string, bin string, env []string, args ...string) (*Proc, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
@@ -73,8 +84,8 @@ func StartErr(bin string, env []string, args ...string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	args = append([]string{"-addr", addr, "-admin-addr", admin}, args...)
-	p := &Proc{Cmd: exec.Command(bin, args...), Addr: addr, AdminAddr: admin, exited: make(chan struct{})}
+	argv := append(append(append([]string{}, wrapper...), bin, "-addr", addr, "-admin-addr", admin), args...)
+	p := &Proc{Cmd: exec.Command(argv[0], argv[1:]...), Addr: addr, AdminAddr: admin, exited: make(chan struct{})}
 	p.Cmd.Env = append(os.Environ(), env...)
 	p.Cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 	p.Cmd.Stderr = lockedWriter{&p.mu, &p.stderr}

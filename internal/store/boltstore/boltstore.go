@@ -220,6 +220,8 @@ func openDB(dir string) (*bolt.DB, string, error) {
 		return nil, "", fmt.Errorf("create data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	_, statErr := os.Stat(path)
+	existed := statErr == nil
 	db, err := boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond})
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
@@ -230,6 +232,8 @@ func openDB(dir string) (*bolt.DB, string, error) {
 		return nil, "", fmt.Errorf("open %s: the file is corrupted (%v); restore it from a backup (visitors import)", path, err)
 	case err != nil && strings.Contains(err.Error(), "corrupted"):
 		return nil, "", err
+	case err != nil && existed:
+		return nil, "", fmt.Errorf("open %s: not a visitors data file, or a damaged one (%v); refusing to start rather than overwrite it", path, err)
 	case err != nil:
 		return nil, "", fmt.Errorf("open %s: %w", path, err)
 	}
@@ -386,13 +390,11 @@ func (s *Store) Close() error {
 
 func (s *Store) flusher() {
 	defer close(s.done)
-	// Batch mode flushes on a timer; in Sync mode every visit kicks.
-	var tick <-chan time.Time
-	if s.o.Durability == Batch {
-		t := time.NewTicker(s.o.FlushInterval)
-		defer t.Stop()
-		tick = t.C
-	}
+	// Batch mode flushes on the timer. In Sync mode every visit kicks the
+	// flusher, and the timer only retries a failed flush, so that the
+	// store heals, and /healthz says so, without waiting for a visit.
+	t := time.NewTicker(s.o.FlushInterval)
+	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
@@ -404,7 +406,7 @@ func (s *Store) flusher() {
 			p.err = errors.New("store closed")
 			close(p.done)
 			return
-		case <-tick:
+		case <-t.C:
 		case <-s.kick:
 		}
 		s.flush()
