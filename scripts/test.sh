@@ -41,3 +41,6 @@ for f in greeting digest hello whoami; do
 	test -s "$labout/lab/$f.svg" || { echo "lab runner wrote no $f.svg"; exit 1; }
 done
 rm -rf "$labout"
+
+step "load test harness smoke run (1 round of 1s; no figures are asserted)"
+go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 1s -servers classic,bare,visitors > /dev/null

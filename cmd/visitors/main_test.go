@@ -74,9 +74,16 @@ func TestBinaryServesAndShutsDownCleanly(t *testing.T) {
 		{p.AdminURL("/healthz"), 200, "ok\n"},
 	}
 	for _, tt := range tests {
-		code, _, body := mustGet(t, tt.url)
+		code, hdr, body := mustGet(t, tt.url)
 		if code != tt.wantCode || body != tt.wantBody {
 			t.Errorf("GET %s = %d %q, want %d %q", tt.url, code, body, tt.wantCode, tt.wantBody)
+		}
+		wantCT := "text/plain; charset=utf-8"
+		if code == 200 && strings.HasPrefix(body, "<h1") {
+			wantCT = "text/html; charset=utf-8" // sniffed by net/http, on the wire
+		}
+		if got := hdr.Get("Content-Type"); got != wantCT {
+			t.Errorf("GET %s: Content-Type %q, want %q", tt.url, got, wantCT)
 		}
 	}
 

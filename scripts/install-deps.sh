@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# install-deps.sh installs the Debian packages the tests and the load test
+# use: wrk (load generator), util-linux (taskset, unshare for the
+# disk-full test). Go modules come through the module proxy on their own.
+set -euo pipefail
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v taskset >/dev/null || need+=(util-linux)
+command -v unshare >/dev/null || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq "${need[@]}"
+fi
+wrk --version 2>&1 | head -1 || true
