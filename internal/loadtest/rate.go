@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
 	"time"
 
@@ -56,9 +55,14 @@ func Attack(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func constantRate(ctx context.Context, url string, rate float64, d time.Duration, conns int) (RateResult, error) {
 	n := int64(rate * d.Seconds())
 	due := make(chan time.Time, n)
-	client := &http.Client{
-		Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns},
-		Timeout:   10 * time.Second,
+	clients := make([]*rawConn, conns)
+	for w := range clients {
+		c, err := newRawConn(url)
+		if err != nil {
+			return RateResult{}, err
+		}
+		clients[w] = c
+		defer c.close()
 	}
 	hists := make([]*hdrhistogram.Histogram, conns)
 	errs := make([]int64, conns)
@@ -67,15 +71,7 @@ func constantRate(ctx context.Context, url string, rate float64, d time.Duration
 		hists[w] = hdrhistogram.New(1, int64(30*time.Second/time.Microsecond), 3)
 		wg.Go(func() {
 			for at := range due {
-				resp, err := client.Get(url)
-				if err == nil {
-					_, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
-				if err != nil {
+				if err := clients[w].get(); err != nil {
 					errs[w]++
 				}
 				hists[w].RecordValue(max(1, int64(time.Since(at)/time.Microsecond)))
@@ -102,7 +98,6 @@ func constantRate(ctx context.Context, url string, rate float64, d time.Duration
 	close(due)
 	wg.Wait()
 	elapsed := time.Since(start)
-	client.CloseIdleConnections()
 
 	h := hdrhistogram.New(1, int64(30*time.Second/time.Microsecond), 3)
 	var errors int64
