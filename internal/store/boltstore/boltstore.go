@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,7 @@ type Store struct {
 	o    Options
 
 	reserved atomic.Uint64         // Batch: /hi numbers up to here are durable
+	arrivals atomic.Uint64         // calls to wait so far: how a pass sees visits still joining
 	health   atomic.Pointer[error] // the last flush error, nil when healthy
 	next     atomic.Pointer[pass]  // the flusher pass that has not begun yet
 	kick     chan struct{}         // wakes the flusher; buffered 1
@@ -311,6 +313,7 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 // wait blocks until a flusher pass that begins after this call has
 // committed, and returns its error.
 func (s *Store) wait(ctx context.Context) error {
+	s.arrivals.Add(1)
 	p := s.next.Load()
 	select {
 	case s.kick <- struct{}{}:
@@ -408,8 +411,32 @@ func (s *Store) flusher() {
 			return
 		case <-t.C:
 		case <-s.kick:
+			s.gather()
 		}
 		s.flush()
+	}
+}
+
+// maxGather bounds how long a pass waits for visits to join it.
+const maxGather = time.Millisecond
+
+// gather lets the visits that are already running join the coming pass
+// before it commits: it yields the processor until a round of yielding
+// brings no new waiter (or maxGather passes). On a server with one
+// processor this matters most: the fdatasync of a pass blocks it, so
+// without gathering each pass would commit the few visits that happened
+// to be waiting and the next would start before the rest had run —
+// one commit per visit. Visits that gather sees are all in one commit.
+func (s *Store) gather() {
+	deadline := time.Now().Add(maxGather)
+	last := s.arrivals.Load()
+	for {
+		runtime.Gosched()
+		n := s.arrivals.Load()
+		if n == last || time.Now().After(deadline) {
+			return
+		}
+		last = n
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"visitors/internal/race"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -397,3 +398,61 @@ func TestConcurrentSyncVisitsAreAllCounted(t *testing.T) {
 
 var _ = errors.New
 var _ store.Store = (*Store)(nil)
+
+// TestBatchHotPathAllocatesNothing: in batch mode a visit to a known key,
+// and a /hi number inside the reservation, touch only memory.
+func TestBatchHotPathAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation budgets are checked without -race")
+	}
+	s := mustOpen(t, Options{Dir: t.TempDir()})
+	defer mustClose(t, s)
+	key := []byte("gopher")
+	s.Incr(ctx, key)
+	s.Hit(ctx) // makes the first reservation durable
+	if got := testing.AllocsPerRun(500, func() { s.Incr(ctx, key) }); got != 0 {
+		t.Errorf("batch Incr allocs = %v, want 0", got)
+	}
+	if got := testing.AllocsPerRun(200, func() { s.Hit(ctx) }); got != 0 {
+		t.Errorf("batch Hit allocs = %v, want 0", got)
+	}
+}
+
+func BenchmarkIncr(b *testing.B) {
+	for _, d := range []Durability{Batch, Sync} {
+		b.Run("durability="+d.String(), func(b *testing.B) {
+			s, err := Open(Options{Dir: b.TempDir(), Durability: d})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			key := []byte("gopher")
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Incr(ctx, key)
+			}
+		})
+	}
+}
+
+// BenchmarkIncrParallel is group commit at work in sync mode: every
+// goroutine waits for its own visit to be on disk, and they share commits.
+func BenchmarkIncrParallel(b *testing.B) {
+	for _, d := range []Durability{Batch, Sync} {
+		b.Run("durability="+d.String(), func(b *testing.B) {
+			s, err := Open(Options{Dir: b.TempDir(), Durability: d})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			b.ReportAllocs()
+			b.SetParallelism(32) // 64 waiters on 2 cores, like 64 connections
+			b.RunParallel(func(pb *testing.PB) {
+				key := []byte("gopher")
+				for pb.Next() {
+					s.Incr(ctx, key)
+				}
+			})
+		})
+	}
+}
