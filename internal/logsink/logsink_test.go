@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -152,6 +154,10 @@ func TestWriteAllocatesNothing(t *testing.T) {
 // BenchmarkWrite compares this writer with zerolog's own non-blocking
 // writer, diode, on the line the service writes for each /hello visit.
 func BenchmarkWrite(b *testing.B) {
+	// diode reports "Diode set collision" through the standard logger,
+	// onto the lines benchstat reads; keep them out.
+	log.SetOutput(io.Discard)
+	defer log.SetOutput(os.Stderr)
 	impls := []struct {
 		name string
 		new  func() io.WriteCloser

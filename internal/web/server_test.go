@@ -11,12 +11,12 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"visitors/internal/race"
-	"visitors/internal/webtest"
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/race"
 	"visitors/internal/store/memstore"
+	"visitors/internal/webtest"
 )
 
 func TestHi(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
 	"visitors/internal/race"
 )
 

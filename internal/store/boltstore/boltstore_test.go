@@ -3,7 +3,6 @@ package boltstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +10,10 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"visitors/internal/race"
 
 	bolt "go.etcd.io/bbolt"
 
-	"visitors/internal/store"
+	"visitors/internal/race"
 )
 
 var ctx = context.Background()
@@ -395,9 +393,6 @@ func TestConcurrentSyncVisitsAreAllCounted(t *testing.T) {
 		}
 	}
 }
-
-var _ = errors.New
-var _ store.Store = (*Store)(nil)
 
 // TestBatchHotPathAllocatesNothing: in batch mode a visit to a known key,
 // and a /hi number inside the reservation, touch only memory.
