@@ -1,0 +1,199 @@
+package badge
+
+import (
+	"bytes"
+	"encoding/xml"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"visitors/internal/race"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func mustBadge(style Style, label, value string) []byte {
+	return AppendSVG(nil, &Badge{Label: []byte(label), Value: []byte(value), Color: []byte("#4c1"), LabelColor: []byte("#555"), Style: style})
+}
+
+// TestGolden compares each style with testdata/<style>.svg. Run with
+// -update after a deliberate change, and look at the result.
+func TestGolden(t *testing.T) {
+	for s := range styleNames {
+		style := Style(s)
+		got := mustBadge(style, "visitors", "1.2k")
+		path := filepath.Join("testdata", style.String()+".svg")
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (go test -update creates it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			os.WriteFile(path+".got", got, 0o644)
+			t.Errorf("%s differs from %s; see %s.got", style, path, path)
+		}
+	}
+}
+
+func TestWellFormedAndEscaped(t *testing.T) {
+	labels := []string{"", "visitors", `<script>alert("x")</script>`, "a & b ' c", "ünïcödé 世界 🎉", "bad \xff utf-8", "ctl\x00\x01\x1f"}
+	for s := range styleNames {
+		for _, l := range labels {
+			svg := mustBadge(Style(s), l, "42")
+			if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+				t.Errorf("style %s, label %q: not well-formed XML: %v\n%s", Style(s), l, err, svg)
+			}
+			if bytes.Contains(svg, []byte("<script")) {
+				t.Errorf("style %s, label %q: raw markup in the badge", Style(s), l)
+			}
+			if !utf8.Valid(svg) {
+				t.Errorf("style %s, label %q: invalid UTF-8 in the badge", Style(s), l)
+			}
+		}
+	}
+}
+
+func TestAccessible(t *testing.T) {
+	svg := string(mustBadge(Flat, "page views", "7"))
+	for _, want := range []string{`role="img"`, `aria-label="page views: 7"`, `<title>page views: 7</title>`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("badge lacks %s:\n%s", want, svg)
+		}
+	}
+}
+
+func TestTextWidth(t *testing.T) {
+	tests := []struct {
+		s    string
+		want float64
+	}{
+		{"", 0},
+		{"i", 3.0}, // narrow
+		{"W", 10.88},
+		{"visitors", 39.71}, // sums of the table, checked independently
+	}
+	for _, tt := range tests {
+		if got := TextWidth([]byte(tt.s)); got < tt.want-0.5 || got > tt.want+0.5 {
+			t.Errorf("TextWidth(%q) = %.2f, want about %.2f", tt.s, got, tt.want)
+		}
+	}
+	if w, m := TextWidth([]byte("WWWW")), TextWidth([]byte("iiii")); w < 2*m {
+		t.Errorf("TextWidth(WWWW) = %.1f is not much wider than iiii = %.1f: not real metrics", w, m)
+	}
+	// Wider text makes a wider badge: nothing overflows.
+	short, long := mustBadge(Flat, "a", "1"), mustBadge(Flat, strings.Repeat("W", 64), "1")
+	if len(long) <= len(short) || !bytes.Contains(long, []byte(`width="`)) {
+		t.Fatal("badges do not grow with their label")
+	}
+}
+
+func TestAppendCount(t *testing.T) {
+	tests := []struct {
+		n    uint64
+		abbr bool
+		want string
+	}{
+		{0, true, "0"}, {999, true, "999"}, {1000, true, "1k"}, {1234, true, "1.2k"}, {999999, true, "999.9k"},
+		{3_400_000, true, "3.4M"}, {5_600_000_000, true, "5.6B"}, {7e12, true, "7T"}, {1234, false, "1234"},
+	}
+	for _, tt := range tests {
+		if got := string(AppendCount(nil, tt.n, tt.abbr)); got != tt.want {
+			t.Errorf("AppendCount(%d, %v) = %q, want %q", tt.n, tt.abbr, got, tt.want)
+		}
+	}
+}
+
+func TestAppendColor(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"brightgreen", "#4c1", true}, {"blue", "#007ec6", true}, {"lightgrey", "#9f9f9f", true},
+		{"fff", "#fff", true}, {"A1B2C3", "#A1B2C3", true},
+		{"#fff", "", false}, {"ff", "", false}, {"gggggg", "", false}, {"red;x", "", false}, {"", "", false},
+		{"url(x)", "", false},
+	}
+	for _, tt := range tests {
+		got, err := AppendColor(nil, []byte(tt.in))
+		if (err == nil) != tt.ok || string(got) != tt.want {
+			t.Errorf("AppendColor(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestParseStyle(t *testing.T) {
+	for _, s := range []string{"", "flat", "flat-square", "plastic", "for-the-badge"} {
+		if _, err := ParseStyle([]byte(s)); err != nil {
+			t.Errorf("ParseStyle(%q) = %v", s, err)
+		}
+	}
+	if _, err := ParseStyle([]byte("social")); err == nil {
+		t.Error("ParseStyle(social) succeeded")
+	}
+}
+
+// TestAllocs: rendering allocates nothing beyond the response buffer.
+func TestAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation budgets are checked without -race")
+	}
+	b := &Badge{Label: []byte("visitors 世界"), Value: []byte("1.2k"), Color: []byte("#4c1"), LabelColor: []byte("#555")}
+	dst := make([]byte, 0, 4096)
+	for s := range styleNames {
+		b.Style = Style(s)
+		if got := testing.AllocsPerRun(200, func() { dst = AppendSVG(dst[:0], b) }); got > 0 {
+			t.Errorf("AppendSVG(%s) allocs = %v, want 0", b.Style, got)
+		}
+	}
+}
+
+func BenchmarkBadge(b *testing.B) {
+	for s := range styleNames {
+		b.Run("style="+Style(s).String(), func(b *testing.B) {
+			bd := &Badge{Label: []byte("visitors"), Value: []byte("12345"), Color: []byte("#4c1"), LabelColor: []byte("#555"), Style: Style(s)}
+			dst := make([]byte, 0, 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				dst = AppendSVG(dst[:0], bd)
+			}
+		})
+	}
+}
+
+func BenchmarkBadgeParallel(b *testing.B) {
+	bd := &Badge{Label: []byte("visitors"), Value: []byte("12345"), Color: []byte("#4c1"), LabelColor: []byte("#555")}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		dst := make([]byte, 0, 4096)
+		for pb.Next() {
+			dst = AppendSVG(dst[:0], bd)
+		}
+	})
+}
+
+func FuzzBadge(f *testing.F) {
+	f.Add("visitors", "blue", "555")
+	f.Add("<script>", "#fff", "x")
+	f.Add("\xff\x00", "ffffff", "GrEy")
+	f.Fuzz(func(t *testing.T, label, color, labelColor string) {
+		c, err1 := AppendColor(nil, []byte(color))
+		lc, err2 := AppendColor(nil, []byte(labelColor))
+		if err1 != nil || err2 != nil {
+			return
+		}
+		for s := range styleNames {
+			svg := AppendSVG(nil, &Badge{Label: []byte(label), Value: []byte("1"), Color: c, LabelColor: lc, Style: Style(s)})
+			if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+				t.Fatalf("label %q: not well-formed: %v", label, err)
+			}
+		}
+	})
+}
