@@ -68,9 +68,12 @@ type Server struct {
 
 // scratch holds the buffers one request needs, reused through a pool.
 type scratch struct {
-	body  []byte
-	name  []byte
-	color []byte
+	body       []byte
+	name       []byte
+	color      []byte
+	label      []byte // counter API
+	labelColor []byte
+	value      []byte
 }
 
 // New returns a Server for c.
@@ -84,6 +87,8 @@ func New(c Config) *Server {
 			body:  make([]byte, 0, 512),
 			name:  make([]byte, 0, MaxNameBytes),
 			color: make([]byte, 0, MaxColorBytes),
+			label: make([]byte, 0, 4*MaxLabelRunes),
+			value: make([]byte, 0, 24),
 		}
 	}
 	return s
@@ -99,9 +104,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h = (*Server).handleHello
 	case "/whoami":
 		h = (*Server).handleWhoami
+	case "/":
+		h = (*Server).handleLanding
 	default:
-		writeError(w, http.StatusNotFound, msgNotFound)
-		return
+		if !strings.HasPrefix(r.URL.Path, "/counter/") {
+			writeError(w, http.StatusNotFound, msgNotFound)
+			return
+		}
+		h = (*Server).handleCounter
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header()["Allow"] = allowGetHead

@@ -174,7 +174,8 @@ func TestRouting(t *testing.T) {
 		wantCode       int
 		wantAllow      string
 	}{
-		{"GET", "/", 404, ""},
+		{"GET", "/nope", 404, ""},
+		{"POST", "/", 405, "GET, HEAD"},
 		{"GET", "/hi/", 404, ""},
 		{"GET", "/HI", 404, ""},
 		{"GET", "/debug/pprof/", 404, ""},

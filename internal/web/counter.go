@@ -1,0 +1,315 @@
+package web
+
+import (
+	"bytes"
+	"hash/fnv"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"visitors/internal/badge"
+	"visitors/internal/store"
+)
+
+// Limits of the counter API.
+const (
+	MaxKeyBytes   = 128 // a counter key
+	MaxLabelRunes = 64  // a badge label, in characters
+	MaxDays       = 365 // daily.json and graph.svg
+	defaultDays   = 30
+)
+
+// Client messages of the counter API.
+const (
+	msgKey      = "Key must be 1-128 bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment"
+	msgLabel    = "Optional label must be at most 64 characters of valid UTF-8"
+	msgCount    = "Optional count must be true or false"
+	msgAbbr     = "Optional abbreviated must be true or false"
+	msgShow     = "Optional show must be total or today"
+	msgDays     = "Optional days must be a whole number from 1 to 365"
+	msgEscape   = "Query string is not valid URL encoding"
+	defaultText = "visitors"
+)
+
+// Header values of the counter API, shared and never mutated.
+var (
+	ctSVG        = []string{"image/svg+xml; charset=utf-8"}
+	noCache      = []string{"no-cache, no-store, must-revalidate"}
+	expiresZero  = []string{"0"}
+	anyOrigin    = []string{"*"}
+	defaultColor = []byte("#4c1")
+	defaultLabel = []byte("#555")
+)
+
+// counterKind is what a /counter/ path asks for.
+type counterKind int
+
+const (
+	kindBadge counterKind = iota
+	kindJSON
+	kindDaily
+	kindGraph
+)
+
+// splitCounterPath splits the part of a path after /counter/ into the
+// key and what is asked of it.
+func splitCounterPath(p string) (key string, kind counterKind, ok bool) {
+	switch {
+	case strings.HasSuffix(p, "/daily.json"):
+		return p[:len(p)-len("/daily.json")], kindDaily, true
+	case strings.HasSuffix(p, "/graph.svg"):
+		return p[:len(p)-len("/graph.svg")], kindGraph, true
+	case strings.HasSuffix(p, ".svg"):
+		return p[:len(p)-len(".svg")], kindBadge, true
+	case strings.HasSuffix(p, ".json"):
+		return p[:len(p)-len(".json")], kindJSON, true
+	}
+	return "", 0, false
+}
+
+// validKey reports whether key is 1-128 bytes of [A-Za-z0-9._~-] and '/',
+// with no empty, "." or ".." segment.
+func validKey(key string) bool {
+	if len(key) == 0 || len(key) > MaxKeyBytes {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !(isWord(c) || c == '.' || c == '~' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// counterQuery is a /counter/ request's parsed query; its byte slices
+// point into the request's scratch buffers.
+type counterQuery struct {
+	count       bool
+	abbreviated bool
+	today       bool
+	days        int
+	b           badge.Badge
+}
+
+// boolParam parses an optional true/false parameter.
+func boolParam(q, key string, def bool) (bool, bool) {
+	switch v, _ := queryValue(q, key); v {
+	case "":
+		return def, true
+	case "true", "1":
+		return true, true
+	case "false", "0":
+		return false, true
+	}
+	return def, false
+}
+
+// parseCounterQuery parses and checks the query of a /counter/ request,
+// returning the client's message if it is bad.
+func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
+	var ok bool
+	if cq.count, ok = boolParam(q, "count", true); !ok {
+		return cq, msgCount
+	}
+	if cq.abbreviated, ok = boolParam(q, "abbreviated", false); !ok {
+		return cq, msgAbbr
+	}
+	switch v, _ := queryValue(q, "show"); v {
+	case "", "total":
+	case "today":
+		cq.today = true
+	default:
+		return cq, msgShow
+	}
+	cq.days = defaultDays
+	if v, found := queryValue(q, "days"); found {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxDays {
+			return cq, msgDays
+		}
+		cq.days = n
+	}
+
+	label, found := queryValue(q, "label")
+	if len(label) > 4*3*MaxLabelRunes {
+		return cq, msgLabel
+	}
+	var err error
+	if sc.label, err = appendUnescape(sc.label[:0], label); err != nil {
+		return cq, msgEscape
+	}
+	if !found {
+		sc.label = append(sc.label[:0], defaultText...)
+	}
+	if !utf8.Valid(sc.label) || utf8.RuneCount(sc.label) > MaxLabelRunes {
+		return cq, msgLabel
+	}
+	cq.b.Label = sc.label
+
+	cq.b.Color, msg = parseColorParam(&sc.color, q, "color", defaultColor)
+	if msg != "" {
+		return cq, msg
+	}
+	cq.b.LabelColor, msg = parseColorParam(&sc.labelColor, q, "label_color", defaultLabel)
+	if msg != "" {
+		return cq, msg
+	}
+	style, _ := queryValue(q, "style")
+	if cq.b.Style, err = badge.ParseStyle([]byte(style)); err != nil {
+		return cq, "Optional " + err.Error()
+	}
+	return cq, ""
+}
+
+// parseColorParam parses a badge color parameter into *buf.
+func parseColorParam(buf *[]byte, q, key string, def []byte) ([]byte, string) {
+	raw, found := queryValue(q, key)
+	if !found || raw == "" {
+		return def, ""
+	}
+	if len(raw) > 3*32 {
+		return nil, "Optional " + key + ": " + badge.ErrColor.Error()
+	}
+	var tmp [96]byte
+	name, err := appendUnescape(tmp[:0], raw)
+	if err != nil {
+		return nil, msgEscape
+	}
+	c, err := badge.AppendColor((*buf)[:0], name)
+	*buf = c
+	if err != nil {
+		return nil, "Optional " + key + ": " + err.Error()
+	}
+	return c, ""
+}
+
+// handleCounter serves /counter/{key}.svg, .json, /daily.json and
+// /graph.svg.
+func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) {
+	key, kind, ok := splitCounterPath(r.URL.Path[len("/counter/"):])
+	if !ok {
+		writeError(w, http.StatusNotFound, msgNotFound)
+		return
+	}
+	if !validKey(key) {
+		writeError(w, http.StatusBadRequest, msgKey)
+		return
+	}
+	sc := s.scratch.Get().(*scratch)
+	defer s.scratch.Put(sc)
+	cq, msg := parseCounterQuery(sc, r.URL.RawQuery)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	sc.name = append(sc.name[:0], key...)
+	switch kind {
+	case kindDaily, kindGraph:
+		d, err := s.store.Days(r.Context(), sc.name, cq.days)
+		if err != nil {
+			s.storeError(w, err)
+			return
+		}
+		if kind == kindDaily {
+			s.writeDaily(w, r, key, d)
+		} else {
+			s.writeGraph(w, r, key, d)
+		}
+		return
+	}
+
+	var c store.Counts
+	var err error
+	if cq.count && r.Method != http.MethodHead {
+		c, err = s.store.Incr(r.Context(), sc.name)
+	} else {
+		c, err = s.store.Get(r.Context(), sc.name)
+	}
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	n := c.Total
+	if cq.today {
+		n = c.Today
+	}
+	b := sc.body[:0]
+	h := w.Header()
+	if kind == kindJSON {
+		b = append(b, `{"key":`...)
+		b = appendJSON(b, key)
+		b = append(b, `,"total":`...)
+		b = strconv.AppendUint(b, c.Total, 10)
+		b = append(b, `,"today":`...)
+		b = strconv.AppendUint(b, c.Today, 10)
+		b = append(b, "}\n"...)
+		h["Content-Type"] = ctJSON
+		h["Access-Control-Allow-Origin"] = anyOrigin
+	} else {
+		sc.value = badge.AppendCount(sc.value[:0], n, cq.abbreviated)
+		cq.b.Value = sc.value
+		b = badge.AppendSVG(b, &cq.b)
+		h["Content-Type"] = ctSVG
+	}
+	sc.body = b
+	h["Cache-Control"] = noCache
+	h["Expires"] = expiresZero
+	h["X-Content-Type-Options"] = nosniff
+	if !cq.count && etagMatches(w, r, b) {
+		return
+	}
+	w.Write(b)
+}
+
+// etagMatches sets a strong ETag for body and, if the request already
+// holds it, answers 304 Not Modified and reports true.
+func etagMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	f := fnv.New64a()
+	f.Write(body)
+	var tag [20]byte
+	t := append(tag[:0], '"')
+	t = strconv.AppendUint(t, f.Sum64(), 36)
+	t = append(t, '"')
+	etag := string(t)
+	w.Header()["Etag"] = []string{etag}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
+}
+
+// writeDaily writes d as JSON: {"key":…,"days":[{"date":…,"count":N},…]}.
+func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, d store.Daily) {
+	var b bytes.Buffer
+	b.WriteString(`{"key":`)
+	b.Write(appendJSON(nil, key))
+	b.WriteString(`,"days":[`)
+	first := d.Last.AddDate(0, 0, -(len(d.Counts) - 1))
+	for i, n := range d.Counts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"date":"`)
+		b.WriteString(first.AddDate(0, 0, i).Format("2006-01-02"))
+		b.WriteString(`","count":`)
+		b.WriteString(strconv.FormatUint(n, 10))
+		b.WriteByte('}')
+	}
+	b.WriteString("]}\n")
+	h := w.Header()
+	h["Content-Type"] = ctJSON
+	h["Access-Control-Allow-Origin"] = anyOrigin
+	h["Cache-Control"] = noCache
+	if etagMatches(w, r, b.Bytes()) {
+		return
+	}
+	w.Write(b.Bytes())
+}

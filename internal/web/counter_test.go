@@ -1,0 +1,242 @@
+package web
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"visitors/internal/race"
+	"visitors/internal/webtest"
+)
+
+func TestCounterBadge(t *testing.T) {
+	s, _ := mustServer(t, nil)
+	for i, want := range []string{"visitors: 1", "visitors: 2"} {
+		w := get(s, "GET", "/counter/octocat/hello-world.svg")
+		if w.Code != 200 {
+			t.Fatalf("visit %d = %d %q", i, w.Code, w.Body)
+		}
+		for k, v := range map[string]string{
+			"Content-Type":  "image/svg+xml; charset=utf-8",
+			"Cache-Control": "no-cache, no-store, must-revalidate",
+			"Expires":       "0",
+		} {
+			if got := w.Header().Get(k); got != v {
+				t.Errorf("%s = %q, want %q", k, got, v)
+			}
+		}
+		if !strings.Contains(w.Body.String(), `aria-label="`+want+`"`) {
+			t.Errorf("visit %d: badge lacks aria-label %q:\n%s", i, want, w.Body)
+		}
+		if err := xml.Unmarshal(w.Body.Bytes(), new(struct{})); err != nil {
+			t.Errorf("badge is not well-formed: %v", err)
+		}
+	}
+}
+
+func TestCounterParams(t *testing.T) {
+	s, _ := mustServer(t, nil)
+	for range 1234 {
+		get(s, "GET", "/counter/big.json")
+	}
+	tests := []struct {
+		target, want string
+	}{
+		{"/counter/big.svg?count=false&abbreviated=true", `aria-label="visitors: 1.2k"`},
+		{"/counter/big.svg?count=false&label=page%20views", `aria-label="page views: 1234"`},
+		{"/counter/big.svg?count=false&label=%3Cb%3E", `aria-label="&lt;b&gt;: 1234"`},
+		{"/counter/big.svg?count=false&show=today", `aria-label="visitors: 1234"`},
+		{"/counter/big.svg?count=false&color=blue&label_color=fff", `fill="#007ec6"`},
+		{"/counter/big.svg?count=false&color=blue&label_color=fff", `fill="#fff"`},
+		{"/counter/big.svg?count=false&style=for-the-badge", `aria-label="VISITORS: 1234"`},
+		{"/counter/big.svg?count=false&style=plastic", `height="18"`},
+		{"/counter/big.svg?count=false&style=flat-square", `rx="0"`},
+		{"/counter/big.svg?count=false&label=", `aria-label="1234"`},
+	}
+	for _, tt := range tests {
+		w := get(s, "GET", tt.target)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), tt.want) {
+			t.Errorf("GET %s = %d, want 200 with %s:\n%s", tt.target, w.Code, tt.want, w.Body)
+		}
+	}
+	w := get(s, "GET", "/counter/big.json?count=false")
+	if w.Body.String() != `{"key":"big","total":1234,"today":1234}`+"\n" || w.Header().Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("json = %q with ACAO %q", w.Body, w.Header().Get("Access-Control-Allow-Origin"))
+	}
+}
+
+func TestCounterReadOnlyCarriesETag(t *testing.T) {
+	s, st := mustServer(t, nil)
+	get(s, "GET", "/counter/e.svg")
+	w := get(s, "GET", "/counter/e.svg?count=false")
+	etag := w.Header().Get("Etag")
+	if w.Code != 200 || etag == "" {
+		t.Fatalf("count=false = %d with ETag %q, want 200 and an ETag", w.Code, etag)
+	}
+	if w := get(s, "GET", "/counter/e.svg?count=false", "If-None-Match", etag); w.Code != 304 || w.Body.Len() != 0 {
+		t.Errorf("If-None-Match with the ETag = %d %q, want 304 and no body", w.Code, w.Body)
+	}
+	get(s, "GET", "/counter/e.svg")
+	if w := get(s, "GET", "/counter/e.svg?count=false", "If-None-Match", etag); w.Code != 200 {
+		t.Errorf("after a new visit, the old ETag = %d, want 200", w.Code)
+	}
+	if c, _ := st.Get(t.Context(), []byte("e")); c.Total != 2 {
+		t.Errorf("count=false reads counted visits: total %d, want 2", c.Total)
+	}
+}
+
+func TestCounterRejects(t *testing.T) {
+	tests := []struct {
+		target string
+		code   int
+	}{
+		{"/counter/a//b.svg", 400}, {"/counter/./a.svg", 400}, {"/counter/a/...svg", 400}, {"/counter/a/....svg", 200},
+		{"/counter/a/../b.svg", 400}, {"/counter/.svg", 400}, {"/counter/a%20b.svg", 400}, {"/counter/a%3Cb.svg", 400},
+		{"/counter/" + strings.Repeat("k", 129) + ".svg", 400}, {"/counter/" + strings.Repeat("k", 128) + ".svg", 200},
+		{"/counter/k", 404}, {"/counter/k.png", 404}, {"/counter/", 404},
+		{"/counter/k.svg?color=%23fff", 400}, {"/counter/k.svg?color=purple", 400}, {"/counter/k.svg?label_color=12", 400},
+		{"/counter/k.svg?style=social", 400}, {"/counter/k.svg?count=maybe", 400}, {"/counter/k.svg?abbreviated=yes", 400},
+		{"/counter/k.svg?show=week", 400}, {"/counter/k.svg?label=" + strings.Repeat("x", 65), 400},
+		{"/counter/k.svg?label=" + strings.Repeat("%C3%A9", 64), 200}, {"/counter/k.svg?label=%FF", 400}, {"/counter/k.svg?label=%zz", 400},
+		{"/counter/k/daily.json?days=0", 400}, {"/counter/k/daily.json?days=366", 400}, {"/counter/k/daily.json?days=x", 400},
+	}
+	for _, tt := range tests {
+		s, st := mustServer(t, nil)
+		w := get(s, "GET", tt.target)
+		if w.Code != tt.code {
+			t.Errorf("GET %s = %d %q, want %d", tt.target, w.Code, w.Body, tt.code)
+		}
+		if tt.code != 200 && st.Keys() != 0 {
+			t.Errorf("GET %s was rejected but counted a visit", tt.target)
+		}
+		if tt.code == 400 && strings.Contains(w.Body.String(), "<") {
+			t.Errorf("GET %s: 400 body reflects markup: %q", tt.target, w.Body)
+		}
+	}
+}
+
+func TestCounterDailyAndGraph(t *testing.T) {
+	s, _ := mustServer(t, nil)
+	for range 3 {
+		get(s, "GET", "/counter/d.svg")
+	}
+	w := get(s, "GET", "/counter/d/daily.json?days=7")
+	var got struct {
+		Key  string
+		Days []struct {
+			Date  string
+			Count uint64
+		}
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 200 {
+		t.Fatalf("daily.json = %d %q: %v", w.Code, w.Body, err)
+	}
+	if got.Key != "d" || len(got.Days) != 7 || got.Days[6].Count != 3 || got.Days[0].Count != 0 || got.Days[0].Date >= got.Days[6].Date {
+		t.Errorf("daily.json = %+v, want 7 days oldest first, 3 visits today", got)
+	}
+	if w.Header().Get("Access-Control-Allow-Origin") != "*" {
+		t.Error("daily.json lacks Access-Control-Allow-Origin: *")
+	}
+	if def := get(s, "GET", "/counter/d/daily.json"); strings.Count(def.Body.String(), `"date"`) != 30 {
+		t.Errorf("daily.json without days has %d days, want 30", strings.Count(def.Body.String(), `"date"`))
+	}
+	g := get(s, "GET", "/counter/d/graph.svg?days=14")
+	if g.Code != 200 || g.Header().Get("Content-Type") != "image/svg+xml; charset=utf-8" {
+		t.Fatalf("graph.svg = %d %q", g.Code, g.Header().Get("Content-Type"))
+	}
+	if err := xml.Unmarshal(g.Body.Bytes(), new(struct{})); err != nil {
+		t.Errorf("graph.svg is not well-formed: %v", err)
+	}
+	if !strings.Contains(g.Body.String(), "d: 3 visits in the last 14 days") {
+		t.Errorf("graph.svg lacks its title:\n%s", g.Body)
+	}
+}
+
+func TestNamesAndKeysShareCounters(t *testing.T) {
+	s, _ := mustServer(t, nil)
+	get(s, "GET", "/hello?name=octocat")
+	w := get(s, "GET", "/counter/octocat.json")
+	if !strings.Contains(w.Body.String(), `"total":2`) {
+		t.Errorf("/counter/octocat.json after /hello?name=octocat = %q, want total 2", w.Body)
+	}
+}
+
+func TestLanding(t *testing.T) {
+	s, _ := mustServer(t, nil)
+	w := get(s, "GET", "/")
+	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") || !strings.Contains(w.Body.String(), `<form id="maker"`) {
+		t.Fatalf("GET / = %d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	for _, external := range []string{"http://", "https://", "//cdn"} {
+		if strings.Contains(w.Body.String(), external) {
+			t.Errorf("landing page refers to an external asset (%s)", external)
+		}
+	}
+}
+
+// TestCounterAllocs: serving a badge allocates at most once beyond the
+// response (the budget of the issue); counting and rendering allocate
+// nothing.
+func TestCounterAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation budgets are checked without -race")
+	}
+	s, _ := mustServer(t, nil)
+	for _, target := range []string{"/counter/octocat/hello-world.svg", "/counter/k.svg?style=for-the-badge&label=page%20views&color=blue&abbreviated=true", "/counter/k.json"} {
+		r := httptest.NewRequest("GET", target, nil)
+		w := webtest.NewResponseWriter()
+		s.ServeHTTP(w, r)
+		if got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) }); got > 1 {
+			t.Errorf("GET %s allocs = %v, want at most 1", target, got)
+		}
+		if w.Code != 200 {
+			t.Errorf("GET %s = %d", target, w.Code)
+		}
+	}
+}
+
+func BenchmarkCounterBadge(b *testing.B) {
+	benchServe(b, "/counter/octocat/hello-world.svg")
+}
+
+func BenchmarkCounterBadgeParallel(b *testing.B) {
+	benchServeParallel(b, "/counter/octocat/hello-world.svg")
+}
+
+func FuzzCounter(f *testing.F) {
+	for _, s := range []string{"k.svg|label=x", "a/b.json|count=false", "k/daily.json|days=3", "k.svg|label=%3Cscript%3E&color=%22", "../x.svg|", "k.svg|style=%00"} {
+		f.Add(s)
+	}
+	s, st := mustServer(f, nil)
+	f.Fuzz(func(t *testing.T, in string) {
+		path, q, _ := strings.Cut(in, "|")
+		r := httptest.NewRequest("GET", "/", nil)
+		r.URL.Path = "/counter/" + path
+		r.URL.RawQuery = q
+		keys := st.Keys()
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		switch w.Code {
+		case 200:
+			if ct := w.Header().Get("Content-Type"); strings.HasPrefix(ct, "image/svg") {
+				if err := xml.Unmarshal(w.Body.Bytes(), new(struct{})); err != nil {
+					t.Fatalf("%q: badge not well-formed: %v", in, err)
+				}
+				if strings.Contains(w.Body.String(), "<script") {
+					t.Fatalf("%q: markup in the badge", in)
+				}
+			}
+		case 400, 404:
+			if st.Keys() != keys {
+				t.Fatalf("%q: rejected with %d but counted", in, w.Code)
+			}
+			if strings.ContainsAny(w.Body.String(), "<>") {
+				t.Fatalf("%q: %d body reflects markup: %q", in, w.Code, w.Body)
+			}
+		default:
+			t.Fatalf("%q: status %d", in, w.Code)
+		}
+	})
+}
