@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # install-deps.sh installs the Debian packages the tests and the load test
 # use: wrk (load generator), util-linux (taskset, unshare for the
-# disk-full test). Go modules come through the module proxy on their own.
+# disk-full test), chromium (renders badges in the browser test). Go
+# modules come through the module proxy on their own.
 set -euo pipefail
 need=()
 command -v wrk >/dev/null || need+=(wrk)
 command -v taskset >/dev/null || need+=(util-linux)
 command -v unshare >/dev/null || need+=(util-linux)
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -14,3 +16,4 @@ if [ ${#need[@]} -gt 0 ]; then
 	$SUDO apt-get install -y -qq "${need[@]}"
 fi
 wrk --version 2>&1 | head -1 || true
+chromium --version

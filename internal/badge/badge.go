@@ -266,9 +266,19 @@ func appendXML(dst, s []byte, upper bool) []byte {
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
-// appendNum appends f with at most one decimal.
+// appendNum appends f rounded to one decimal, without a trailing ".0".
+// It formats tenths as an integer: strconv.AppendFloat's shortest form
+// cost most of a badge's rendering time.
 func appendNum(dst []byte, f float64) []byte {
-	return strconv.AppendFloat(dst, round1(f), 'f', -1, 64)
+	tenths := int64(f*10 + 0.5)
+	if tenths < 0 {
+		tenths = 0
+	}
+	dst = strconv.AppendInt(dst, tenths/10, 10)
+	if d := tenths % 10; d != 0 {
+		dst = append(dst, '.', byte('0'+d))
+	}
+	return dst
 }
 
 // AppendCount appends n in decimal, or with abbreviated as 1.2k, 3.4M,

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"visitors/internal/servertest"
+)
+
+// chromiumArgs run Debian's Chromium headless, as root, without reaching
+// for the network.
+var chromiumArgs = []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+	"--no-first-run", "--disable-quic", "--disable-component-update", "--disable-sync", "--hide-scrollbars"}
+
+// screenshot renders url in headless Chromium at the given window size
+// and returns the decoded PNG.
+func screenshot(t *testing.T, url string, w, h int) image.Image {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is needed for this test: ./scripts/install-deps.sh installs it")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "shot.png")
+	args := append(append([]string{}, chromiumArgs...),
+		"--user-data-dir="+filepath.Join(dir, "profile"), fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+out, url)
+	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("chromium wrote no screenshot: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	return img
+}
+
+// coverage counts the pixels of img that are exactly color c.
+func coverage(img image.Image, c color.RGBA) int {
+	n := 0
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if uint8(cr>>8) == c.R && uint8(cg>>8) == c.G && uint8(cb>>8) == c.B {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func rgb(hex uint32) color.RGBA {
+	return color.RGBA{uint8(hex >> 16), uint8(hex >> 8), uint8(hex), 0xff}
+}
+
+// TestBadgeAndGraphRenderInChromium renders a badge of each style and the
+// graph in a real browser: each screenshot must decode and show the
+// drawing's own fill colors over a good part of it — a blank page, a
+// broken image, an XML error page or a 404 text has none of them.
+func TestBadgeAndGraphRenderInChromium(t *testing.T) {
+	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off")
+	for range 5 {
+		mustGet(t, p.URL("/counter/browser-test.svg"))
+	}
+	grey := rgb(0x555555)
+	tests := []struct {
+		path   string
+		w, h   int
+		colors []color.RGBA // each must cover at least 150 pixels
+	}{
+		// flat and plastic overlay a gradient, so their fills are not exact
+		{"/counter/browser-test.svg?count=false&style=flat-square", 300, 60, []color.RGBA{grey, rgb(0x44cc11)}},
+		{"/counter/browser-test.svg?count=false&style=flat-square&color=blue", 300, 60, []color.RGBA{grey, rgb(0x007ec6)}},
+		{"/counter/browser-test.svg?count=false&style=for-the-badge&label=page%20views&color=orange", 400, 60, []color.RGBA{grey, rgb(0xfe7d37)}},
+		{"/counter/browser-test/graph.svg?days=14", 480, 160, []color.RGBA{rgb(0x2da44e)}},
+	}
+	for _, tt := range tests {
+		img := screenshot(t, p.URL(tt.path), tt.w, tt.h)
+		for _, c := range tt.colors {
+			if n := coverage(img, c); n < 150 {
+				t.Errorf("%s: color #%02x%02x%02x covers %d pixels, want at least 150: blank or broken", tt.path, c.R, c.G, c.B, n)
+			}
+		}
+	}
+	// flat and plastic: a rendered badge, whatever its gradient.
+	for _, style := range []string{"flat", "plastic"} {
+		img := screenshot(t, p.URL("/counter/browser-test.svg?count=false&style="+style), 300, 60)
+		if n := darkPixels(img); n < 500 {
+			t.Errorf("style %s: %d dark pixels, want at least 500 (the grey label box)", style, n)
+		}
+	}
+	// And the check can fail: a 404 page has none of the colors.
+	if n := coverage(screenshot(t, p.URL("/counter/nope"), 300, 60), grey); n >= 150 {
+		t.Errorf("a 404 page covers %d pixels in the badge grey: the check cannot tell", n)
+	}
+}
+
+// darkPixels counts pixels darker than mid-grey.
+func darkPixels(img image.Image) int {
+	n := 0
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if (cr>>8)+(cg>>8)+(cb>>8) < 3*110 {
+				n++
+			}
+		}
+	}
+	return n
+}
