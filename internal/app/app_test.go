@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -76,26 +75,9 @@ func TestParseFlagsErrors(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // mustRun starts Run in the background with to and returns the public
 // address, the log, and a stop function that cancels and waits for Run.
-func mustRun(t *testing.T, to Timeouts) (string, *syncBuffer, func() error) {
+func mustRun(t *testing.T, to Timeouts) (string, *servertest.Buffer, func() error) {
 	t.Helper()
 	addr, err := servertest.FreeAddr()
 	if err != nil {
@@ -103,7 +85,7 @@ func mustRun(t *testing.T, to Timeouts) (string, *syncBuffer, func() error) {
 	}
 	cfg := Config{Addr: addr, LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory"}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out servertest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg, to, &out) }()
 	for i := 0; ; i++ {

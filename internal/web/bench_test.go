@@ -3,6 +3,7 @@ package web
 import (
 	"net/http/httptest"
 	"testing"
+
 	"visitors/internal/webtest"
 )
 

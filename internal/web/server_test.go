@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/race"
+	"visitors/internal/servertest"
 	"visitors/internal/store/memstore"
 	"visitors/internal/webtest"
 )
@@ -109,7 +110,7 @@ func TestHello(t *testing.T) {
 }
 
 func TestHelloLogsEachVisit(t *testing.T) {
-	var out syncBuffer
+	var out servertest.Buffer
 	s, _ := mustServer(t, &out)
 	get(s, "GET", "/hello?name=%22quoted%22")
 	get(s, "GET", "/hello?name=%22quoted%22")
@@ -133,23 +134,6 @@ func TestHelloLogsEachVisit(t *testing.T) {
 			t.Errorf("log line %d = %+v, want level info, name \"quoted\", count %d, message visited, a time", i, got, i+1)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestHeadCountsNothing(t *testing.T) {
@@ -247,7 +231,7 @@ func TestWhoamiEscapesJSON(t *testing.T) {
 }
 
 func TestTooManyNames(t *testing.T) {
-	var logs syncBuffer
+	var logs servertest.Buffer
 	s, _ := mustServer(t, &logs)
 	s.store = memstore.New(memstore.Options{MaxKeys: 2})
 	for _, n := range []string{"a", "b"} {
@@ -268,7 +252,7 @@ func TestTooManyNames(t *testing.T) {
 }
 
 func TestStoreFailureIs503AndLogged(t *testing.T) {
-	var logs syncBuffer
+	var logs servertest.Buffer
 	s := New(Config{Store: failingStore{}, Log: zerolog.New(&logs)})
 	for _, target := range []string{"/hi", "/hello?name=x"} {
 		w := get(s, "GET", target)

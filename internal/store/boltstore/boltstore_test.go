@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/race"
+	"visitors/internal/store/storetest"
 )
 
 var ctx = context.Background()
@@ -91,7 +92,7 @@ func TestBatchReservesHitNumbersAhead(t *testing.T) {
 
 func TestDaysSurviveReopenAndMidnight(t *testing.T) {
 	dir := t.TempDir()
-	clock := &fakeClock{t: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
+	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now, FlushInterval: time.Hour})
 	key := []byte("badge")
 	for range 4 {
@@ -119,23 +120,6 @@ func TestDaysSurviveReopenAndMidnight(t *testing.T) {
 	if c, _ := s.Get(ctx, key); c.Total != 7 || c.Today != 1 {
 		t.Errorf("Get = %+v, want total 7, today 1", c)
 	}
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 func TestOpenRefuses(t *testing.T) {
@@ -289,7 +273,7 @@ func TestSyncFailureIsNotAcknowledged(t *testing.T) {
 
 func TestExportImportRoundTrip(t *testing.T) {
 	src := t.TempDir()
-	clock := &fakeClock{t: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
+	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
 	s := mustOpen(t, Options{Dir: src, Now: clock.Now, FlushInterval: time.Hour})
 	for range 7 {
 		s.Hit(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"visitors/internal/race"
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 var ctx = context.Background()
@@ -197,26 +198,8 @@ func BenchmarkLookup(b *testing.B) {
 	})
 }
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func TestDailyCountsRollOverAtUTCMidnight(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC)}
+	clock := storetest.NewClock(time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC))
 	s := New(Options{Now: clock.Now, Track: true})
 	defer s.Close()
 	key := []byte("gopher")
