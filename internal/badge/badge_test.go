@@ -3,17 +3,14 @@ package badge
 import (
 	"bytes"
 	"encoding/xml"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"visitors/internal/golden"
 	"visitors/internal/race"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func mustBadge(style Style, label, value string) []byte {
 	return AppendSVG(nil, &Badge{Label: []byte(label), Value: []byte(value), Color: []byte("#4c1"), LabelColor: []byte("#555"), Style: style})
@@ -24,22 +21,7 @@ func mustBadge(style Style, label, value string) []byte {
 func TestGolden(t *testing.T) {
 	for s := range styleNames {
 		style := Style(s)
-		got := mustBadge(style, "visitors", "1.2k")
-		path := filepath.Join("testdata", style.String()+".svg")
-		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (go test -update creates it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			os.WriteFile(path+".got", got, 0o644)
-			t.Errorf("%s differs from %s; see %s.got", style, path, path)
-		}
+		golden.Check(t, filepath.Join("testdata", style.String()+".svg"), mustBadge(style, "visitors", "1.2k"))
 	}
 }
 

@@ -259,13 +259,21 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) {
 		h["Content-Type"] = ctSVG
 	}
 	sc.body = b
-	h["Cache-Control"] = noCache
+	h["Cache-Control"] = noCache // JSON too: a count must not be cached
 	h["Expires"] = expiresZero
 	h["X-Content-Type-Options"] = nosniff
 	if !cq.count && etagMatches(w, r, b) {
 		return
 	}
 	w.Write(b)
+}
+
+// setImageHeaders marks an SVG image that no proxy may keep: GitHub's
+// image proxy would otherwise cache a badge and its count.
+func setImageHeaders(h http.Header) {
+	h["Content-Type"] = ctSVG
+	h["Cache-Control"] = noCache
+	h["Expires"] = expiresZero
 }
 
 // etagMatches sets a strong ETag for body and, if the request already

@@ -57,10 +57,7 @@ func (s *Server) writeGraph(w http.ResponseWriter, r *http.Request, key string, 
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#57606a">%s</text>`, graphW-graphRight, graphH-8, d.Last.Format("Jan 2"))
 	b.WriteString("</g></svg>\n")
 
-	h := w.Header()
-	h["Content-Type"] = ctSVG
-	h["Cache-Control"] = noCache
-	h["Expires"] = expiresZero
+	setImageHeaders(w.Header())
 	if etagMatches(w, r, b.Bytes()) {
 		return
 	}

@@ -3,14 +3,13 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"visitors/internal/golden"
+)
 
 func mustParse(t *testing.T) []Table {
 	t.Helper()
@@ -72,21 +71,7 @@ func TestGolden(t *testing.T) {
 			t.Errorf("%s.svg is not well-formed XML: %v", tb.Bench, err)
 		}
 		for ext, got := range map[string][]byte{".txt": text.Bytes(), ".md": md.Bytes(), ".svg": svg.Bytes()} {
-			path := filepath.Join("testdata", tb.Bench+ext)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				os.WriteFile(path+".got", got, 0o644)
-				t.Errorf("%s differs from the golden file; see %s.got", path, path)
-			}
+			golden.Check(t, filepath.Join("testdata", tb.Bench+ext), got)
 		}
 	}
 }
