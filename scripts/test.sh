@@ -10,6 +10,9 @@ STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "tools the tests need (installed only if missing)"
+./scripts/install-deps.sh
+
 step "gofmt"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
@@ -44,3 +47,5 @@ rm -rf "$labout"
 
 step "load test harness smoke run (1 round of 1s; no figures are asserted)"
 go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 1s -servers classic,bare,visitors > /dev/null
+
+printf '\nall checks passed\n'
