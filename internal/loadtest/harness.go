@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -58,7 +57,7 @@ func (r Result) Median() (med, lo, hi float64) {
 	for i, w := range r.Runs {
 		v[i] = w.RPS
 	}
-	sort.Float64s(v)
+	slices.Sort(v)
 	n := len(v)
 	if n == 0 {
 		return 0, 0, 0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -50,11 +51,7 @@ func medianLatency(runs []WrkResult) (p50, p99 time.Duration) {
 }
 
 func medianDur(v []time.Duration) time.Duration {
-	for i := range v { // insertion sort: a handful of values
-		for j := i; j > 0 && v[j] < v[j-1]; j-- {
-			v[j], v[j-1] = v[j-1], v[j]
-		}
-	}
+	slices.Sort(v)
 	return v[len(v)/2]
 }
 

@@ -2,7 +2,6 @@ package logsink
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -14,28 +13,12 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/diode"
+
+	"visitors/internal/servertest"
 )
 
-// lockedBuffer is a destination that tests may read while the drain writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestWriterKeepsEveryLineInOrder(t *testing.T) {
-	var dst lockedBuffer
+	var dst servertest.Buffer
 	w := New(&dst, Options{Slots: 64, Poll: time.Millisecond})
 	const n = 10000
 	for i := range n {
@@ -69,7 +52,7 @@ func TestWriterKeepsEveryLineInOrder(t *testing.T) {
 }
 
 func TestWriterConcurrent(t *testing.T) {
-	var dst lockedBuffer
+	var dst servertest.Buffer
 	w := New(&dst, Options{Slots: 1 << 16})
 	const goroutines, per = 16, 1000
 	var wg sync.WaitGroup
@@ -103,7 +86,7 @@ func TestWriterConcurrent(t *testing.T) {
 // destination slower than the traffic.
 type blockedWriter struct {
 	release chan struct{}
-	buf     lockedBuffer
+	buf     servertest.Buffer
 }
 
 func (b *blockedWriter) Write(p []byte) (int, error) {

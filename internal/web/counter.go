@@ -252,15 +252,14 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) {
 		b = append(b, "}\n"...)
 		h["Content-Type"] = ctJSON
 		h["Access-Control-Allow-Origin"] = anyOrigin
+		setNoCache(h) // a count must not be cached, as JSON either
 	} else {
 		sc.value = badge.AppendCount(sc.value[:0], n, cq.abbreviated)
 		cq.b.Value = sc.value
 		b = badge.AppendSVG(b, &cq.b)
-		h["Content-Type"] = ctSVG
+		setImageHeaders(h)
 	}
 	sc.body = b
-	h["Cache-Control"] = noCache // JSON too: a count must not be cached
-	h["Expires"] = expiresZero
 	h["X-Content-Type-Options"] = nosniff
 	if !cq.count && etagMatches(w, r, b) {
 		return
@@ -272,6 +271,12 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) {
 // image proxy would otherwise cache a badge and its count.
 func setImageHeaders(h http.Header) {
 	h["Content-Type"] = ctSVG
+	setNoCache(h)
+}
+
+// setNoCache forbids every cache to keep the response: counts change
+// with every visit.
+func setNoCache(h http.Header) {
 	h["Cache-Control"] = noCache
 	h["Expires"] = expiresZero
 }
@@ -315,7 +320,7 @@ func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, 
 	h := w.Header()
 	h["Content-Type"] = ctJSON
 	h["Access-Control-Allow-Origin"] = anyOrigin
-	h["Cache-Control"] = noCache
+	setNoCache(h)
 	if etagMatches(w, r, b.Bytes()) {
 		return
 	}
