@@ -7,8 +7,11 @@
 //   - hello: profiling a per-name counter that logs with logrus;
 //   - whoami: a user-agent and latency endpoint from a meetup talk.
 //
-// Within a case every step gives byte-identical output for the same
-// input, and the last step of greeting and hello is the service's own
-// handler, imported, not copied. `go run ./cmd/lab` runs them all and
+// Within a case the steps answer alike for the same input except where
+// a seed's own bug changed the output (a lost quote or </p>, a log
+// message run together) or the service formats differently (whoami's
+// latency); each package's TestSteps pins every step's output, and its
+// TestMuseum tests show the bugs. The last step of greeting, hello and
+// whoami is the service's own handler, imported, not copied. `go run ./cmd/lab` runs them all and
 // writes docs/lab.
 package lab

@@ -2,8 +2,20 @@
 # test.sh runs every check of visitors: formatting, vet, staticcheck, the
 # race-enabled tests, the allocation budgets and every benchmark once, so
 # that none rots. CI (.ci/run) runs exactly this.
+#
+# ./scripts/test.sh -slow also runs mutation testing (scripts/mutation.sh):
+# with two shared cores it takes about 30 minutes on its own, more than
+# the 15 minutes the whole test command may take, so CI leaves it out and
+# it is run before a change to a core package lands (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+slow=false
+case "${1:-}" in
+"") ;;
+-slow) slow=true ;;
+*) echo "usage: $0 [-slow]" >&2; exit 2 ;;
+esac
 
 # Pinned; fetched through the Go module proxy on first use.
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -34,6 +46,9 @@ go test -race ./...
 step "allocation budgets (without -race: sync.Pool drops items under it on purpose)"
 go test -count=1 -run 'Allocs|Allocate' ./...
 
+step "fuzz: every visit the web layer acknowledges reaches the embedded store's disk (10s)"
+go test -run '^$' -fuzz '^FuzzVisitsReachDisk$' -fuzztime 10s ./internal/web
+
 step "every benchmark once"
 go test -run='^$' -bench=. -benchtime=1x ./...
 
@@ -47,5 +62,10 @@ rm -rf "$labout"
 
 step "load test harness smoke run (1 round of 1s; no figures are asserted)"
 go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 1s -servers classic,bare,visitors > /dev/null
+
+if $slow; then
+	step "mutation testing (slow mode)"
+	./scripts/mutation.sh
+fi
 
 printf '\nall checks passed\n'

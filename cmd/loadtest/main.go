@@ -17,7 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"visitors/internal/loadtest"
+	"visitors/lab/loadtest"
 )
 
 func main() {

@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
-	"strings"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,7 +24,7 @@ type ack struct {
 
 // load drives /hi and /hello?name=crash from clients goroutines until
 // stop is closed or the server goes away, and returns every ack.
-func load(p *servertest.Proc, clients int, stop <-chan struct{}) []ack {
+func load(t testing.TB, p *servertest.Proc, clients int, stop <-chan struct{}) []ack {
 	var mu sync.Mutex
 	var acks []ack
 	var wg sync.WaitGroup
@@ -54,8 +54,10 @@ func load(p *servertest.Proc, clients int, stop <-chan struct{}) []ack {
 				}
 				a := ack{at: time.Now()}
 				if i%2 == 0 {
-					s := string(body)
-					fmt.Sscanf(s[strings.LastIndex(s, " ")+1:], "%d!", &a.hit)
+					if a.hit, err = numberAfter(string(body), "visitor number "); err != nil {
+						t.Error(err)
+						return
+					}
 				}
 				mu.Lock()
 				acks = append(acks, a)
@@ -71,11 +73,9 @@ func load(p *servertest.Proc, clients int, stop <-chan struct{}) []ack {
 func probe(t *testing.T, p *servertest.Proc) uint64 {
 	t.Helper()
 	code, _, body := mustGet(t, p.URL("/hello?name=crash"))
-	var n uint64
-	if i := strings.Index(body, "Count: "); code != 200 || i < 0 {
-		t.Fatalf("probe = %d %q", code, body)
-	} else {
-		fmt.Sscanf(body[i+len("Count: "):], "%d", &n)
+	n, err := numberAfter(body, "Count: ")
+	if code != 200 || err != nil {
+		t.Fatalf("probe = %d %q (%v)", code, body, err)
 	}
 	return n
 }
@@ -102,8 +102,18 @@ func crashCycles(t *testing.T, durability string) {
 		window = interval + 400*time.Millisecond
 	)
 	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CRASH_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("CRASH_SEED=%q: %v", v, err)
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 1))
-	t.Logf("seed %d", seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("rerun with CRASH_SEED=%d", seed)
+		}
+	})
 	dir := t.TempDir()
 	args := []string{"-data", dir, "-durability", durability, "-flush-interval", interval.String(), "-log-level", "warn"}
 	numbers := map[uint64]bool{}
@@ -113,7 +123,7 @@ func crashCycles(t *testing.T, durability string) {
 	for cycle := range cycles {
 		stop := make(chan struct{})
 		done := make(chan []ack)
-		go func() { done <- load(p, clients, stop) }()
+		go func() { done <- load(t, p, clients, stop) }()
 		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
 		killed := time.Now()
 		if err := p.Kill(); err != nil {
@@ -156,7 +166,7 @@ func crashCycles(t *testing.T, durability string) {
 	// A graceful stop loses nothing, in either mode.
 	stop := make(chan struct{})
 	done := make(chan []ack)
-	go func() { done <- load(p, clients, stop) }()
+	go func() { done <- load(t, p, clients, stop) }()
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	var visits uint64

@@ -19,8 +19,8 @@ import (
 // user and mount namespace (no privileges needed), takes most of its room
 // with a filler file, and runs visitors on it.
 const diskFullScript = `set -e
-mount -t tmpfs -o size=512k tmpfs "$1"
-head -c 360000 /dev/zero > "$1/filler"
+mount -t tmpfs -o size=1m tmpfs "$1"
+head -c 880000 /dev/zero > "$1/filler"
 shift
 exec "$@"`
 
@@ -65,6 +65,10 @@ func diskFull(t *testing.T, durability string) {
 			t.Fatalf("GET /hello = %d %q", code, body)
 		}
 		if i%50 == 49 {
+			// Let a flush run first, so that what is acknowledged past
+			// the point the disk filled up stays well below the room
+			// the filler makes once it is removed.
+			time.Sleep(150 * time.Millisecond)
 			if code, _, _ := mustGet(t, p.AdminURL("/healthz")); code == 503 {
 				full = true
 			}
@@ -95,7 +99,11 @@ func diskFull(t *testing.T, durability string) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("/healthz stayed 503 for 10s after room was made")
+			_, _, hb := mustGet(t, p.AdminURL("/healthz"))
+			fi, _ := os.Stat(filepath.Join(inside, "visitors.db"))
+			var st syscall.Statfs_t
+			syscall.Statfs(inside, &st)
+			t.Fatalf("/healthz stayed 503 for 10s after room was made: %s; db %d bytes, free %d, acked %d", hb, fi.Size(), st.Bavail*uint64(st.Bsize), len(acked))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

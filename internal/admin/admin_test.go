@@ -3,6 +3,8 @@ package admin
 import (
 	"encoding/json"
 	"errors"
+	"expvar"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -49,7 +51,10 @@ func TestProfiles(t *testing.T) {
 	}
 }
 
-func TestVars(t *testing.T) {
+// TestVarsReportsStats: /debug/vars shows what Options.Stats returns,
+// beside the runtime's figures. That the service's own counters reach
+// Stats is app.TestVars's promise, through the real wiring.
+func TestVarsReportsStats(t *testing.T) {
 	h := Handler(Options{Stats: func() map[string]any { return map[string]any{"log_lines_dropped": 3} }})
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/debug/vars", nil))
@@ -62,5 +67,52 @@ func TestVars(t *testing.T) {
 	}
 	if got.Visitors["log_lines_dropped"] != 3 || got.Memstats["HeapAlloc"] == nil {
 		t.Errorf("/debug/vars = %s, want visitors.log_lines_dropped 3 and memstats", strings.TrimSpace(w.Body.String()))
+	}
+}
+
+func TestOptionalEndpoints(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("served")) })
+	tests := []struct {
+		name     string
+		o        Options
+		path     string
+		wantCode int
+	}{
+		{"metrics", Options{Metrics: ok}, "/metrics", 200},
+		{"no metrics", Options{}, "/metrics", 404},
+		{"flight recorder", Options{FlightRecorder: ok}, "/debug/flightrecorder", 200},
+		{"no flight recorder", Options{}, "/debug/flightrecorder", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			Handler(tt.o).ServeHTTP(w, httptest.NewRequest("GET", tt.path, nil))
+			if w.Code != tt.wantCode {
+				t.Errorf("GET %s = %d, want %d", tt.path, w.Code, tt.wantCode)
+			}
+		})
+	}
+}
+
+// TestVarsAreExpvar checks that /debug/vars is the expvar package's: a
+// variable published with expvar appears beside the service's, and the
+// latest Handler's Stats are the ones served.
+func TestVarsAreExpvar(t *testing.T) {
+	expvar.NewInt("admin_test_published").Set(42)
+	Handler(Options{Stats: func() map[string]any { return map[string]any{"keys": 1} }})
+	h := Handler(Options{Stats: func() map[string]any { return map[string]any{"keys": 2} }})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/debug/vars", nil))
+	var got struct {
+		Published  int `json:"admin_test_published"`
+		Goroutines int
+		Cmdline    []string
+		Visitors   struct{ Keys int }
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatalf("/debug/vars is not JSON: %v\n%s", err, w.Body)
+	}
+	if got.Published != 42 || got.Goroutines == 0 || len(got.Cmdline) == 0 || got.Visitors.Keys != 2 {
+		t.Errorf("/debug/vars = %+v, want the expvar published (42), goroutines, cmdline and the latest Stats (keys 2)", got)
 	}
 }

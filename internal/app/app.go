@@ -14,10 +14,14 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"visitors/internal/admin"
+	"visitors/internal/coarse"
+	"visitors/internal/flightrec"
 	"visitors/internal/logsink"
+	"visitors/internal/metrics"
 	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
 	"visitors/internal/store/memstore"
@@ -52,6 +56,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 			return Export(args[1:], getenv, stdout, stderr)
 		case "import":
 			return Import(args[1:], getenv, stdin, stderr)
+		case "check":
+			return Check(args[1:], getenv, stdout, stderr)
 		}
 	}
 	cfg, err := ParseFlags(args, getenv, stderr)
@@ -85,7 +91,8 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		hostname = "unknown"
 	}
-	st, health, err := openStore(cfg, log)
+	flushes := metrics.NewFlushDurations()
+	st, err := openStore(cfg, log, flushes.ObserveFlush)
 	if err != nil {
 		return err
 	}
@@ -94,13 +101,42 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			log.Error().Err(err).Msg("close the store: counts not yet on disk are lost")
 		}
 	}()
+	if cfg.Test != nil && cfg.Test.WrapStore != nil {
+		st = cfg.Test.WrapStore(st)
+	}
 
-	pub, err := net.Listen("tcp", cfg.Addr)
+	var fr *flightrec.Recorder
+	if cfg.FlightRecorder {
+		fr, err = flightrec.Start(flightrec.Options{
+			Dir:      cfg.TraceDirOrDefault(),
+			Window:   cfg.FlightRecorderWindow,
+			MaxBytes: cfg.FlightRecorderBytes,
+			Every:    cfg.TraceEvery,
+			Keep:     cfg.TraceKeep,
+			Log:      log,
+		})
+		if err != nil {
+			return fmt.Errorf("%w (-flight-recorder=false turns it off)", err)
+		}
+		defer fr.Close()
+	}
+	var requests *metrics.Requests
+	if cfg.Metrics && cfg.AdminAddr != "" || fr != nil {
+		clock := coarse.Start(time.Millisecond) // the resolution MinSlowRequest quotes
+		defer clock.Stop()
+		o := metrics.RequestsOptions{Clock: clock, SlowRequest: cfg.SlowRequest}
+		if fr != nil {
+			o.OnSlow = fr.Slow
+		}
+		requests = metrics.NewRequests(o)
+	}
+
+	pub, err := Listen(cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Store: st, Log: log, Hostname: hostname}),
+		Handler:           web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests}),
 		ReadHeaderTimeout: to.ReadHeader,
 		ReadTimeout:       to.Read,
 		WriteTimeout:      to.Write,
@@ -113,18 +149,35 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	log.Info().Str("addr", pub.Addr().String()).Msg("listening")
 
 	if cfg.AdminAddr != "" {
-		adm, err := net.Listen("tcp", cfg.AdminAddr)
+		adm, err := Listen(cfg.AdminAddr)
 		if err != nil {
 			pub.Close()
 			return fmt.Errorf("listen on -admin-addr %s: %w", cfg.AdminAddr, err)
 		}
+		ao := admin.Options{
+			Health: st.Health,
+			Stats: func() map[string]any {
+				vars := map[string]any{"log_lines_written": sink.Written(), "log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
+				if b, ok := st.(*boltstore.Store); ok {
+					vars["store"] = b.Stats()
+				}
+				return vars
+			},
+		}
+		if requests != nil && cfg.Metrics {
+			reg, err := registry(cfg, requests, st, flushes, sink, fr)
+			if err != nil {
+				pub.Close()
+				adm.Close()
+				return err
+			}
+			ao.Metrics = metrics.Handler(reg)
+		}
+		if fr != nil {
+			ao.FlightRecorder = fr
+		}
 		asrv := &http.Server{
-			Handler: admin.Handler(admin.Options{
-				Health: health,
-				Stats: func() map[string]any {
-					return map[string]any{"log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
-				},
-			}),
+			Handler:           admin.Handler(ao),
 			ReadHeaderTimeout: to.ReadHeader,
 			WriteTimeout:      5 * time.Minute, // long enough for a CPU profile or trace
 			IdleTimeout:       to.Idle,
@@ -156,28 +209,61 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	return nil
 }
 
-// openStore opens the store cfg names and returns it with its health
-// check for /healthz.
-func openStore(cfg Config, log zerolog.Logger) (store.Store, func() error, error) {
-	if cfg.Store == "memory" {
-		return memstore.New(memstore.Options{MaxKeys: cfg.MaxKeys}), nil, nil
+// registry returns the Prometheus registry of /metrics: the requests,
+// the store, the log, the flight recorder if fr is not nil, and the Go
+// runtime and process.
+func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, sink *logsink.Writer, fr *flightrec.Recorder) (*prometheus.Registry, error) {
+	src := metrics.StoreSource{MaxKeys: cfg.MaxKeys, Keys: st.Keys, Health: st.Health}
+	if b, ok := st.(*boltstore.Store); ok {
+		src.Flushes = func() metrics.Flushes {
+			s := b.Stats()
+			return metrics.Flushes{Passes: s.Passes, PassErrors: s.PassErrors, KeyErrors: s.KeyErrors, FailingKeys: s.FailingKeys, SyncVisits: s.SyncVisits}
+		}
 	}
-	d, err := boltstore.ParseDurability(cfg.Durability)
-	if err != nil {
-		return nil, nil, err
+	// A store that reports what is not yet durable (see docs/operations.md).
+	if p, ok := st.(interface {
+		Pending() (visits uint64, oldest time.Time, syncWaiters int)
+	}); ok {
+		src.Backlog = func() metrics.Backlog {
+			n, oldest, waiters := p.Pending()
+			var age time.Duration
+			if n > 0 && !oldest.IsZero() {
+				age = time.Since(oldest)
+			}
+			return metrics.Backlog{Pending: n, OldestPending: age, SyncWaiters: waiters}
+		}
+	}
+	cs := []prometheus.Collector{requests}
+	if _, ok := st.(*boltstore.Store); ok { // the only store that calls ObserveFlush
+		cs = append(cs, flushes)
+	}
+	cs = append(cs, metrics.Store(src)...)
+	cs = append(cs, metrics.Log(sink.Written, sink.Dropped)...)
+	if fr != nil {
+		cs = append(cs, metrics.FlightRecorder(fr.Snapshots)...)
+	}
+	return metrics.NewRegistry(cs...)
+}
+
+// openStore opens the store cfg names; a durable one reports each flush
+// pass to onFlush.
+func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error)) (store.Store, error) {
+	if cfg.Store == "memory" {
+		return memstore.New(memstore.Options{MaxKeys: cfg.MaxKeys}), nil
 	}
 	st, err := boltstore.Open(boltstore.Options{
 		Dir:           cfg.Data,
-		Durability:    d,
+		Durability:    cfg.Durability,
 		FlushInterval: cfg.FlushInterval,
 		MaxKeys:       cfg.MaxKeys,
 		Log:           log,
+		OnFlush:       onFlush,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	log.Info().Str("data", cfg.Data).Str("durability", d.String()).Int("keys", st.Keys()).Msg("store opened")
-	return st, st.Health, nil
+	log.Info().Str("data", cfg.Data).Str("durability", cfg.Durability.String()).Int("keys", st.Keys()).Msg("store opened")
+	return st, nil
 }
 
 // shutdown stops every server gracefully, together, within timeout.

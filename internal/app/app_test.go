@@ -1,23 +1,23 @@
 package app
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/store"
 )
 
 func TestParseFlags(t *testing.T) {
 	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
-		Store: "embedded", Data: "./data", Durability: "batch", FlushInterval: 100 * time.Millisecond}
+		Store: "embedded", Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
+		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
+		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10}
 	with := func(f func(*Config)) Config { c := def; f(&c); return c }
 	tests := []struct {
 		name string
@@ -28,13 +28,25 @@ func TestParseFlags(t *testing.T) {
 		{"defaults", nil, nil, def},
 		{"flags", []string{"-addr", ":9", "-admin-addr", "", "-log-level", "off", "-max-keys", "5", "-shutdown-timeout", "1s", "-block-profile-rate", "100", "-mutex-profile-fraction", "10",
 			"-store", "memory", "-data", "/var/lib/v", "-durability", "sync", "-flush-interval", "1s"}, nil,
-			Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
-				Store: "memory", Data: "/var/lib/v", Durability: "sync", FlushInterval: time.Second}},
+			with(func(c *Config) {
+				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
+					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
+					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10}
+			})},
+		{"observability flags", []string{"-metrics=false", "-flight-recorder=false", "-flight-recorder-window", "3s", "-flight-recorder-max-bytes", "1048576",
+			"-slow-request", "1s", "-trace-dir", "/t", "-trace-every", "5s", "-trace-keep", "2"}, nil,
+			with(func(c *Config) {
+				c.Metrics, c.FlightRecorder, c.FlightRecorderWindow, c.FlightRecorderBytes = false, false, 3*time.Second, 1<<20
+				c.SlowRequest, c.TraceDir, c.TraceEvery, c.TraceKeep = time.Second, "/t", 5*time.Second, 2
+			})},
+		{"observability env", nil, map[string]string{"VISITORS_METRICS": "false", "VISITORS_SLOW_REQUEST": "100ms", "VISITORS_TRACE_DIR": "/e"},
+			with(func(c *Config) { c.Metrics, c.SlowRequest, c.TraceDir = false, 100*time.Millisecond, "/e" })},
 		{"env", nil, map[string]string{"VISITORS_ADDR": ":7", "VISITORS_MAX_KEYS": "3", "VISITORS_SHUTDOWN_TIMEOUT": "2s", "VISITORS_LOG_LEVEL": "warn", "VISITORS_DATA": "/d", "VISITORS_DURABILITY": "sync"},
 			with(func(c *Config) {
-				c.Addr, c.MaxKeys, c.ShutdownTimeout, c.LogLevel, c.Data, c.Durability = ":7", 3, 2*time.Second, "warn", "/d", "sync"
+				c.Addr, c.MaxKeys, c.ShutdownTimeout, c.LogLevel, c.Data, c.Durability = ":7", 3, 2*time.Second, "warn", "/d", store.Sync
 			})},
 		{"flag beats env", []string{"-addr", ":6"}, map[string]string{"VISITORS_ADDR": ":7"}, with(func(c *Config) { c.Addr = ":6" })},
+		{"no wait at shutdown", []string{"-shutdown-timeout", "0s"}, nil, with(func(c *Config) { c.ShutdownTimeout = 0 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,6 +76,11 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"durability", []string{"-durability", "often"}, nil, `durability "often"`},
 		{"flush interval", []string{"-flush-interval", "0s"}, nil, "-flush-interval must be positive"},
 		{"no data dir", []string{"-data", ""}, nil, "-data must name a directory"},
+		{"slow request under the clock's tick", []string{"-slow-request", "500us"}, nil, "-slow-request 500µs: want at least 1ms"},
+		{"window", []string{"-flight-recorder-window", "0s"}, nil, "-flight-recorder-window must be positive"},
+		{"trace every", []string{"-trace-every", "0s"}, nil, "-trace-every must be positive"},
+		{"trace keep", []string{"-trace-keep", "0"}, nil, "-trace-keep must be at least 1"},
+		{"no trace dir", []string{"-store", "memory", "-data", ""}, nil, "-trace-dir or -data must name a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,65 +92,12 @@ func TestParseFlagsErrors(t *testing.T) {
 	}
 }
 
-// mustRun starts Run in the background with to and returns the public
-// address, the log, and a stop function that cancels and waits for Run.
-func mustRun(t *testing.T, to Timeouts) (string, *servertest.Buffer, func() error) {
-	t.Helper()
-	addr, err := servertest.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Addr: addr, LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory"}
-	ctx, cancel := context.WithCancel(context.Background())
-	var out servertest.Buffer
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, to, &out) }()
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i == 500 {
-			t.Fatalf("Run did not listen on %s: %v\n%s", addr, err, out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	var once sync.Once
-	var runErr error
-	stop := func() error {
-		once.Do(func() { cancel(); runErr = <-done })
-		return runErr
-	}
-	t.Cleanup(func() { stop() })
-	return addr, &out, stop
-}
-
-// TestSlowClientIsCutOff: a client that never finishes its header is
-// disconnected after ReadHeaderTimeout instead of holding the connection.
-func TestSlowClientIsCutOff(t *testing.T) {
-	to := DefaultTimeouts
-	to.ReadHeader = 200 * time.Millisecond
-	addr, _, _ := mustRun(t, to)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "GET /hi HTTP/1.1\r\nHost: x\r\nX-Slow: "); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err = io.ReadAll(c)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatal("the server kept a slow client's connection open for 10s; ReadHeaderTimeout is 200ms")
-	}
-}
-
 func TestOversizedHeaderIsRejected(t *testing.T) {
-	addr, _, _ := mustRun(t, DefaultTimeouts)
-	req, _ := http.NewRequest("GET", "http://"+addr+"/hi", nil)
+	r := mustStart(t, testConfig(), DefaultTimeouts, io.Discard)
+	req, err := http.NewRequest("GET", "http://"+r.addr+"/hi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("X-Big", strings.Repeat("x", 2*DefaultTimeouts.MaxHeaderBytes))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -146,14 +110,15 @@ func TestOversizedHeaderIsRejected(t *testing.T) {
 }
 
 func TestRunStopsCleanlyWithIdleConnections(t *testing.T) {
-	addr, out, stop := mustRun(t, DefaultTimeouts)
-	resp, err := http.Get("http://" + addr + "/hello?name=idle") // leaves a keep-alive connection
+	var out servertest.Buffer
+	r := mustStart(t, testConfig(), DefaultTimeouts, &out)
+	resp, err := http.Get("http://" + r.addr + "/hello?name=idle") // leaves a keep-alive connection
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if err := stop(); err != nil {
+	if err := r.stop(); err != nil {
 		t.Fatalf("Run() = %v after cancel, want nil", err)
 	}
 	log := out.String()
@@ -162,7 +127,15 @@ func TestRunStopsCleanlyWithIdleConnections(t *testing.T) {
 			t.Errorf("log lacks %s after shutdown:\n%s", want, log)
 		}
 	}
-	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+	if _, err := net.DialTimeout("tcp", r.addr, time.Second); err == nil {
 		t.Error("still accepting connections after Run returned")
+	}
+}
+
+// TestDefaultTimeouts: the public listener's limits are the README's.
+func TestDefaultTimeouts(t *testing.T) {
+	want := Timeouts{ReadHeader: 5 * time.Second, Read: 5 * time.Second, Write: 10 * time.Second, Idle: time.Minute, MaxHeaderBytes: 16 << 10}
+	if DefaultTimeouts != want {
+		t.Errorf("DefaultTimeouts = %+v, want %+v", DefaultTimeouts, want)
 	}
 }

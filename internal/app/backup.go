@@ -9,7 +9,7 @@ import (
 	"visitors/internal/store/boltstore"
 )
 
-// backupFlags parses the flags export and import share.
+// backupFlags parses the flags export, import and check share.
 func backupFlags(name string, args []string, getenv func(string) string, stderr io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("visitors "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -57,4 +57,19 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stderr i
 		return fmt.Errorf("import: unexpected argument %q", fs.Arg(1))
 	}
 	return boltstore.Import(*data, in, *replace)
+}
+
+// Check runs "visitors check": it verifies the embedded store in -data
+// without changing it (bbolt's page check, the format, every record's
+// checksum), prints what it found, and fails if the store is damaged.
+// The service must be stopped.
+func Check(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs, data := backupFlags("check", args, getenv, stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("check: unexpected argument %q", fs.Arg(0))
+	}
+	return boltstore.Check(*data, stdout, 100)
 }

@@ -5,12 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"visitors/internal/store/boltstore"
+	"visitors/internal/store"
 )
 
 // EnvPrefix starts the name of the environment variable behind each flag:
@@ -20,17 +21,48 @@ const EnvPrefix = "VISITORS_"
 
 // Config is everything the service can be told at start.
 type Config struct {
-	Addr                 string        // public listener
-	AdminAddr            string        // pprof, health and vars; "" disables it
-	LogLevel             string        // debug, info, warn, error or off
-	MaxKeys              int           // distinct names held; <= 0 means no limit
-	ShutdownTimeout      time.Duration // how long in-flight requests get at shutdown
-	BlockProfileRate     int           // runtime.SetBlockProfileRate; 0 is off
-	MutexProfileFraction int           // runtime.SetMutexProfileFraction; 0 is off
-	Store                string        // embedded or memory
-	Data                 string        // the embedded store's directory
-	Durability           string        // batch or sync
-	FlushInterval        time.Duration // batch: how often counts reach disk
+	Addr                 string           // public listener
+	AdminAddr            string           // pprof, health and vars; "" disables it
+	LogLevel             string           // debug, info, warn, error or off
+	MaxKeys              int              // distinct names held; <= 0 means no limit
+	ShutdownTimeout      time.Duration    // how long in-flight requests get at shutdown
+	BlockProfileRate     int              // runtime.SetBlockProfileRate; 0 is off
+	MutexProfileFraction int              // runtime.SetMutexProfileFraction; 0 is off
+	Store                string           // embedded or memory
+	Data                 string           // the embedded store's directory
+	Durability           store.Durability // when a visit is durable: batch or sync
+	FlushInterval        time.Duration    // batch: how often counts reach disk
+	Metrics              bool             // /metrics on the admin listener, and requests observed
+	FlightRecorder       bool             // keep the last seconds of execution trace in memory
+	FlightRecorderWindow time.Duration    // how much execution the flight recorder keeps
+	FlightRecorderBytes  uint64           // the most memory the flight recorder's window takes
+	SlowRequest          time.Duration    // a request this long is slow: a snapshot is written
+	TraceDir             string           // where snapshots go; "" means Data/traces
+	TraceEvery           time.Duration    // at most one slow-request snapshot per this long
+	TraceKeep            int              // snapshots kept in TraceDir, the newest
+
+	// Test holds hooks for tests. No flag sets it; it is nil in the
+	// binary.
+	Test *TestHooks
+}
+
+// TestHooks change the service in ways only a test wants.
+type TestHooks struct {
+	// WrapStore, if set, wraps the store the service counts with: to make
+	// a request slow, say.
+	WrapStore func(store.Store) store.Store
+}
+
+// MinSlowRequest is the least -slow-request: the resolution of the clock
+// that times requests.
+const MinSlowRequest = time.Millisecond
+
+// TraceDirOrDefault returns where flight-recorder snapshots go.
+func (c Config) TraceDirOrDefault() string {
+	if c.TraceDir != "" {
+		return c.TraceDir
+	}
+	return filepath.Join(c.Data, "traces")
 }
 
 // envName returns the environment variable behind flag name.
@@ -45,8 +77,8 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	var c Config
 	fs := flag.NewFlagSet("visitors", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on")
-	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:6060", "admin `address` for /debug/pprof/, /debug/vars and /healthz; empty disables it")
+	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on, or fd:N for a listening socket passed as file descriptor N")
+	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:6060", "admin `address` for /debug/pprof/, /debug/vars and /healthz, or fd:N; empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn, error or off")
 	fs.IntVar(&c.MaxKeys, "max-keys", 1_000_000, "most distinct names held; a new name past it gets 503 (0: no limit)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish at shutdown")
@@ -54,10 +86,18 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.IntVar(&c.MutexProfileFraction, "mutex-profile-fraction", 0, "runtime.SetMutexProfileFraction `fraction` for the mutex profile (0: off)")
 	fs.StringVar(&c.Store, "store", "embedded", "where counts live: embedded (a durable file in -data) or memory (kept nowhere)")
 	fs.StringVar(&c.Data, "data", "./data", "data `directory` of the embedded store, created if missing")
-	fs.StringVar(&c.Durability, "durability", "batch", "batch: counts reach disk every -flush-interval; sync: a visit is answered only once it is on disk")
+	fs.Var(&c.Durability, "durability", "batch: counts reach disk every -flush-interval; sync: a visit is answered only once it is on disk")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 100*time.Millisecond, "batch durability: how often counts are written (a crash loses at most this much)")
+	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics on the admin listener")
+	fs.BoolVar(&c.FlightRecorder, "flight-recorder", true, "keep the last -flight-recorder-window of execution trace in memory, and write it to -trace-dir after a slow request")
+	fs.DurationVar(&c.FlightRecorderWindow, "flight-recorder-window", 10*time.Second, "how much recent execution the flight recorder keeps")
+	fs.Uint64Var(&c.FlightRecorderBytes, "flight-recorder-max-bytes", 32<<20, "the most memory, in `bytes`, the flight recorder's window may take; past it the window is shorter")
+	fs.DurationVar(&c.SlowRequest, "slow-request", 250*time.Millisecond, "a request that takes this long is slow: counted, and a flight-recorder snapshot is written (at least 1ms)")
+	fs.StringVar(&c.TraceDir, "trace-dir", "", "`directory` for flight-recorder snapshots (default: <-data>/traces)")
+	fs.DurationVar(&c.TraceEvery, "trace-every", time.Minute, "at most one slow-request snapshot per this long")
+	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir]       write every count as JSON to stdout\n  visitors import [-data dir] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir]       write every count as JSON to stdout\n  visitors import [-data dir] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(stderr, "  -%s %s\n    \t%s (default %q; env %s)\n", f.Name, name, usage, f.DefValue, envName(f.Name))
@@ -90,11 +130,23 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	if c.Store != "embedded" && c.Store != "memory" {
 		return c, fmt.Errorf("-store %q: want embedded or memory", c.Store)
 	}
-	if _, err := boltstore.ParseDurability(c.Durability); err != nil {
-		return c, fmt.Errorf("-durability: %w", err)
-	}
 	if c.FlushInterval <= 0 {
 		return c, errors.New("-flush-interval must be positive")
+	}
+	if c.SlowRequest < MinSlowRequest {
+		return c, fmt.Errorf("-slow-request %v: want at least %v, the resolution of the request clock", c.SlowRequest, MinSlowRequest)
+	}
+	if c.FlightRecorderWindow <= 0 {
+		return c, errors.New("-flight-recorder-window must be positive")
+	}
+	if c.TraceEvery <= 0 {
+		return c, errors.New("-trace-every must be positive")
+	}
+	if c.TraceKeep < 1 {
+		return c, errors.New("-trace-keep must be at least 1")
+	}
+	if c.FlightRecorder && c.TraceDir == "" && c.Data == "" {
+		return c, errors.New("-trace-dir or -data must name a directory for flight-recorder snapshots")
 	}
 	if c.Store == "embedded" && c.Data == "" {
 		return c, errors.New("-data must name a directory for the embedded store")

@@ -70,11 +70,7 @@ func TestTextWidth(t *testing.T) {
 	if w, m := TextWidth([]byte("WWWW")), TextWidth([]byte("iiii")); w < 2*m {
 		t.Errorf("TextWidth(WWWW) = %.1f is not much wider than iiii = %.1f: not real metrics", w, m)
 	}
-	// Wider text makes a wider badge: nothing overflows.
-	short, long := mustBadge(Flat, "a", "1"), mustBadge(Flat, strings.Repeat("W", 64), "1")
-	if len(long) <= len(short) || !bytes.Contains(long, []byte(`width="`)) {
-		t.Fatal("badges do not grow with their label")
-	}
+	// TestBadgeWidth checks that wider text makes a wider badge.
 }
 
 func TestAppendCount(t *testing.T) {
@@ -157,25 +153,6 @@ func BenchmarkBadgeParallel(b *testing.B) {
 		dst := make([]byte, 0, 4096)
 		for pb.Next() {
 			dst = AppendSVG(dst[:0], bd)
-		}
-	})
-}
-
-func FuzzBadge(f *testing.F) {
-	f.Add("visitors", "blue", "555")
-	f.Add("<script>", "#fff", "x")
-	f.Add("\xff\x00", "ffffff", "GrEy")
-	f.Fuzz(func(t *testing.T, label, color, labelColor string) {
-		c, err1 := AppendColor(nil, []byte(color))
-		lc, err2 := AppendColor(nil, []byte(labelColor))
-		if err1 != nil || err2 != nil {
-			return
-		}
-		for s := range styleNames {
-			svg := AppendSVG(nil, &Badge{Label: []byte(label), Value: []byte("1"), Color: c, LabelColor: lc, Style: Style(s)})
-			if err := xml.Unmarshal(svg, new(struct{})); err != nil {
-				t.Fatalf("label %q: not well-formed: %v", label, err)
-			}
 		}
 	})
 }

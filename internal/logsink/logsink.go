@@ -23,8 +23,8 @@ import (
 
 // Options tune a [Writer]. The zero value selects the defaults.
 type Options struct {
-	// Slots is the ring's capacity in lines, rounded up to a power of two.
-	// Default 8192.
+	// Slots is the ring's capacity in lines, rounded up to a power of two
+	// of at least 2. Default 8192.
 	Slots int
 	// SlotBytes is the capacity preallocated for each line. Longer lines
 	// still fit: the slot grows once and keeps its new size. Default 512.
@@ -48,6 +48,7 @@ type Writer struct {
 	slots   []slot
 	mask    uint64
 
+	written  atomic.Uint64 // lines handed to the destination; written by the drain goroutine only
 	out      *bufio.Writer // owned by the drain goroutine
 	poll     time.Duration
 	reported uint64 // drops already reported; owned by the drain goroutine
@@ -78,7 +79,7 @@ func New(w io.Writer, o Options) *Writer {
 	if o.BufferBytes <= 0 {
 		o.BufferBytes = 64 << 10
 	}
-	n := 1
+	n := 2 // with one slot, a full slot would look free to the next lap
 	for n < o.Slots {
 		n <<= 1
 	}
@@ -126,6 +127,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 // Dropped reports how many lines have been dropped because the ring was full.
 func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 
+// Written reports how many queued lines have been written to the
+// destination (its buffer, flushed when the ring runs dry). Counting them
+// is the drain goroutine's work, off the writers' path.
+func (w *Writer) Written() uint64 { return w.written.Load() }
+
 // Close writes every queued line, flushes, and stops the drain goroutine.
 // It returns the first error the destination reported, if any.
 func (w *Writer) Close() error {
@@ -158,9 +164,11 @@ func (w *Writer) drain() {
 // drainReady writes every published line from tail on, in order, and
 // returns the position of the first line not yet published.
 func (w *Writer) drainReady(tail uint64) uint64 {
+	from := tail
 	for {
 		s := &w.slots[tail&w.mask]
 		if s.seq.Load() != tail+1 {
+			w.written.Add(tail - from)
 			return tail
 		}
 		w.write(s.buf)

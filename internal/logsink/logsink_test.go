@@ -70,6 +70,9 @@ func TestWriterConcurrent(t *testing.T) {
 	if d := w.Dropped(); d != 0 {
 		t.Fatalf("Dropped() = %d with a ring larger than the load, want 0", d)
 	}
+	if got := w.Written(); got != goroutines*per {
+		t.Errorf("Written() = %d, want %d", got, goroutines*per)
+	}
 	seen := make(map[string]bool)
 	for _, l := range strings.Split(strings.TrimSpace(dst.String()), "\n") {
 		if seen[l] {
@@ -115,6 +118,9 @@ func TestWriterDropsAndReportsWhenFull(t *testing.T) {
 	close(dst.release)
 	if err := w.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
+	}
+	if got, want := w.Written()+w.Dropped(), uint64(100); got != want {
+		t.Errorf("Written() + Dropped() = %d + %d, want %d", w.Written(), w.Dropped(), want)
 	}
 	out := dst.buf.String()
 	if !strings.Contains(out, `"message":"log lines dropped`) {

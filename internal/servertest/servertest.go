@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,14 +21,19 @@ import (
 
 // Build compiles ./cmd/visitors of the module that holds the calling
 // package into dir and returns the binary's path.
-func Build(dir string) (string, error) {
+func Build(dir string) (string, error) { return BuildAs(dir, "visitors") }
+
+// BuildAs compiles ./cmd/visitors into dir/name with the extra go build
+// flags, such as -pgo=off, and returns the binary's path.
+func BuildAs(dir, name string, flags ...string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(dir, "visitors")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/visitors")
+	bin := filepath.Join(dir, name)
+	args := append(append([]string{"build"}, flags...), "-o", bin, "./cmd/visitors")
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/visitors: %v\n%s", err, out)
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin, nil
 }
@@ -45,10 +52,12 @@ type Proc struct {
 	err    error // Wait's result; read after exited is closed
 }
 
-// Start runs bin with args, -addr and -admin-addr set to free loopback
-// ports, and the extra environment env, and waits until both ports accept
-// connections. The process is killed when the test ends, if it is still
-// running.
+// Start runs bin with args and the extra environment env, on a public
+// and an admin listener on free loopback ports, and waits until both
+// serve HTTP. The listeners are made here and passed to the process as
+// file descriptors 3 and 4 (-addr fd:3 -admin-addr fd:4), so no other
+// process can take a port between its choice and its use. The process
+// is killed when the test ends, if it is still running.
 func Start(tb testing.TB, bin string, env []string, args ...string) *Proc {
 	tb.Helper()
 	return StartWrapped(tb, nil, bin, env, args...)
@@ -75,18 +84,33 @@ func StartErr(bin string, env []string, args ...string) (*Proc, error) {
 	return start(nil, bin, env, args...)
 }
 
+// StartWrappedErr is [StartWrapped] for callers without a testing.TB,
+// such as a load test that pins servers with taskset. The caller must
+// stop the process.
+func StartWrappedErr(wrapper []string, bin string, env []string, args ...string) (*Proc, error) {
+	return start(wrapper, bin, env, args...)
+}
+
 func start(wrapper []string, bin string, env []string, args ...string) (*Proc, error) {
-	addr, err := FreeAddr()
-	if err != nil {
-		return nil, err
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close() // the process holds its own copies
+		}
+	}()
+	var addrs []string
+	for range 2 {
+		f, addr, err := listenFile()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+		addrs = append(addrs, addr)
 	}
-	admin, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	argv := append(append(append([]string{}, wrapper...), bin, "-addr", addr, "-admin-addr", admin), args...)
-	p := &Proc{Cmd: exec.Command(argv[0], argv[1:]...), Addr: addr, AdminAddr: admin, exited: make(chan struct{})}
+	argv := append(append(append([]string{}, wrapper...), bin, "-addr", "fd:3", "-admin-addr", "fd:4"), args...)
+	p := &Proc{Cmd: exec.Command(argv[0], argv[1:]...), Addr: addrs[0], AdminAddr: addrs[1], exited: make(chan struct{})}
 	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.ExtraFiles = files // fd 3 and 4 in the process
 	p.Cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 	p.Cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
 	if err := p.Cmd.Start(); err != nil {
@@ -96,37 +120,64 @@ func start(wrapper []string, bin string, env []string, args ...string) (*Proc, e
 		p.err = p.Cmd.Wait()
 		close(p.exited)
 	}()
+	// The sockets accept connections from the start; the process serves
+	// once it has opened its store. Any HTTP answer means it serves.
+	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(30 * time.Second)
-	for _, a := range []string{addr, admin} {
+	for _, url := range []string{p.URL("/servertest-ready"), p.AdminURL("/healthz")} {
 		for {
-			c, err := net.DialTimeout("tcp", a, time.Second)
+			resp, err := client.Get(url)
 			if err == nil {
-				c.Close()
+				resp.Body.Close()
 				break
 			}
 			select {
 			case <-p.exited:
-				return nil, fmt.Errorf("%s exited before listening on %s: %v\nstderr: %s", bin, a, p.err, p.Stderr())
+				return nil, fmt.Errorf("%s exited before serving %s: %v\nstderr: %s", bin, url, p.err, p.Stderr())
 			case <-time.After(10 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
 				p.Cmd.Process.Kill()
-				return nil, fmt.Errorf("%s did not listen on %s within 30s\nstderr: %s", bin, a, p.Stderr())
+				<-p.exited
+				return nil, fmt.Errorf("%s did not serve %s within 30s: %v\nstderr: %s", bin, url, err, p.Stderr())
 			}
 		}
 	}
 	return p, nil
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment
-// ago. Another process could take it first, so this is for tests only.
-func FreeAddr() (string, error) {
+// listenFile listens on a free loopback port and returns the socket as a
+// file, to be passed to a process, and its address.
+func listenFile() (*os.File, string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+		return nil, "", fmt.Errorf("listen on a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	defer l.Close() // the file is a copy of the socket
+	f, err := l.(*net.TCPListener).File()
+	if err != nil {
+		return nil, "", fmt.Errorf("listener file: %w", err)
+	}
+	return f, l.Addr().String(), nil
+}
+
+// ListenFD listens on a free loopback port and returns the socket's file
+// descriptor, for a server in this process to take with -addr fd:N, and
+// its address. The server owns the descriptor from then on and closes
+// it; the socket listens all along, so no port is closed and reused.
+func ListenFD() (fd int, addr string, err error) {
+	f, addr, err := listenFile()
+	if err != nil {
+		return -1, "", err
+	}
+	defer f.Close()
+	// A copy that no *os.File owns, so that no finalizer closes it under
+	// the server; close-on-exec, so that no child process inherits it.
+	nfd, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_DUPFD_CLOEXEC, 3)
+	if errno != 0 {
+		return -1, "", fmt.Errorf("dup listener: %w", errno)
+	}
+	return int(nfd), addr, nil
 }
 
 // URL returns the public URL of path.

@@ -1,17 +1,44 @@
 // Package store defines the counting interface that every backend of
 // visitors implements: the in-memory store, the embedded durable store
 // and, later, Redis. The HTTP layer depends only on [Store].
+//
+// The contract is proven by one conformance suite, storetest.Run, that
+// every backend runs: what it promises is written on [Store] and its
+// methods.
 package store
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrTooManyKeys is returned by [Store.Incr] when the store already holds
 // its limit of distinct keys and key is new. Existing keys still count.
 var ErrTooManyKeys = errors.New("too many distinct keys")
+
+// ErrKeyTooLong is returned for a key of more than [MaxKeyBytes] bytes.
+var ErrKeyTooLong = fmt.Errorf("key longer than %d bytes", MaxKeyBytes)
+
+// Limits every store supports and every caller keeps to.
+const (
+	// MaxKeyBytes is the longest key a store takes. Every key of at most
+	// this many bytes is storable, the empty key included: a backend
+	// encodes keys so that none can be refused.
+	MaxKeyBytes = 128
+	// MaxDays is how many UTC days, today included, a caller may read
+	// with [Store.Days]; memory need not hold more.
+	MaxDays = 365
+)
+
+// ValidKey reports whether key is one that the web layer may hand to a
+// store: at most [MaxKeyBytes] bytes of valid UTF-8 (the empty key is
+// valid). Imports refuse every other key.
+func ValidKey(key []byte) bool {
+	return len(key) <= MaxKeyBytes && utf8.Valid(key)
+}
 
 // Counts are one key's counters.
 type Counts struct {
@@ -31,29 +58,70 @@ type Daily struct {
 //
 // Implementations must be safe for concurrent use, must never hand out
 // the same global number twice, and must not retain the key slices passed
-// to them after a call returns (callers reuse those buffers).
+// to them after a call returns (callers reuse those buffers). Every key
+// of at most [MaxKeyBytes] bytes must be storable. A call that returns an
+// error counted nothing (a global number may be burned).
 type Store interface {
 	// Hit records one visit to the global counter and returns its number:
 	// 1 for the first visit, one more for each visit after it.
 	Hit(ctx context.Context) (uint64, error)
 
 	// Incr records one visit to key and returns key's new counts.
-	// It returns ErrTooManyKeys if key is new and the store is full.
+	// It returns ErrTooManyKeys if key is new and the store is full, and
+	// ErrKeyTooLong for a key of more than MaxKeyBytes bytes.
 	Incr(ctx context.Context, key []byte) (Counts, error)
 
 	// Get returns key's counts without recording a visit; they are zero
 	// for a key never seen.
 	Get(ctx context.Context, key []byte) (Counts, error)
 
-	// Days returns key's counts for the last n UTC days, today included.
+	// Days returns key's counts for the last n UTC days, today included;
+	// 1 <= n <= MaxDays.
 	Days(ctx context.Context, key []byte, n int) (Daily, error)
 
 	// Keys reports how many distinct keys the store holds.
 	Keys() int
 
+	// Health returns why the store cannot keep its promises now (say,
+	// counts cannot reach the disk), or nil when it can.
+	Health() error
+
 	// Close flushes what the store holds and releases its resources.
 	// No method may be called after it.
 	Close() error
+}
+
+// Durability says when a visit is durable, for the stores that keep
+// counts somewhere memory does not die with the process.
+type Durability int
+
+const (
+	// Batch writes what changed every flush interval; requests never wait.
+	Batch Durability = iota
+	// Sync answers a request only after its visit is durable.
+	Sync
+)
+
+// String returns the flag value of d.
+func (d Durability) String() string {
+	if d == Sync {
+		return "sync"
+	}
+	return "batch"
+}
+
+// Set parses a -durability value; with String it makes *Durability a
+// flag.Value, so the flag is parsed once, at the edge.
+func (d *Durability) Set(s string) error {
+	switch s {
+	case "batch":
+		*d = Batch
+	case "sync":
+		*d = Sync
+	default:
+		return fmt.Errorf("durability %q: want batch or sync", s)
+	}
+	return nil
 }
 
 // Day numbers UTC days: 0 is 1970-01-01.

@@ -9,8 +9,27 @@ import (
 
 // benchServe serves target to s in a loop with a reused request and
 // writer, as the allocation test does, so only the handler is measured.
+// As in the service by default, requests are observed by the metrics and
+// the flight recorder runs.
 func benchServe(b *testing.B, target string) {
-	s, _ := mustServer(b, nil)
+	benchServeObs(b, target, obsAll)
+}
+
+// What a benchmark observes: nothing, the metrics, or the metrics and
+// the flight recorder (the service's default).
+const (
+	obsNone = iota
+	obsMetrics
+	obsAll
+)
+
+var obsNames = []string{"none", "metrics", "metrics+flightrecorder"}
+
+func benchServeObs(b *testing.B, target string, obs int) {
+	s, _ := mustServerObserved(b, nil, obs >= obsMetrics)
+	if obs == obsAll {
+		mustFlightRecorder(b)
+	}
 	r := httptest.NewRequest("GET", target, nil)
 	r.Header.Set("User-Agent", "bench/1.0")
 	w := webtest.NewResponseWriter()
@@ -27,7 +46,14 @@ func benchServe(b *testing.B, target string) {
 // benchServeParallel is the RunParallel twin of benchServe: every
 // goroutine shares the server, store and log, as real requests do.
 func benchServeParallel(b *testing.B, target string) {
-	s, _ := mustServer(b, nil)
+	benchServeParallelObs(b, target, obsAll)
+}
+
+func benchServeParallelObs(b *testing.B, target string, obs int) {
+	s, _ := mustServerObserved(b, nil, obs >= obsMetrics)
+	if obs == obsAll {
+		mustFlightRecorder(b)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -50,3 +76,17 @@ func BenchmarkHello(b *testing.B)          { benchServe(b, "/hello?name=gopher&c
 func BenchmarkHelloParallel(b *testing.B)  { benchServeParallel(b, "/hello?name=gopher&color=red") }
 func BenchmarkWhoami(b *testing.B)         { benchServe(b, "/whoami") }
 func BenchmarkWhoamiParallel(b *testing.B) { benchServeParallel(b, "/whoami") }
+
+// BenchmarkHiObserved prices what the defaults add to /hi, side by side
+// in one run: compare with benchstat -col /obs.
+func BenchmarkHiObserved(b *testing.B) {
+	for obs, name := range obsNames {
+		b.Run("obs="+name, func(b *testing.B) { benchServeObs(b, "/hi?color=red", obs) })
+	}
+}
+
+func BenchmarkHiObservedParallel(b *testing.B) {
+	for obs, name := range obsNames {
+		b.Run("obs="+name, func(b *testing.B) { benchServeParallelObs(b, "/hi?color=red", obs) })
+	}
+}

@@ -9,14 +9,15 @@ import (
 	"unicode/utf8"
 
 	"visitors/internal/badge"
+	"visitors/internal/metrics"
 	"visitors/internal/store"
 )
 
 // Limits of the counter API.
 const (
-	MaxKeyBytes   = 128 // a counter key
-	MaxLabelRunes = 64  // a badge label, in characters
-	MaxDays       = 365 // daily.json and graph.svg
+	MaxKeyBytes   = store.MaxKeyBytes // a counter key
+	MaxLabelRunes = 64                // a badge label, in characters
+	MaxDays       = 365               // daily.json and graph.svg
 	defaultDays   = 30
 )
 
@@ -51,6 +52,22 @@ const (
 	kindDaily
 	kindGraph
 )
+
+// counterRoute returns the route of a path under /counter/.
+func counterRoute(path string) metrics.Route {
+	_, kind, ok := splitCounterPath(path[len("/counter/"):])
+	switch {
+	case !ok:
+		return metrics.Other
+	case kind == kindBadge:
+		return metrics.CounterSVG
+	case kind == kindJSON:
+		return metrics.CounterJSON
+	case kind == kindDaily:
+		return metrics.Daily
+	}
+	return metrics.Graph
+}
 
 // splitCounterPath splits the part of a path after /counter/ into the
 // key and what is asked of it.
@@ -192,49 +209,44 @@ func parseColorParam(buf *[]byte, q, key string, def []byte) ([]byte, string) {
 
 // handleCounter serves /counter/{key}.svg, .json, /daily.json and
 // /graph.svg.
-func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	key, kind, ok := splitCounterPath(r.URL.Path[len("/counter/"):])
 	if !ok {
-		writeError(w, http.StatusNotFound, msgNotFound)
-		return
+		return writeError(w, http.StatusNotFound, msgNotFound)
 	}
 	if !validKey(key) {
-		writeError(w, http.StatusBadRequest, msgKey)
-		return
+		return writeError(w, http.StatusBadRequest, msgKey)
 	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 	cq, msg := parseCounterQuery(sc, r.URL.RawQuery)
 	if msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
-		return
+		return writeError(w, http.StatusBadRequest, msg)
 	}
 	sc.name = append(sc.name[:0], key...)
 	switch kind {
 	case kindDaily, kindGraph:
 		d, err := s.store.Days(r.Context(), sc.name, cq.days)
 		if err != nil {
-			s.storeError(w, err)
-			return
+			return s.storeError(w, err)
 		}
 		if kind == kindDaily {
-			s.writeDaily(w, r, key, d)
-		} else {
-			s.writeGraph(w, r, key, d)
+			return s.writeDaily(w, r, key, d)
 		}
-		return
+		return s.writeGraph(w, r, key, d)
 	}
 
 	var c store.Counts
 	var err error
+	visit := 0
 	if cq.count && r.Method != http.MethodHead {
 		c, err = s.store.Incr(r.Context(), sc.name)
+		visit = s.visited(err)
 	} else {
 		c, err = s.store.Get(r.Context(), sc.name)
 	}
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return s.storeError(w, err)
 	}
 	n := c.Total
 	if cq.today {
@@ -262,9 +274,10 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) {
 	sc.body = b
 	h["X-Content-Type-Options"] = nosniff
 	if !cq.count && etagMatches(w, r, b) {
-		return
+		return http.StatusNotModified
 	}
 	w.Write(b)
+	return http.StatusOK | visit
 }
 
 // setImageHeaders marks an SVG image that no proxy may keep: GitHub's
@@ -300,7 +313,7 @@ func etagMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
 }
 
 // writeDaily writes d as JSON: {"key":…,"days":[{"date":…,"count":N},…]}.
-func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, d store.Daily) {
+func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, d store.Daily) int {
 	var b bytes.Buffer
 	b.WriteString(`{"key":`)
 	b.Write(appendJSON(nil, key))
@@ -322,7 +335,8 @@ func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, 
 	h["Access-Control-Allow-Origin"] = anyOrigin
 	setNoCache(h)
 	if etagMatches(w, r, b.Bytes()) {
-		return
+		return http.StatusNotModified
 	}
 	w.Write(b.Bytes())
+	return http.StatusOK
 }

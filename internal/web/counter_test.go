@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,7 +84,7 @@ func TestCounterReadOnlyCarriesETag(t *testing.T) {
 	if w := get(s, "GET", "/counter/e.svg?count=false", "If-None-Match", etag); w.Code != 200 {
 		t.Errorf("after a new visit, the old ETag = %d, want 200", w.Code)
 	}
-	if c, _ := st.Get(t.Context(), []byte("e")); c.Total != 2 {
+	if c := mustCount(t, st, "e"); c.Total != 2 {
 		t.Errorf("count=false reads counted visits: total %d, want 2", c.Total)
 	}
 }
@@ -205,8 +207,13 @@ func BenchmarkCounterBadgeParallel(b *testing.B) {
 	benchServeParallel(b, "/counter/octocat/hello-world.svg")
 }
 
+// FuzzCounter: whatever the path and query, a response is a 200, a 400
+// or a 404 without reflected markup; a refused request counts nothing;
+// an accepted .svg or .json request counts exactly one visit to its key
+// unless count is false, and daily.json and graph.svg count none.
 func FuzzCounter(f *testing.F) {
-	for _, s := range []string{"k.svg|label=x", "a/b.json|count=false", "k/daily.json|days=3", "k.svg|label=%3Cscript%3E&color=%22", "../x.svg|", "k.svg|style=%00"} {
+	for _, s := range []string{"k.svg|label=x", "a/b.json|count=false", "k/daily.json|days=3", "k.svg|label=%3Cscript%3E&color=%22", "../x.svg|", "k.svg|style=%00",
+		"k.json|", "k.json|count=0", "k.svg|c%6Funt=false", "k/graph.svg|days=365", "x/daily.json|count=true", "k.json|count=1&count=false", "k.json|a;b"} {
 		f.Add(s)
 	}
 	s, st := mustServer(f, nil)
@@ -215,9 +222,24 @@ func FuzzCounter(f *testing.F) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.URL.Path = "/counter/" + path
 		r.URL.RawQuery = q
-		keys := st.Keys()
+		// The key is the path less its suffix; every candidate is
+		// watched, so a visit counted to the wrong key shows too.
+		var candidates []string
+		for _, suffix := range []string{"/daily.json", "/graph.svg", ".svg", ".json"} {
+			if k, ok := strings.CutSuffix(path, suffix); ok && !slices.Contains(candidates, k) {
+				candidates = append(candidates, k)
+			}
+		}
+		total := func() (sum uint64) {
+			for _, k := range candidates {
+				sum += mustCount(t, st, k).Total
+			}
+			return sum
+		}
+		keys, before := st.Keys(), total()
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, r)
+		counted := total() - before
 		switch w.Code {
 		case 200:
 			if ct := w.Header().Get("Content-Type"); strings.HasPrefix(ct, "image/svg") {
@@ -228,9 +250,34 @@ func FuzzCounter(f *testing.F) {
 					t.Fatalf("%q: markup in the badge", in)
 				}
 			}
+			reads := strings.HasSuffix(path, "/daily.json") || strings.HasSuffix(path, "/graph.svg")
+			if reads && counted != 0 {
+				t.Fatalf("%q: daily.json or graph.svg counted %d visits, want 0", in, counted)
+			}
+			if counted > 1 || st.Keys() > keys+1 {
+				t.Fatalf("%q: counted %d visits and %d new keys, want at most 1", in, counted, st.Keys()-keys)
+			}
+			if vals, err := url.ParseQuery(q); err == nil && !reads {
+				want := uint64(1)
+				if v := vals.Get("count"); v == "false" || v == "0" {
+					want = 0
+				}
+				if counted != want {
+					t.Fatalf("%q: accepted with count=%q but counted %d visits, want %d", in, vals.Get("count"), counted, want)
+				}
+			}
+			var js struct {
+				Key   string
+				Total *uint64
+			}
+			if json.Unmarshal(w.Body.Bytes(), &js) == nil && js.Total != nil {
+				if got := mustCount(t, st, js.Key).Total; got != *js.Total || !slices.Contains(candidates, js.Key) {
+					t.Fatalf("%q: JSON says key %q total %d; the store holds %d", in, js.Key, *js.Total, got)
+				}
+			}
 		case 400, 404:
-			if st.Keys() != keys {
-				t.Fatalf("%q: rejected with %d but counted", in, w.Code)
+			if st.Keys() != keys || counted != 0 {
+				t.Fatalf("%q: rejected with %d but counted %d visits and %d new keys", in, w.Code, counted, st.Keys()-keys)
 			}
 			if strings.ContainsAny(w.Body.String(), "<>") {
 				t.Fatalf("%q: %d body reflects markup: %q", in, w.Code, w.Body)

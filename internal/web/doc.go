@@ -5,4 +5,9 @@
 // buffer with one Write, and sets headers from preallocated values, so
 // that serving /hi or /hello allocates nothing in this package's code.
 // The tests in this package hold it to that with testing.AllocsPerRun.
+//
+// Each handler returns the status it answered with, so that ServeHTTP
+// can report every request to the metrics (internal/metrics) without
+// wrapping the ResponseWriter: a visit counted adds [metrics.Visit] to
+// it, and visits not counted are reported by one helper, visited.
 package web

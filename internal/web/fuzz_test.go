@@ -49,9 +49,9 @@ func FuzzHi(f *testing.F) {
 	}
 	s, st := mustServer(f, nil)
 	f.Fuzz(func(t *testing.T, q string) {
-		before, _ := st.Hit(t.Context())
+		before := mustHit(t, st)
 		w := serveQuery(s, "/hi", q)
-		if after, _ := st.Hit(t.Context()); w.Code != 200 && after != before+1 {
+		if after := mustHit(t, st); w.Code != 200 && after != before+1 {
 			t.Fatalf("query %q: rejected with %d but took a visitor number", q, w.Code)
 		}
 		checkCommon(t, q, w)

@@ -17,7 +17,7 @@ const (
 )
 
 // writeGraph writes d as an SVG bar chart of visits per UTC day.
-func (s *Server) writeGraph(w http.ResponseWriter, r *http.Request, key string, d store.Daily) {
+func (s *Server) writeGraph(w http.ResponseWriter, r *http.Request, key string, d store.Daily) int {
 	var peak, total uint64
 	for _, n := range d.Counts {
 		peak = max(peak, n)
@@ -59,7 +59,8 @@ func (s *Server) writeGraph(w http.ResponseWriter, r *http.Request, key string, 
 
 	setImageHeaders(w.Header())
 	if etagMatches(w, r, b.Bytes()) {
-		return
+		return http.StatusNotModified
 	}
 	w.Write(b.Bytes())
+	return http.StatusOK
 }

@@ -11,7 +11,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/coarse"
+	"visitors/internal/flightrec"
 	"visitors/internal/logsink"
+	"visitors/internal/metrics"
 	"visitors/internal/store"
 	"visitors/internal/store/memstore"
 )
@@ -19,6 +22,12 @@ import (
 // mustServer returns a Server over a fresh memory store whose visit log
 // goes through a real logsink to out (io.Discard if nil).
 func mustServer(tb testing.TB, out io.Writer) (*Server, *memstore.Store) {
+	tb.Helper()
+	return mustServerObserved(tb, out, true)
+}
+
+// mustServerObserved is [mustServer] with or without the metrics.
+func mustServerObserved(tb testing.TB, out io.Writer, observed bool) (*Server, *memstore.Store) {
 	tb.Helper()
 	if out == nil {
 		out = io.Discard
@@ -31,12 +40,28 @@ func mustServer(tb testing.TB, out io.Writer) (*Server, *memstore.Store) {
 	})
 	st := memstore.New(memstore.Options{})
 	tb.Cleanup(func() { st.Close() })
-	s := New(Config{
+	c := Config{
 		Store:    st,
 		Log:      zerolog.New(sink).With().Timestamp().Logger(),
 		Hostname: "testhost",
-	})
-	return s, st
+	}
+	if observed { // as the service runs by default
+		clock := coarse.Start(time.Millisecond)
+		tb.Cleanup(clock.Stop)
+		c.Requests = metrics.NewRequests(metrics.RequestsOptions{Clock: clock, SlowRequest: 250 * time.Millisecond})
+	}
+	return New(c), st
+}
+
+// mustFlightRecorder runs the runtime's flight recorder, as the service
+// does by default, until the test ends. Only one can run in a process.
+func mustFlightRecorder(tb testing.TB) {
+	tb.Helper()
+	fr, err := flightrec.Start(flightrec.Options{Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { fr.Close() })
 }
 
 // get serves one request to h and returns the recorded response.
@@ -66,7 +91,28 @@ func (failingStore) Get(context.Context, []byte) (store.Counts, error) {
 func (failingStore) Days(context.Context, []byte, int) (store.Daily, error) {
 	return store.Daily{}, errBroken
 }
-func (failingStore) Keys() int    { return 0 }
-func (failingStore) Close() error { return nil }
+func (failingStore) Keys() int     { return 0 }
+func (failingStore) Health() error { return errBroken }
+func (failingStore) Close() error  { return nil }
 
 var _ store.Store = failingStore{}
+
+// mustHit takes the next global number from st.
+func mustHit(tb testing.TB, st store.Store) uint64 {
+	tb.Helper()
+	n, err := st.Hit(context.Background())
+	if err != nil {
+		tb.Fatalf("Hit() = %v", err)
+	}
+	return n
+}
+
+// mustCount returns key's counts in st, without counting a visit.
+func mustCount(tb testing.TB, st store.Store, key string) store.Counts {
+	tb.Helper()
+	c, err := st.Get(context.Background(), []byte(key))
+	if err != nil {
+		tb.Fatalf("Get(%q) = %v", key, err)
+	}
+	return c
+}

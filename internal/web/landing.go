@@ -12,11 +12,12 @@ import (
 //go:embed landing.html
 var landingPage []byte
 
-func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) int {
 	h := w.Header()
 	h["Content-Type"] = ctHTML
 	h["Content-Security-Policy"] = landingCSP
 	w.Write(landingPage)
+	return http.StatusOK
 }
 
 // landingCSP allows only what the page itself holds.

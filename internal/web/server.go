@@ -12,13 +12,14 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/metrics"
 	"visitors/internal/store"
 )
 
 // Limits on user input. Longer values get 400.
 const (
-	MaxColorBytes = 64  // the color parameter, after unescaping
-	MaxNameBytes  = 128 // the name parameter, after unescaping
+	MaxColorBytes = 64                // the color parameter, after unescaping
+	MaxNameBytes  = store.MaxKeyBytes // the name parameter, after unescaping
 )
 
 // Messages sent to clients with a 4xx or 5xx status.
@@ -54,6 +55,9 @@ type Config struct {
 	Hostname string
 	// Now is the clock /whoami measures latency with; nil means time.Now.
 	Now func() time.Time
+	// Requests, if set, is told of every request (its route, status and
+	// duration) and of every visit counted or not. nil costs nothing.
+	Requests *metrics.Requests
 }
 
 // Server serves the public endpoints /hi, /hello and /whoami.
@@ -63,7 +67,8 @@ type Server struct {
 	log      zerolog.Logger
 	hostname string
 	now      func() time.Time
-	scratch  sync.Pool // of *scratch
+	req      *metrics.Requests // nil: not observed
+	scratch  sync.Pool         // of *scratch
 }
 
 // scratch holds the buffers one request needs, reused through a pool.
@@ -78,7 +83,7 @@ type scratch struct {
 
 // New returns a Server for c.
 func New(c Config) *Server {
-	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now}
+	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -94,51 +99,106 @@ func New(c Config) *Server {
 	return s
 }
 
-// ServeHTTP routes a request to its handler.
+// handler serves one request and returns the status it answered with,
+// plus [metrics.Visit] if it counted a visit.
+type handler func(*Server, http.ResponseWriter, *http.Request) int
+
+// ServeHTTP routes a request to its handler, and reports it to the
+// Requests of the Config, if any.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var h func(*Server, http.ResponseWriter, *http.Request)
+	var h handler
+	var route metrics.Route
 	switch r.URL.Path {
 	case "/hi":
-		h = (*Server).handleHi
+		h, route = (*Server).handleHi, metrics.Hi
 	case "/hello":
-		h = (*Server).handleHello
+		h, route = (*Server).handleHello, metrics.Hello
 	case "/whoami":
-		h = (*Server).handleWhoami
+		h, route = (*Server).handleWhoami, metrics.Whoami
 	case "/":
-		h = (*Server).handleLanding
+		h, route = (*Server).handleLanding, metrics.Landing
 	default:
-		if !strings.HasPrefix(r.URL.Path, "/counter/") {
-			writeError(w, http.StatusNotFound, msgNotFound)
-			return
+		route = metrics.Other // and h nil: 404 whatever the method
+		if strings.HasPrefix(r.URL.Path, "/counter/") {
+			h, route = (*Server).handleCounter, counterRoute(r.URL.Path)
 		}
-		h = (*Server).handleCounter
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	var start int64
+	if s.req != nil {
+		start = s.req.Start()
+	}
+	var code int
+	switch {
+	case h == nil:
+		code = writeError(w, http.StatusNotFound, msgNotFound) // whatever the method
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		w.Header()["Allow"] = allowGetHead
-		writeError(w, http.StatusMethodNotAllowed, msgMethod)
+		code = writeError(w, http.StatusMethodNotAllowed, msgMethod)
+	default:
+		code = h(s, w, r)
+	}
+	if s.req == nil {
 		return
 	}
-	h(s, w, r)
+	if !s.req.Count(route, code, start) {
+		s.req.Done(route, code, start, r)
+	}
+	if code >= 400 && code < 500 && counts(route) && r.Method != http.MethodHead {
+		s.notCounted(errInvalid)
+	}
+}
+
+// counts reports whether a request to route is a visit to count.
+func counts(route metrics.Route) bool {
+	return route == metrics.Hi || route == metrics.Hello || route == metrics.CounterSVG || route == metrics.CounterJSON
+}
+
+// errInvalid stands for a visit refused as invalid (a 4xx), for visited.
+var errInvalid = errors.New("invalid visit")
+
+// visited records the outcome of one visit: counted when err is nil, or
+// not counted and why. Every counting path reports through it. For a
+// counted visit it returns [metrics.Visit], for the handler to add to
+// the status it returns: the visit is then counted with the request, in
+// one atomic add.
+func (s *Server) visited(err error) int {
+	if err == nil {
+		return metrics.Visit
+	}
+	s.notCounted(err)
+	return 0
+}
+
+// notCounted records a visit not counted, with the reason err gives.
+func (s *Server) notCounted(err error) {
+	switch {
+	case s.req == nil:
+	case err == errInvalid:
+		s.req.NotCounted(metrics.Invalid)
+	case errors.Is(err, store.ErrTooManyKeys):
+		s.req.NotCounted(metrics.Full)
+	default:
+		s.req.NotCounted(metrics.StoreError)
+	}
 }
 
 // handleHi serves /hi?color=C: the global visitor number.
-func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) int {
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 	color, ok := parseColor(sc.color[:0], r.URL.RawQuery)
 	sc.color = color
 	if !ok {
-		writeError(w, http.StatusBadRequest, msgColor)
-		return
+		return writeError(w, http.StatusBadRequest, msgColor)
 	}
 	if r.Method == http.MethodHead { // a HEAD is not a visit
 		setHTML(w)
-		return
+		return http.StatusOK
 	}
 	n, err := s.store.Hit(r.Context())
+	visit := s.visited(err)
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return s.storeError(w, err)
 	}
 	b := append(sc.body[:0], "<h1 style='color: "...)
 	b = append(b, color...)
@@ -147,32 +207,31 @@ func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) {
 	b = append(b, '!')
 	sc.body = b
 	w.Write(b) // net/http sniffs text/html; charset=utf-8: see setHTML
+	return http.StatusOK | visit
 }
 
 // handleHello serves /hello?name=X&color=C: a counter per name.
-func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) int {
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 	color, ok := parseColor(sc.color[:0], r.URL.RawQuery)
 	sc.color = color
 	if !ok {
-		writeError(w, http.StatusBadRequest, msgColor)
-		return
+		return writeError(w, http.StatusBadRequest, msgColor)
 	}
 	name, msg := parseName(sc.name[:0], r.URL.RawQuery)
 	sc.name = name
 	if msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
-		return
+		return writeError(w, http.StatusBadRequest, msg)
 	}
 	if r.Method == http.MethodHead {
 		setHTML(w)
-		return
+		return http.StatusOK
 	}
 	c, err := s.store.Incr(r.Context(), name)
+	visit := s.visited(err)
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return s.storeError(w, err)
 	}
 	n := c.Total
 	s.log.Info().Bytes("name", name).Uint64("count", n).Msg("visited")
@@ -185,13 +244,13 @@ func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) {
 	b = append(b, "</p>"...)
 	sc.body = b
 	w.Write(b) // net/http sniffs text/html; charset=utf-8: see setHTML
-
+	return http.StatusOK | visit
 }
 
 // handleWhoami serves /whoami: the caller's User-Agent, this server's host
 // name and the time spent on the request, as text or, with ?format=json or
 // Accept: application/json, as JSON.
-func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) int {
 	start := s.now()
 	asJSON := strings.Contains(r.Header.Get("Accept"), "application/json")
 	switch f, _ := queryValue(r.URL.RawQuery, "format"); f {
@@ -201,8 +260,7 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	case "text":
 		asJSON = false
 	default:
-		writeError(w, http.StatusBadRequest, msgFormat)
-		return
+		return writeError(w, http.StatusBadRequest, msgFormat)
 	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
@@ -232,6 +290,7 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	}
 	sc.body = b
 	w.Write(b)
+	return http.StatusOK
 }
 
 // parseColor unescapes the optional color parameter of query q into dst
@@ -276,15 +335,15 @@ func parseName(dst []byte, q string) ([]byte, string) {
 	return dst, ""
 }
 
-// storeError answers a request whose count failed. The client learns only
-// that the visit was not counted; the cause goes to the log.
-func (s *Server) storeError(w http.ResponseWriter, err error) {
+// storeError answers a request whose count failed, and returns the
+// status. The client learns only that the visit was not counted; the
+// cause goes to the log.
+func (s *Server) storeError(w http.ResponseWriter, err error) int {
 	if errors.Is(err, store.ErrTooManyKeys) {
-		writeError(w, http.StatusServiceUnavailable, msgTooManyKeys)
-		return
+		return writeError(w, http.StatusServiceUnavailable, msgTooManyKeys)
 	}
 	s.log.Error().Err(err).Msg("count a visit")
-	writeError(w, http.StatusServiceUnavailable, msgStore)
+	return writeError(w, http.StatusServiceUnavailable, msgStore)
 }
 
 // setHTML marks a response without a body, such as a HEAD's, as HTML.
@@ -306,9 +365,11 @@ func setContentType(w http.ResponseWriter, ct []string) {
 	h["X-Content-Type-Options"] = nosniff
 }
 
-// writeError writes msg as a plain-text response with status code.
-func writeError(w http.ResponseWriter, code int, msg string) {
+// writeError writes msg as a plain-text response with status code, and
+// returns code.
+func writeError(w http.ResponseWriter, code int, msg string) int {
 	setContentType(w, ctText)
 	w.WriteHeader(code)
 	io.WriteString(w, msg)
+	return code
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -48,7 +47,7 @@ func TestHi(t *testing.T) {
 	s, st := mustServer(t, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before, _ := st.Hit(context.Background()) // takes one number itself
+			before := mustHit(t, st) // takes one number itself
 			w := get(s, "GET", tt.target)
 			want := tt.wantBody
 			if strings.Contains(want, "%d") {
@@ -60,8 +59,7 @@ func TestHi(t *testing.T) {
 			wantCT := "text/html; charset=utf-8"
 			if tt.wantCode != 200 {
 				wantCT = "text/plain; charset=utf-8"
-				after, _ := st.Hit(context.Background())
-				if after != before+1 {
+				if after := mustHit(t, st); after != before+1 {
 					t.Errorf("a rejected /hi took a visitor number: %d then %d", before, after)
 				}
 			}
@@ -143,12 +141,11 @@ func TestHeadCountsNothing(t *testing.T) {
 			t.Errorf("HEAD %s = %d %q, want 200 text/html", target, w.Code, w.Header().Get("Content-Type"))
 		}
 	}
-	if n, _ := st.Hit(context.Background()); n != 1 {
+	if n := mustHit(t, st); n != 1 {
 		t.Errorf("after HEAD /hi the next number is %d, want 1", n)
 	}
-	if c, _ := st.Get(context.Background(), []byte("h")); c.Total != 0 {
-		n := c.Total
-		t.Errorf("after HEAD /hello the count is %d, want 0", n)
+	if c := mustCount(t, st, "h"); c.Total != 0 {
+		t.Errorf("after HEAD /hello the count is %d, want 0", c.Total)
 	}
 }
 
@@ -175,7 +172,7 @@ func TestRouting(t *testing.T) {
 			t.Errorf("%s %s = %d Allow %q, want %d Allow %q", tt.method, tt.target, w.Code, w.Header().Get("Allow"), tt.wantCode, tt.wantAllow)
 		}
 	}
-	if n, _ := st.Hit(context.Background()); n != 1 {
+	if n := mustHit(t, st); n != 1 {
 		t.Errorf("rejected methods counted visits: next number is %d, want 1", n)
 	}
 }
@@ -322,7 +319,7 @@ func TestConcurrentVisitors(t *testing.T) {
 		}
 	}
 	for i := range names {
-		c, _ := st.Get(context.Background(), fmt.Appendf(nil, "n%d", i))
+		c := mustCount(t, st, fmt.Sprintf("n%d", i))
 		if got, want := c.Total, uint64(goroutines/names*per); got != want {
 			t.Errorf("count of n%d = %d, want %d", i, got, want)
 		}
@@ -353,6 +350,7 @@ func TestAllocs(t *testing.T) {
 		t.Skip("allocation budgets are checked without -race: sync.Pool drops items under it")
 	}
 	s, _ := mustServer(t, nil)
+	mustFlightRecorder(t)
 	tests := []string{
 		"/hi",
 		"/hi?color=red",

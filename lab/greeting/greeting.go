@@ -1,10 +1,21 @@
-// Package greeting rebuilds, step by step, the /hi handler optimised in a
-// Go profiling talk at YAPC::Asia 2015. Every step answers every request
-// with the same bytes; the last step is the service's own handler.
+// Package greeting rebuilds, step by step, the /hi handler optimised in
+// Brad Fitzpatrick's "Profiling & Optimizing in Go" talk (YAPC::Asia
+// 2015). Steps 0 to 8 are the talk's code, one published change each, and
+// keep the talk's behaviour, bugs included; step 9 is the service's own
+// handler. The bugs are shown by the package's TestMuseum tests.
 //
-// Steps 0 to 3 count with a plain int, as the talk did. That is a data
-// race under concurrent requests, so they are benchmarked and tested only
-// from one goroutine; step 4 fixes it and is compared in parallel.
+// Where the lab must differ from the talk, it is said here once:
+//
+//   - The talk kept the counter and the pools in package variables; each
+//     step here declares them in its constructor, so that every call
+//     returns a handler whose counter starts at zero and the diff of a
+//     step shows everything it changed. The regexp is compiled once per
+//     handler, as the talk's package variable was compiled once per
+//     process.
+//   - Steps 0 to 3 count with a plain int, as the talk's code did until
+//     its mutex appeared (the listing after the recorder fix): a data
+//     race under concurrent requests. They are benchmarked from one
+//     goroutine only.
 package greeting
 
 import (
@@ -16,147 +27,272 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"visitors/internal/store/memstore"
 	"visitors/internal/web"
+	"visitors/lab/service"
 )
 
-// maxColor is the service's limit on the color parameter; every step
-// keeps it so that every step answers alike.
-const maxColor = 64
-
-const msgColor = "Optional color is invalid"
-
 // Steps are the constructors of every step, in order. Each call returns a
-// fresh handler whose counter starts at zero.
-var Steps = []func() http.Handler{Step0, Step1, Step2, Step3, Step4, Step5}
+// fresh handler whose counter starts at zero. The last one returns a
+// [*service.Handler], which the caller must close.
+var Steps = []func() http.Handler{Step0, Step1, Step2, Step3, Step4, Step5, Step6, Step7, Step8, Step9}
 
-// badColor answers an invalid color the way the service does.
-func badColor(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusBadRequest)
-	w.Write([]byte(msgColor))
-}
+// Racy reports whether step i counts visitors with a data race.
+func Racy(i int) bool { return i <= 3 }
 
-// Step0 is the handler as the talk began: the regexp compiled on every
-// request by regexp.MatchString, an explicit Header().Set, and the body
-// built by string concatenation with fmt.Sprint. Its counter is racy.
+// Step0 is the handler as the talk began: regexp.MatchString compiles
+// `^\w*$` on every request, the counter is a plain int (a data race),
+// Content-Type is set explicitly and the body is built by string
+// concatenation with fmt.Sprint.
 func Step0() http.Handler {
-	visitors := 0
+	var visitors int
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		color := r.FormValue("color")
-		if match, _ := regexp.MatchString(`^\w*$`, color); !match || len(color) > maxColor {
-			badColor(w)
+		if match, _ := regexp.MatchString(`^\w*$`, r.FormValue("color")); !match {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
 			return
 		}
 		visitors++
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte("<h1 style='color: " + color + "'>Welcome!</h1>You are visitor number " + fmt.Sprint(visitors) + "!"))
+		w.Write([]byte("<h1 style='color: " + r.FormValue("color") +
+			"'>Welcome!</h1>You are visitor number " + fmt.Sprint(visitors) + "!"))
 	})
 }
 
-// colorRx is compiled once, from step 1 on.
-var colorRx = regexp.MustCompile(`^\w*$`)
-
-// Step1 compiles the regexp once, at package level.
+// Step1 compiles the regexp once. The talk's compiled pattern is
+// `\w*$`, without the `^` of step 0: it matches every string (at worst
+// the empty word at the end), so from here on any color is accepted and
+// reflected into the page, markup included.
 func Step1() http.Handler {
-	visitors := 0
+	var visitors int
+	colorRx := regexp.MustCompile(`\w*$`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		color := r.FormValue("color")
-		if !colorRx.MatchString(color) || len(color) > maxColor {
-			badColor(w)
+		if !colorRx.MatchString(r.FormValue("color")) {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
 			return
 		}
 		visitors++
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte("<h1 style='color: " + color + "'>Welcome!</h1>You are visitor number " + fmt.Sprint(visitors) + "!"))
+		w.Write([]byte("<h1 style='color: " + r.FormValue("color") +
+			"'>Welcome!</h1>You are visitor number " + fmt.Sprint(visitors) + "!"))
 	})
 }
 
-// Step2 sets no Content-Type, leaving net/http to detect text/html from
-// the body, and writes the body with fmt.Fprintf.
+// Step2 removes the Content-Type line: net/http detects text/html from
+// the body. It is the talk's first unmeasured "(fix)" between mem.0 and
+// mem.2.
 func Step2() http.Handler {
-	visitors := 0
+	var visitors int
+	colorRx := regexp.MustCompile(`\w*$`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		color := r.FormValue("color")
-		if !colorRx.MatchString(color) || len(color) > maxColor {
-			badColor(w)
+		if !colorRx.MatchString(r.FormValue("color")) {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
 			return
 		}
 		visitors++
-		fmt.Fprintf(w, "<h1 style='color: %s'>Welcome!</h1>You are visitor number %d!", color, visitors)
+		w.Write([]byte("<h1 style='color: " + r.FormValue("color") +
+			"'>Welcome!</h1>You are visitor number " + fmt.Sprint(visitors) + "!"))
 	})
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// Step3 renders into a pooled buffer with strconv.AppendInt and writes
-// the body with one Write.
+// Step3 writes the body with fmt.Fprintf instead of concatenation: the
+// talk's mem.2.
 func Step3() http.Handler {
-	visitors := 0
+	var visitors int
+	colorRx := regexp.MustCompile(`\w*$`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		color := r.FormValue("color")
-		if !colorRx.MatchString(color) || len(color) > maxColor {
-			badColor(w)
+		if !colorRx.MatchString(r.FormValue("color")) {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
 			return
 		}
 		visitors++
-		buf := bufPool.Get().(*bytes.Buffer)
-		defer bufPool.Put(buf)
-		buf.Reset()
-		buf.WriteString("<h1 style='color: ")
-		buf.WriteString(color)
-		buf.WriteString("'>Welcome!</h1>You are visitor number ")
-		b := strconv.AppendInt(buf.AvailableBuffer(), int64(visitors), 10)
-		buf.Write(b)
-		buf.WriteByte('!')
-		w.Write(buf.Bytes())
+		fmt.Fprintf(w, "<h1 style='color: %s'>Welcome!</h1>You are visitor number %d!", r.FormValue("color"), visitors)
 	})
 }
 
-// Step4 is step 3 with a race-free counter: atomic.AddInt64. Step4Mutex
-// is the alternative it was measured against.
+// Step4 counts behind a mutex, as the talk's listing after the recorder
+// fix (mem.3) shows. The talk's benchmark changed too, to reuse its
+// recorder; the lab's benchmarks reuse their writer at every step.
 func Step4() http.Handler {
-	var visitors int64
-	return step4(func() int64 { return atomic.AddInt64(&visitors, 1) })
-}
-
-// Step4Mutex is step 3 with the counter behind a sync.Mutex.
-func Step4Mutex() http.Handler {
-	var mu sync.Mutex
-	var visitors int64
-	return step4(func() int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		visitors++
-		return visitors
+	var visitors struct {
+		sync.Mutex
+		n int
+	}
+	colorRx := regexp.MustCompile(`\w*$`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !colorRx.MatchString(r.FormValue("color")) {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
+			return
+		}
+		visitors.Lock()
+		visitors.n++
+		num := visitors.n
+		visitors.Unlock()
+		fmt.Fprintf(w, "<h1 style='color: %s'>Welcome!</h1>You are visitor number %d!", r.FormValue("color"), num)
 	})
 }
 
-func step4(next func() int64) http.Handler {
+// Step5 renders into a buffer from a sync.Pool, with WriteString and
+// strconv.AppendInt, and writes it once: the talk's "Removing all
+// allocations". The talk's third string lost the quote that closes the
+// style attribute, so the markup is broken from here on.
+func Step5() http.Handler {
+	var visitors struct {
+		sync.Mutex
+		n int
+	}
+	colorRx := regexp.MustCompile(`\w*$`)
+	bufPool := &sync.Pool{New: func() any { return new(bytes.Buffer) }}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		color := r.FormValue("color")
-		if !colorRx.MatchString(color) || len(color) > maxColor {
-			badColor(w)
+		if !colorRx.MatchString(r.FormValue("color")) {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
 			return
 		}
-		n := next()
+		visitors.Lock()
+		visitors.n++
+		num := visitors.n
+		visitors.Unlock()
 		buf := bufPool.Get().(*bytes.Buffer)
 		defer bufPool.Put(buf)
 		buf.Reset()
 		buf.WriteString("<h1 style='color: ")
-		buf.WriteString(color)
-		buf.WriteString("'>Welcome!</h1>You are visitor number ")
-		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), n, 10))
-		buf.WriteByte('!')
-		w.Write(buf.Bytes())
+		buf.WriteString(r.FormValue("color"))
+		buf.WriteString(">Welcome!</h1>You are visitor number ")
+		b := strconv.AppendInt(buf.Bytes(), int64(num), 10)
+		b = append(b, '!')
+		w.Write(b)
 	})
 }
 
-// Step5 is the service's own handler, internal/web, over the in-memory
-// store: the query parsed in place without r.FormValue's map, the color
-// checked without a regexp, headers set without allocating, the body
-// rendered into a pooled buffer.
-func Step5() http.Handler {
-	return web.New(web.Config{Store: memstore.New(memstore.Options{})})
+// Step6 is the talk's "fix" for contention on the regexp: a sync.Pool of
+// compiled regexps. The talk's code Gets and never Puts, so the pool is
+// always empty and every request compiles the regexp again, as step 0
+// did. (The contention it aimed at, a mutex inside regexp, left Go in
+// 1.12.)
+func Step6() http.Handler {
+	var visitors struct {
+		sync.Mutex
+		n int
+	}
+	colorRxPool := &sync.Pool{New: func() any { return regexp.MustCompile(`\w*$`) }}
+	bufPool := &sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !colorRxPool.Get().(*regexp.Regexp).MatchString(r.FormValue("color")) {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
+			return
+		}
+		visitors.Lock()
+		visitors.n++
+		num := visitors.n
+		visitors.Unlock()
+		buf := bufPool.Get().(*bytes.Buffer)
+		defer bufPool.Put(buf)
+		buf.Reset()
+		buf.WriteString("<h1 style='color: ")
+		buf.WriteString(r.FormValue("color"))
+		buf.WriteString(">Welcome!</h1>You are visitor number ")
+		b := strconv.AppendInt(buf.Bytes(), int64(num), 10)
+		b = append(b, '!')
+		w.Write(b)
+	})
+}
+
+// Step7 pulls the count into nextVisitorNum, with a deferred Unlock, as
+// the talk did before benchmarking the counter alone (see
+// [MutexCounter]).
+func Step7() http.Handler {
+	var visitors struct {
+		sync.Mutex
+		n int
+	}
+	nextVisitorNum := func() int {
+		visitors.Lock()
+		defer visitors.Unlock()
+		visitors.n++
+		return visitors.n
+	}
+	colorRxPool := &sync.Pool{New: func() any { return regexp.MustCompile(`\w*$`) }}
+	bufPool := &sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !colorRxPool.Get().(*regexp.Regexp).MatchString(r.FormValue("color")) {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
+			return
+		}
+		num := nextVisitorNum()
+		buf := bufPool.Get().(*bytes.Buffer)
+		defer bufPool.Put(buf)
+		buf.Reset()
+		buf.WriteString("<h1 style='color: ")
+		buf.WriteString(r.FormValue("color"))
+		buf.WriteString(">Welcome!</h1>You are visitor number ")
+		b := strconv.AppendInt(buf.Bytes(), int64(num), 10)
+		b = append(b, '!')
+		w.Write(b)
+	})
+}
+
+// Step8 counts with atomic.AddInt64, the talk's last suggestion ("Try:
+// with int(atomic.AddInt64(&atomicVisitors, 1))").
+func Step8() http.Handler {
+	var atomicVisitors int64
+	colorRxPool := &sync.Pool{New: func() any { return regexp.MustCompile(`\w*$`) }}
+	bufPool := &sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !colorRxPool.Get().(*regexp.Regexp).MatchString(r.FormValue("color")) {
+			http.Error(w, "Optional color is invalid", http.StatusBadRequest)
+			return
+		}
+		num := int(atomic.AddInt64(&atomicVisitors, 1))
+		buf := bufPool.Get().(*bytes.Buffer)
+		defer bufPool.Put(buf)
+		buf.Reset()
+		buf.WriteString("<h1 style='color: ")
+		buf.WriteString(r.FormValue("color"))
+		buf.WriteString(">Welcome!</h1>You are visitor number ")
+		b := strconv.AppendInt(buf.Bytes(), int64(num), 10)
+		b = append(b, '!')
+		w.Write(b)
+	})
+}
+
+// Step9 is the service's own handler, internal/web, over the in-memory
+// store: the anchored color rule checked byte by byte on the raw query,
+// no r.FormValue map, no regexp, no fmt, the quote in place, an atomic
+// counter, a pooled buffer and one Write. The caller must close it.
+func Step9() http.Handler { return service.New(web.Config{}) }
+
+// MutexCounter returns the talk's nextVisitorNum: a mutex, unlocked by
+// defer. It is safe for concurrent use.
+func MutexCounter() func() int {
+	var visitors struct {
+		sync.Mutex
+		n int
+	}
+	return func() int {
+		visitors.Lock()
+		defer visitors.Unlock()
+		visitors.n++
+		return visitors.n
+	}
+}
+
+// MutexNoDeferCounter is [MutexCounter] "without defer". It is safe for
+// concurrent use.
+func MutexNoDeferCounter() func() int {
+	var visitors struct {
+		sync.Mutex
+		n int
+	}
+	return func() int {
+		visitors.Lock()
+		visitors.n++
+		n := visitors.n
+		visitors.Unlock()
+		return n
+	}
+}
+
+// AtomicCounter is the talk's "with int(atomic.AddInt64(&atomicVisitors,
+// 1))". It is safe for concurrent use.
+func AtomicCounter() func() int {
+	var atomicVisitors int64
+	return func() int { return int(atomic.AddInt64(&atomicVisitors, 1)) }
 }

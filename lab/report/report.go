@@ -79,7 +79,7 @@ func Parse(r io.Reader, name string) ([]Table, error) {
 			row.NsOp = summarize(s["sec/op"], 1e9)
 			row.BytesOp = summarize(s["B/op"], 1)
 			row.AllocsOp = summarize(s["allocs/op"], 1)
-			row.Published = Published[t.Bench][row.Step]
+			row.Published = Published[strings.TrimSuffix(t.Bench, "AsPublished")][row.Step]
 		}
 	}
 	return tables, nil
@@ -122,9 +122,9 @@ func (t Table) SpeedUp(row Row) float64 {
 	return t.Rows[0].NsOp.Center / row.NsOp.Center
 }
 
-// pct is the half-width of s's confidence interval in percent of its
+// Pct returns the half-width of s's confidence interval in percent of its
 // center, as benchstat's ± column.
-func pct(s benchmath.Summary) string {
+func Pct(s benchmath.Summary) string {
 	if s.Center == 0 {
 		return "±0%"
 	}
@@ -136,7 +136,7 @@ func (t Table) WriteText(w io.Writer) error {
 	rows := [][]string{{"step", "ns/op", "±", "B/op", "allocs/op", "speed-up", "published"}}
 	for _, r := range t.Rows {
 		rows = append(rows, []string{
-			r.Step, num(r.NsOp.Center), pct(r.NsOp), num(r.BytesOp.Center), num(r.AllocsOp.Center),
+			r.Step, Num(r.NsOp.Center), Pct(r.NsOp), Num(r.BytesOp.Center), Num(r.AllocsOp.Center),
 			fmt.Sprintf("%.1f×", t.SpeedUp(r)), r.Published,
 		})
 	}
@@ -180,7 +180,7 @@ func (t Table) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f× | %s |\n",
-			r.Step, num(r.NsOp.Center), pct(r.NsOp), num(r.BytesOp.Center), num(r.AllocsOp.Center), t.SpeedUp(r), r.Published)
+			r.Step, Num(r.NsOp.Center), Pct(r.NsOp), Num(r.BytesOp.Center), Num(r.AllocsOp.Center), t.SpeedUp(r), r.Published)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -193,9 +193,9 @@ func (t Table) firstStep() string {
 	return t.Rows[0].Step
 }
 
-// num formats v with thousands separators and at most one decimal
+// Num formats v with thousands separators and at most one decimal
 // below 100.
-func num(v float64) string {
+func Num(v float64) string {
 	if v < 100 && v != float64(int64(v)) {
 		return fmt.Sprintf("%.1f", v)
 	}

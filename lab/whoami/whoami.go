@@ -1,7 +1,14 @@
-// Package whoami rebuilds, step by step, a meetup talk's endpoint that
-// returns the caller's User-Agent, the host name and the time taken.
-// Every step answers with the same bytes for the same clock; the last
-// step is the service's own handler.
+// Package whoami reconstructs, step by step, a meetup talk's endpoint that
+// returns the caller's User-Agent, the host name and the time taken (Go
+// Bangalore, an April meetup of a year the note does not give, from a note of it). The note publishes no code, only
+// what each change was and two figures, so steps 0 to 3 are the lab's
+// reconstruction of the described changes, not the talk's code; step 4 is
+// the service's own handler.
+//
+// Steps 0 to 3 answer with the same bytes for the same clock. The service
+// (step 4) writes the same lines but formats the latency with at most
+// three decimals (1.234567ms reads 1.234ms), where the reconstruction
+// uses time.Duration.String; TestLatencyFormat shows where they differ.
 package whoami
 
 import (
@@ -12,12 +19,13 @@ import (
 	"sync"
 	"time"
 
-	"visitors/internal/store/memstore"
 	"visitors/internal/web"
+	"visitors/lab/service"
 )
 
 // Steps are the constructors of every step, in order. now is the clock
-// the latency is measured with.
+// the latency is measured with. The last one returns a
+// [*service.Handler], which the caller must close.
 var Steps = []func(now func() time.Time) http.Handler{Step0, Step1, Step2, Step3, Step4}
 
 func hostname() string {
@@ -28,9 +36,9 @@ func hostname() string {
 	return h
 }
 
-// Step0 is the endpoint as the talk began: os.Hostname, a syscall, on
-// every request, and the response built by appending strings to a
-// []string and joining them.
+// Step0 is the endpoint as the note describes the start: os.Hostname, a
+// syscall, on every request, and the response built by appending strings
+// to a string slice ("string slice appends") and joining them.
 func Step0(now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := now()
@@ -43,7 +51,9 @@ func Step0(now func() time.Time) http.Handler {
 	})
 }
 
-// Step1 looks the host name up once.
+// Step1 looks the host name up once, outside the handler: the note's
+// first fix, found with net/http/pprof. Its go test benchmark is the one
+// the note quotes: 716 ns, 12 allocations, 447 bytes per operation.
 func Step1(now func() time.Time) http.Handler {
 	host := hostname()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +67,8 @@ func Step1(now func() time.Time) http.Handler {
 	})
 }
 
-// Step2 writes into a bytes.Buffer with WriteString.
+// Step2 writes into a bytes.Buffer with WriteString, the note's "string
+// buffer".
 func Step2(now func() time.Time) http.Handler {
 	host := hostname()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +92,7 @@ func writeBody(buf *bytes.Buffer, ua, host string, lat time.Duration) {
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// Step3 takes its buffers from a sync.Pool.
+// Step3 takes its buffers from a sync.Pool: the note's last step, 520 ns.
 func Step3(now func() time.Time) http.Handler {
 	host := hostname()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,9 +107,9 @@ func Step3(now func() time.Time) http.Handler {
 }
 
 // Step4 is the service's own handler, internal/web: headers set from
-// preallocated values, the latency formatted without time.Duration.String's
-// allocation. It writes at most three decimals of the latency, which the
-// table test's clock keeps equal to Duration.String.
+// preallocated values, the latency formatted without
+// time.Duration.String's allocation, with at most three decimals. The
+// caller must close it.
 func Step4(now func() time.Time) http.Handler {
-	return web.New(web.Config{Store: memstore.New(memstore.Options{}), Hostname: hostname(), Now: now})
+	return service.New(web.Config{Hostname: hostname(), Now: now})
 }

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"visitors/internal/store"
 )
@@ -36,12 +38,38 @@ type KeyDump struct {
 
 const dateLayout = "2006-01-02"
 
+// The most a counter may hold after an import: a total leaves room for
+// 2^62 more visits, a day's count for 2^39 more (memory keeps a day's
+// count in 40 bits).
+const (
+	maxImportTotal = 1 << 62
+	maxImportDay   = 1 << 39
+)
+
+// maxValueBytes bounds one JSON value of a dump (a key's object with
+// all its days, or a run of white space), and so the memory an import
+// needs: 4 MiB holds the days of more than five hundred years.
+const maxValueBytes = 4 << 20
+
+// The dates a dump may hold.
+var (
+	firstDate = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	lastDate  = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
 // Export writes every counter of the store in dir, totals and daily
-// counts, as one JSON [Dump] to w. The store must not be open in another
-// process: Export takes its lock.
+// counts, as one JSON [Dump] to w, one key a line, streaming. The store
+// must not be open in another process: Export takes its lock. A record
+// whose checksum fails stops the export with an error naming it.
 func Export(dir string, w io.Writer) error {
 	path := filepath.Join(dir, FileName)
-	db, err := openExisting(path)
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if _, err := verifyFile(path); err != nil {
+		return err
+	}
+	db, err := boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -50,28 +78,35 @@ func Export(dir string, w io.Writer) error {
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil || string(meta.Get(keyFormat)) != formatValue {
-			return errors.New("not a visitors data file")
+			return errors.New("not a visitors data file of this version (start the service once to migrate an older one)")
 		}
-		hits, err := u64(meta.Get(keyHits))
+		hits, err := readRecord(tagMeta, keyHits, meta.Get(keyHits))
 		if err != nil {
-			return err
+			return fmt.Errorf("the /hi counter: %w", err)
 		}
 		fmt.Fprintf(bw, "{\"format\":%q,\"hits\":%d,\"keys\":[", ExportFormat, hits)
 		days := tx.Bucket(bucketDays).Cursor()
 		first := true
 		err = tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
-			total, err := u64(v)
+			key, err := splitTotalKey(k)
 			if err != nil {
-				return fmt.Errorf("total of %q: %w", k, err)
+				return fmt.Errorf("a total's key %q: %w", k, err)
 			}
-			kd := KeyDump{Key: string(k), Total: total, Days: map[string]uint64{}}
-			prefix := keyPrefix(k)
-			for dk, dv := days.Seek(prefix); dk != nil && len(dk) == len(prefix)+4 && string(dk[:len(prefix)]) == string(prefix); dk, dv = days.Next() {
-				n, err := u64(dv)
+			total, err := readRecord(tagTotals, k, v)
+			if err != nil {
+				return fmt.Errorf("the total of key %q: %w", key, err)
+			}
+			kd := KeyDump{Key: string(key), Total: total, Days: map[string]uint64{}}
+			for dk, dv := days.Seek(k); dk != nil && len(dk) == len(k)+4 && string(dk[:len(k)]) == string(k); dk, dv = days.Next() {
+				_, d, err := splitDayKey(dk)
 				if err != nil {
-					return fmt.Errorf("day count of %q: %w", k, err)
+					return fmt.Errorf("a day of key %q: %w", key, err)
 				}
-				kd.Days[store.Day(binary.BigEndian.Uint32(dk[len(prefix):])).Time().Format(dateLayout)] = n
+				n, err := readRecord(tagDays, dk, dv)
+				if err != nil {
+					return fmt.Errorf("the count of key %q on %s: %w", key, d.Time().Format(dateLayout), err)
+				}
+				kd.Days[d.Time().Format(dateLayout)] = n
 			}
 			b, err := json.Marshal(kd)
 			if err != nil {
@@ -97,104 +132,390 @@ func Export(dir string, w io.Writer) error {
 	return bw.Flush()
 }
 
-// Import reads a [Dump] from r into the store in dir, creating it if
-// needed. With replace, the store is emptied first; otherwise the dump's
-// counts are added to what the store holds (and its /hi counter becomes
-// the larger of the two, so no number is handed out twice). It is all or
-// nothing: one transaction. The store must not be open in another
-// process.
-func Import(dir string, r io.Reader, replace bool) error {
-	var d Dump
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return fmt.Errorf("import: read the dump: %w", err)
-	}
-	if d.Format != ExportFormat {
-		return fmt.Errorf("import: format %q, want %q", d.Format, ExportFormat)
-	}
-	type dayCount struct {
-		day store.Day
-		n   uint64
-	}
-	parsed := make([][]dayCount, len(d.Keys))
-	for i, k := range d.Keys {
-		if k.Key == "" && k.Total == 0 && len(k.Days) == 0 {
-			continue
-		}
-		for date, n := range k.Days {
-			t, err := time.Parse(dateLayout, date)
-			if err != nil {
-				return fmt.Errorf("import: key %q: day %q: want YYYY-MM-DD", k.Key, date)
-			}
-			parsed[i] = append(parsed[i], dayCount{store.DayOf(t), n})
-		}
-	}
+// importBatch is how many keys one transaction of an import writes. A
+// test lowers it.
+var importBatch = 10_000
 
-	db, path, err := openDB(dir)
+// Import reads a [Dump] from r into the store in dir, creating it if
+// needed. With replace, the dump replaces every count; otherwise its
+// counts are added to what the store holds. Either way the /hi counter
+// becomes the larger of the two, so no number is handed out twice.
+//
+// It is strict and all or nothing: a dump with a date outside
+// 1970-01-01..9999-12-31, a count that would overflow, days adding up to
+// more than the key's total, a key the service would not accept, a field
+// it does not know, or anything after the document is refused with its
+// line and the reason, and the store is left as it was. It streams: the
+// dump is read one key at a time into a copy of the store, which replaces
+// the store (a rename) only once the whole dump has been read. The store
+// must not be open in another process.
+func Import(dir string, r io.Reader, replace bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("import: create data directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	// The store, if there is one, is checked and opened read-only: its
+	// shared lock keeps a service from starting on it meanwhile, and
+	// nothing writes to it (a format 1 store is migrated in the copy).
+	var live *bolt.DB
+	format := ""
+	switch _, err := os.Stat(path); {
+	case err == nil:
+		if format, err = verifyFile(path); err != nil {
+			return err
+		}
+		if live, err = boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true}); err != nil {
+			return err
+		}
+		defer live.Close()
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("import: %w", err)
+	}
+	tmpPath := path + ".import"
+	if err := os.Remove(tmpPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("import: remove the leftover %s: %w", tmpPath, err)
+	}
+	var oldHits uint64
+	if live != nil {
+		err := live.View(func(tx *bolt.Tx) error {
+			var err error
+			oldHits, err = readHits(tx, format)
+			if err != nil || replace {
+				return err
+			}
+			return tx.CopyFile(tmpPath, 0o644)
+		})
+		if err != nil {
+			os.Remove(tmpPath)
+			return fmt.Errorf("import: read %s: %w", path, err)
+		}
+	}
+	tmp, err := bolt.Open(tmpPath, 0o644, &bolt.Options{NoSync: true})
+	if err != nil {
+		os.Remove(tmpPath)
+		return fmt.Errorf("import: open %s: %w", tmpPath, err)
+	}
+	placed := false
+	defer func() {
+		if !placed {
+			tmp.Close()
+			os.Remove(tmpPath)
+		}
+	}()
+	switch {
+	case live == nil || replace:
+		err = tmp.Update(createBuckets)
+	case format == formatValueV1:
+		err = tmp.Update(migrateV1)
+	}
+	if err != nil {
+		return fmt.Errorf("import: %s: %w", tmpPath, err)
+	}
+	hits, err := readDump(r, tmp)
+	if err != nil {
+		return fmt.Errorf("import: %w; the store was not changed", err)
+	}
+	err = tmp.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyHits, record(tagMeta, keyHits, max(oldHits, hits)))
+	})
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("import: write %s: %w; the store was not changed", tmpPath, err)
+	}
+	if live != nil {
+		err = os.Rename(tmpPath, path)
+	} else if err = os.Link(tmpPath, path); err == nil { // fails if a store appeared meanwhile
+		os.Remove(tmpPath)
+	}
+	if err != nil {
+		return fmt.Errorf("import: put the new store in place: %w; the store was not changed", err)
+	}
+	placed = true
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
+
+// readHits reads the /hi counter of a store of the given format.
+func readHits(tx *bolt.Tx, format string) (uint64, error) {
+	v := tx.Bucket(bucketMeta).Get(keyHits)
+	if format == formatValueV1 {
+		if len(v) != 8 {
+			return 0, errors.New("the /hi counter is malformed")
+		}
+		return binary.BigEndian.Uint64(v), nil
+	}
+	return readRecord(tagMeta, keyHits, v)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		if replace {
-			for _, b := range [][]byte{bucketTotals, bucketDays} {
-				if err := tx.DeleteBucket(b); err != nil {
-					return err
-				}
-				if _, err := tx.CreateBucket(b); err != nil {
-					return err
-				}
-			}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// readDump reads a dump from r key by key into db, in transactions of
+// importBatch keys, and returns its /hi counter. Errors carry the line.
+func readDump(r io.Reader, db *bolt.DB) (hits uint64, err error) {
+	lr := &lineReader{r: r}
+	dec := json.NewDecoder(lr)
+	lr.pos = dec.InputOffset
+	dec.DisallowUnknownFields()
+	at := func(off int64, format string, args ...any) error {
+		return fmt.Errorf("line %d: %s", lr.line(off), fmt.Sprintf(format, args...))
+	}
+	syntax := func(err error) error {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return at(se.Offset, "%v", err)
+		case errors.As(err, &te):
+			// Offset is within the value, and the decoder has read all of
+			// it: its last byte is the line to name.
+			return at(dec.InputOffset()-1, "%v", err)
+		case errors.Is(err, errValueTooLarge):
+			return at(dec.InputOffset(), "%v", err)
+		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+			return at(dec.InputOffset(), "the document ends too early")
 		}
-		meta, totals, days := tx.Bucket(bucketMeta), tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
-		hits, err := u64(meta.Get(keyHits))
+		return at(dec.InputOffset(), "%v", err)
+	}
+	expect := func(want json.Delim) error {
+		t, err := dec.Token()
 		if err != nil {
-			return err
+			return syntax(err)
 		}
-		if replace || d.Hits > hits {
-			hits = d.Hits
+		if t != want {
+			return at(dec.InputOffset(), "want %q, found %v", want, t)
 		}
-		if err := meta.Put(keyHits, be64(hits)); err != nil {
-			return err
+		return nil
+	}
+	if err := expect('{'); err != nil {
+		return 0, err
+	}
+	var format string
+	batch := make([]KeyDump, 0, importBatch)
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return 0, syntax(err)
 		}
-		for i, k := range d.Keys {
-			key := []byte(k.Key)
-			old, err := u64(totals.Get(key))
-			if err != nil {
-				return err
+		if name, ok := t.(string); ok {
+			if seen[name] {
+				return 0, at(dec.InputOffset(), "field %q given twice", name)
 			}
-			if err := totals.Put(key, be64(old+k.Total)); err != nil {
-				return err
+			seen[name] = true
+		}
+		switch t {
+		case "format":
+			if err := dec.Decode(&format); err != nil {
+				return 0, syntax(err)
 			}
-			for _, dc := range parsed[i] {
-				dk := dayKey(key, dc.day)
-				old, err := u64(days.Get(dk))
-				if err != nil {
-					return err
+			if format != ExportFormat {
+				return 0, at(dec.InputOffset(), "format %q, want %q", format, ExportFormat)
+			}
+		case "hits":
+			if err := dec.Decode(&hits); err != nil {
+				return 0, syntax(err)
+			}
+		case "keys":
+			if err := expect('['); err != nil {
+				return 0, err
+			}
+			for dec.More() {
+				var kd KeyDump
+				if err := dec.Decode(&kd); err != nil {
+					return 0, syntax(err)
 				}
-				if err := days.Put(dk, be64(old+dc.n)); err != nil {
-					return err
+				if err := checkKeyDump(&kd); err != nil {
+					return 0, at(dec.InputOffset()-1, "%v", err)
+				}
+				batch = append(batch, kd)
+				if len(batch) == importBatch {
+					if err := writeKeys(db, batch); err != nil {
+						return 0, at(dec.InputOffset()-1, "%v", err)
+					}
+					batch = batch[:0]
+				}
+			}
+			if err := expect(']'); err != nil {
+				return 0, err
+			}
+		default:
+			return 0, at(dec.InputOffset(), "unknown field %v", t)
+		}
+	}
+	if err := expect('}'); err != nil {
+		return 0, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return 0, at(dec.InputOffset(), "more after the end of the document")
+	}
+	if format == "" {
+		return 0, at(dec.InputOffset(), "no format field: not a visitors export")
+	}
+	if err := writeKeys(db, batch); err != nil {
+		return 0, at(dec.InputOffset(), "%v", err)
+	}
+	return hits, nil
+}
+
+// checkKeyDump refuses a key's dump that the store could not hold as the
+// service would have written it.
+func checkKeyDump(kd *KeyDump) error {
+	if !store.ValidKey([]byte(kd.Key)) {
+		return fmt.Errorf("key %q: not a key the service accepts (at most %d bytes of valid UTF-8)", kd.Key, store.MaxKeyBytes)
+	}
+	if kd.Total > maxImportTotal {
+		return fmt.Errorf("key %q: total %d is above the most a counter holds, %d", kd.Key, kd.Total, uint64(maxImportTotal))
+	}
+	var sum uint64
+	for date, n := range kd.Days {
+		if n > maxImportDay {
+			return fmt.Errorf("key %q: day %s: count %d is above the most a day holds, %d", kd.Key, date, n, uint64(maxImportDay))
+		}
+		t, err := time.Parse(dateLayout, date)
+		if err != nil || t.Format(dateLayout) != date {
+			return fmt.Errorf("key %q: day %q: want YYYY-MM-DD", kd.Key, date)
+		}
+		if t.Before(firstDate) || t.After(lastDate) {
+			return fmt.Errorf("key %q: day %s: outside %s..%s", kd.Key, date, firstDate.Format(dateLayout), lastDate.Format(dateLayout))
+		}
+		if sum+n < sum {
+			return fmt.Errorf("key %q: the days' counts overflow", kd.Key)
+		}
+		sum += n
+	}
+	if sum > kd.Total {
+		return fmt.Errorf("key %q: the days add up to %d, more than the total %d", kd.Key, sum, kd.Total)
+	}
+	return nil
+}
+
+// writeKeys adds the keys' counts to what db holds, in one transaction.
+func writeKeys(db *bolt.DB, keys []KeyDump) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
+		for _, kd := range keys {
+			key := []byte(kd.Key)
+			tk := keyPrefix(key)
+			if err := addRecord(totals, tagTotals, tk, kd.Total, maxImportTotal); err != nil {
+				return fmt.Errorf("key %q: total: %w", kd.Key, err)
+			}
+			dates := make([]string, 0, len(kd.Days))
+			for d := range kd.Days {
+				dates = append(dates, d)
+			}
+			slices.Sort(dates)
+			for _, date := range dates {
+				t, _ := time.Parse(dateLayout, date) // checked by checkKeyDump
+				if err := addRecord(days, tagDays, dayKey(key, store.DayOf(t)), kd.Days[date], maxImportDay); err != nil {
+					return fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)
 				}
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("import into %s: %w", path, err)
-	}
-	return nil
 }
 
-// openExisting opens the bbolt file at path for reading, refusing a
-// missing file or one another process holds.
-func openExisting(path string) (*bolt.DB, error) {
-	db, err := boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
-	switch {
-	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("open %s: another process has it open; stop visitors first", path)
-	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", path, err)
+// addRecord adds n to the record under k, up to most.
+func addRecord(b *bolt.Bucket, tag byte, k []byte, n, most uint64) error {
+	old, err := readRecord(tag, k, b.Get(k))
+	if err != nil {
+		return err
 	}
-	return db, nil
+	if old > most || n > most-old {
+		return fmt.Errorf("%d + %d is above the most it may hold, %d", old, n, most)
+	}
+	if old+n == 0 && tag == tagDays {
+		return nil
+	}
+	return b.Put(k, record(tag, k, old+n))
+}
+
+// lineReader counts the lines of what it reads, so that an offset in it
+// can be named by its line. It keeps one bit per byte read that the
+// decoder has not passed yet (at most maxValueBytes, which Read refuses
+// to exceed), so its memory is bounded whatever the dump.
+type lineReader struct {
+	r     io.Reader
+	pos   func() int64 // where the decoder is: nothing before it is asked about
+	read  int64        // bytes read so far
+	base  int64        // the offset bit 0 of words stands for; a multiple of 64
+	words []uint64     // bit i: byte base+i is a newline
+	lines int          // newlines before base
+}
+
+// errValueTooLarge refuses a JSON value that would hold too much memory.
+var errValueTooLarge = fmt.Errorf("a value of more than %d MiB", maxValueBytes>>20)
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	if l.pos != nil {
+		at := l.pos()
+		l.forget(at)
+		room := maxValueBytes + 1 - (l.read - at)
+		if room <= 0 {
+			return 0, errValueTooLarge
+		}
+		if int64(len(p)) > room { // the next call sees the limit
+			p = p[:room]
+		}
+	}
+	n, err := l.r.Read(p)
+	for i, c := range p[:n] {
+		off := l.read + int64(i) - l.base
+		for int(off/64) >= len(l.words) {
+			l.words = append(l.words, 0)
+		}
+		if c == '\n' {
+			l.words[off/64] |= 1 << (off % 64)
+		}
+	}
+	l.read += int64(n)
+	return n, err
+}
+
+// forget drops the bits of whole words before off, counting their lines.
+func (l *lineReader) forget(off int64) {
+	k := int((off - l.base) / 64)
+	if k <= 0 {
+		return
+	}
+	k = min(k, len(l.words))
+	for _, w := range l.words[:k] {
+		l.lines += bits.OnesCount64(w)
+	}
+	l.words = append(l.words[:0], l.words[k:]...)
+	l.base += int64(k) * 64
+}
+
+// line returns the 1-based line of byte offset off, which must not be
+// before an offset the decoder has passed.
+func (l *lineReader) line(off int64) int {
+	n := l.lines
+	rel := off - l.base
+	for i, w := range l.words {
+		switch {
+		case int64(i+1)*64 <= rel:
+			n += bits.OnesCount64(w)
+		case int64(i)*64 < rel:
+			n += bits.OnesCount64(w & (1<<(rel-int64(i)*64) - 1))
+		}
+	}
+	return n + 1
 }

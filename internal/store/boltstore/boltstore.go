@@ -1,150 +1,167 @@
 // Package boltstore is the durable [store.Store]: counts live in memory
-// (package memstore) and reach one bbolt file in the data directory.
+// and reach one bbolt file in the data directory.
 //
 // One goroutine, the flusher, is the only writer. It takes the keys that
 // changed since its last pass and writes their absolute counts in one
 // bbolt transaction, which bbolt makes durable with fdatasync before it
 // returns. Because there is one writer writing absolute values, no two
-// writes can land out of order.
+// writes can land out of order, and a write that is repeated is harmless.
 //
-// With [Batch] durability the flusher runs every flush interval and
-// requests never wait: a crash loses at most the visits of the last
+// With [store.Batch] durability the flusher runs every flush interval
+// and requests never wait: a crash loses at most the visits of the last
 // interval. The /hi numbers are reserved ahead, as database sequences do
 // with a cache: the flusher makes a range durable before any number in it
 // is handed out, so no number is given twice across a crash (a crash
-// skips the unused rest of the range instead).
+// skips the unused rest of the range; a clean stop writes the exact last
+// number, so a restart skips none).
 //
-// With [Sync] durability each request waits for the next pass of the
-// flusher to commit, so a visit is acknowledged only once it is on disk.
-// Requests that arrive while a pass is committing share the next one:
-// group commit, one fdatasync pair for all of them.
+// With [store.Sync] durability a visit is a request to the flusher: the
+// flusher counts it, writes it, and only then answers. Visits that arrive
+// while a pass is committing share the next one: group commit, one
+// fdatasync pair for all of them. A pass that fails takes its visits back
+// before any later pass can write them, so an error means the visit did
+// not count.
 //
 // A failed write keeps the changes in memory, marks the store unhealthy
-// (see [Store.Health]) and is retried on the next pass; in Sync mode the
-// waiting requests get the error, never a false acknowledgement.
+// (see [Store.Health]) and is retried on the next pass. A failure tied to
+// one key (see format.go: the encoding leaves none that bbolt could
+// refuse, but the flusher does not rely on it) never holds back the
+// others: that key is reported and retried alone while the rest commit.
+//
+// Everything about the file is in file.go (opening, checking, migrating)
+// and format.go (the layout and its checksums); export and import are in
+// backup.go.
 package boltstore
 
 import (
+	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"visitors/internal/store"
-	"visitors/internal/store/memstore"
+	"visitors/internal/store/tally"
 )
 
 var _ store.Store = (*Store)(nil)
 
-// Durability says when a visit is on disk.
-type Durability int
-
-const (
-	// Batch writes what changed every flush interval; requests never wait.
-	Batch Durability = iota
-	// Sync answers a request only after its visit is on disk.
-	Sync
-)
-
-// String returns the flag value of d.
-func (d Durability) String() string {
-	if d == Sync {
-		return "sync"
-	}
-	return "batch"
-}
-
-// ParseDurability parses a -durability value.
-func ParseDurability(s string) (Durability, error) {
-	switch s {
-	case "batch":
-		return Batch, nil
-	case "sync":
-		return Sync, nil
-	}
-	return 0, fmt.Errorf("durability %q: want batch or sync", s)
-}
-
-// FileName is the bbolt file inside the data directory.
-const FileName = "visitors.db"
-
-// formatValue marks a bbolt file as a visitors store of this format.
-const formatValue = "visitors-counts-1"
-
-var (
-	bucketMeta   = []byte("meta")   // format, hits
-	bucketTotals = []byte("totals") // key -> total
-	bucketDays   = []byte("days")   // uvarint(len key) key day(4) -> count
-	keyFormat    = []byte("format")
-	keyHits      = []byte("hits")
-)
-
 // Options configure [Open].
 type Options struct {
-	Dir           string        // the data directory, created if missing
-	Durability    Durability    // Batch or Sync
-	FlushInterval time.Duration // Batch: how often changes are written; default 100ms
-	MaxKeys       int           // most distinct keys; <= 0 means no limit
-	Now           func() time.Time
-	Log           zerolog.Logger // flush failures and recoveries
+	Dir           string           // the data directory, created if missing
+	Durability    store.Durability // store.Batch or store.Sync
+	FlushInterval time.Duration    // Batch: how often changes are written; default 100ms
+	MaxKeys       int              // most distinct keys; <= 0 means no limit
+	Now           func() time.Time // the clock that says which UTC day it is; nil: time.Now
+	Log           zerolog.Logger   // flush failures and recoveries
+	// OnFlush, if set, is called by the flusher after each pass that
+	// wrote something or failed, with how long it took and its error.
+	// It must not block.
+	OnFlush func(d time.Duration, err error)
 }
 
 // Store is the durable [store.Store]. It is safe for concurrent use.
 type Store struct {
-	mem  *memstore.Store
+	hits     tally.Counter // the last /hi number handed out
+	reserved atomic.Uint64 // Batch: /hi numbers up to here are durable
+	cal      *tally.Calendar
+	keys     *tally.Map[entry]
+	journal  atomic.Pointer[entry] // entries changed since the flusher took them
+
 	db   *bolt.DB
 	path string
 	o    Options
 
-	reserved atomic.Uint64         // Batch: /hi numbers up to here are durable
-	arrivals atomic.Uint64         // calls to wait so far: how a pass sees visits still joining
-	health   atomic.Pointer[error] // the last flush error, nil when healthy
-	next     atomic.Pointer[pass]  // the flusher pass that has not begun yet
-	kick     chan struct{}         // wakes the flusher; buffered 1
+	health   atomic.Pointer[error] // why the last pass failed, nil when healthy
+	stats    statCounters
+	waiters  atomic.Int64         // requests waiting for a pass
+	pending  atomic.Uint64        // visits acknowledged and not on disk, as of the last pass
+	oldest   atomic.Int64         // Unix ns of the first pass that left visits unwritten; 0: none
+	arrivals atomic.Uint64        // waits so far: how a pass sees visits still joining
+	next     atomic.Pointer[pass] // the flusher pass that has not begun yet
+	kick     chan struct{}        // wakes the flusher; buffered 1
 	stop     chan struct{}
 	done     chan struct{}
 	once     sync.Once
 
+	// putFault, when set, fails the write of the keys it returns an
+	// error for. Tests use it: no real key fails any more.
+	putFault atomic.Pointer[func(key string) error]
+
 	// Owned by the flusher.
-	used    uint64 // hits at the previous pass, to size reservations
-	pending []write
+	used    uint64            // hits at the previous pass, to size reservations
+	writes  []write           // the pass's snapshots
+	days    []tally.DayCount  // their earlier days, back to back
+	failing map[*entry]string // keys whose last write failed, with why
+}
+
+// entry is one key's counts and its place in the journal.
+type entry struct {
+	tally.Tally
+	key     string
+	dirty   atomic.Bool // in the journal, or about to be
+	next    *entry      // the journal's link; written only by the pusher
+	written uint64      // the total on disk; only the flusher uses it
 }
 
 // pass is one run of the flusher; done is closed when its commit ends.
 type pass struct {
-	done chan struct{}
-	err  error // read after done is closed
+	visits atomic.Pointer[visit] // Sync: visits to count in this pass; sealed once taken
+	done   chan struct{}
+	err    error // read after done is closed
 }
 
 func newPass() *pass { return &pass{done: make(chan struct{})} }
 
+// visit is one Sync visit handed to the flusher, and its answer.
+type visit struct {
+	e    *entry
+	v    tally.Visit // the counts, set by the flusher
+	err  error       // set by the flusher
+	next *visit
+}
+
+// sealed marks a pass whose visits the flusher has taken.
+var sealed = new(visit)
+
+var visitPool = sync.Pool{New: func() any { return new(visit) }}
+
 // write is one entry's snapshot taken by the flusher.
 type write struct {
-	e         *memstore.Entry
-	total     uint64
-	day       store.Day
-	count     uint64
-	pastDay   store.Day // an earlier day to finish writing, or 0
-	pastCount uint64
-	writePast bool
+	e      *entry
+	total  uint64
+	latest tally.DayCount
+	past   []tally.DayCount // earlier days not yet on disk
+	err    string           // why its write failed, or ""
+}
+
+// statCounters are the flusher's counters, read by [Store.Stats].
+type statCounters struct {
+	passes, passErrors, keyErrors, syncVisits atomic.Uint64
+	failing                                   atomic.Int64
+}
+
+// Stats are the store's counters for operators.
+type Stats struct {
+	Passes      uint64 // flusher passes that wrote something
+	PassErrors  uint64 // passes whose transaction failed as a whole
+	KeyErrors   uint64 // writes of one key that failed, summed over passes
+	FailingKeys int    // keys whose last write failed, held in memory
+	SyncVisits  uint64 // Sync: visits the passes counted (per pass: SyncVisits/Passes)
 }
 
 // Open opens or creates the store in o.Dir and loads every count into
-// memory. It refuses, with an error naming the file and the problem, a
-// directory it cannot write, a file that is not a visitors store, a
-// corrupted file, and a directory another process has open. The caller
-// must call Close, which writes everything still in memory.
+// memory. It refuses, with an error naming the file, the problem and what
+// to do, a directory it cannot write, a file that is not a visitors
+// store, an empty, truncated or damaged file (checked before anything is
+// written), and a directory another process has open. The caller must
+// call Close, which writes everything still in memory.
 func Open(o Options) (*Store, error) {
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = 100 * time.Millisecond
@@ -154,16 +171,18 @@ func Open(o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		mem:  memstore.New(memstore.Options{MaxKeys: o.MaxKeys, Now: o.Now, Track: true}),
-		db:   db,
-		path: path,
-		o:    o,
-		kick: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		cal:     tally.NewCalendar(o.Now),
+		db:      db,
+		path:    path,
+		o:       o,
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		failing: make(map[*entry]string),
 	}
+	s.keys = tally.NewMap(o.MaxKeys, func(k string) *entry { return &entry{key: k} })
 	if err := s.load(); err != nil {
-		s.mem.Close()
+		s.cal.Stop()
 		db.Close()
 		return nil, err
 	}
@@ -172,129 +191,66 @@ func Open(o Options) (*Store, error) {
 	return s, nil
 }
 
-// load checks the file's format and integrity and reads every count
-// into memory.
-func (s *Store) load() (err error) {
-	defer func() {
-		// bbolt panics on some corruptions deep in a page; report them
-		// as what they are rather than crash without a word.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("read %s: the file is corrupted (%v); restore it from a backup (visitors import)", s.path, r)
-		}
-	}()
-	today := s.mem.Today()
-	return s.db.View(func(tx *bolt.Tx) error {
-		var bad error
-		for err := range tx.Check() { // drain: Check's goroutine sends them all
-			if bad == nil {
-				bad = err
-			}
-		}
-		if bad != nil {
-			return fmt.Errorf("check %s: the file is corrupted (%v); restore it from a backup (visitors import)", s.path, bad)
-		}
-		meta := tx.Bucket(bucketMeta)
-		hits, err := u64(meta.Get(keyHits))
+// load reads every total, and today's counts, into memory. The file was
+// checked by openDB.
+func (s *Store) load() error {
+	today := s.cal.Today()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		hits, err := readRecord(tagMeta, keyHits, tx.Bucket(bucketMeta).Get(keyHits))
 		if err != nil {
-			return fmt.Errorf("read %s: hits: %w", s.path, err)
+			return fmt.Errorf("the /hi counter: %w", err)
 		}
-		s.mem.SetHits(hits)
+		s.hits.Store(hits)
 		s.reserved.Store(hits)
 		s.used = hits
-		days := tx.Bucket(bucketDays)
+		// Both buckets sort by key, so one cursor walks the days beside
+		// the totals: a merge, not a lookup per key.
+		days := tx.Bucket(bucketDays).Cursor()
+		dk, dv := days.First()
 		return tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
-			total, err := u64(v)
+			key, err := splitTotalKey(k)
 			if err != nil {
-				return fmt.Errorf("read %s: total of %q: %w", s.path, k, err)
+				return fmt.Errorf("a total's key %q: %w", k, err)
 			}
-			n, _ := u64(days.Get(dayKey(k, today)))
-			s.mem.Restore(k, total, today, n)
+			total, err := readRecord(tagTotals, k, v)
+			if err != nil {
+				return fmt.Errorf("the total of key %q: %w", key, err)
+			}
+			want := dayKey(key, today)
+			for dk != nil && bytes.Compare(dk, want) < 0 {
+				dk, dv = days.Next()
+			}
+			var n uint64
+			if bytes.Equal(dk, want) {
+				if n, err = readRecord(tagDays, dk, dv); err != nil {
+					return fmt.Errorf("today's count of key %q: %w", key, err)
+				}
+			}
+			e := s.keys.Put(key)
+			e.Restore(total, today, n)
+			e.written = total
 			return nil
 		})
 	})
-}
-
-// openDB opens, or creates, the bbolt file in dir and checks that it is
-// a visitors store. It maps bbolt's errors to messages that name the file
-// and say what to do.
-func openDB(dir string) (*bolt.DB, string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, "", fmt.Errorf("create data directory %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, FileName)
-	_, statErr := os.Stat(path)
-	existed := statErr == nil
-	db, err := boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond})
-	switch {
-	case errors.Is(err, berrors.ErrTimeout):
-		return nil, "", fmt.Errorf("open %s: another process has it open (the file is locked); run one visitors per data directory", path)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch):
-		return nil, "", fmt.Errorf("open %s: not a visitors data file (%v); refusing to start rather than overwrite it", path, err)
-	case errors.Is(err, berrors.ErrChecksum):
-		return nil, "", fmt.Errorf("open %s: the file is corrupted (%v); restore it from a backup (visitors import)", path, err)
-	case err != nil && strings.Contains(err.Error(), "corrupted"):
-		return nil, "", err
-	case err != nil && existed:
-		return nil, "", fmt.Errorf("open %s: not a visitors data file, or a damaged one (%v); refusing to start rather than overwrite it", path, err)
-	case err != nil:
-		return nil, "", fmt.Errorf("open %s: %w", path, err)
-	}
-	if err := db.Update(initBuckets); err != nil {
-		db.Close()
-		return nil, "", fmt.Errorf("open %s: %w", path, err)
-	}
-	return db, path, nil
-}
-
-// boltOpen is bolt.Open that turns the panics bbolt raises on some
-// corrupted pages (a broken freelist, say) into an error.
-func boltOpen(path string, o *bolt.Options) (db *bolt.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("open %s: the file is corrupted (%v); restore it from a backup (visitors import)", path, r)
-		}
-	}()
-	return bolt.Open(path, 0o644, o)
-}
-
-// initBuckets creates the buckets of a new file, or checks that an
-// existing one is a visitors store.
-func initBuckets(tx *bolt.Tx) error {
-	meta := tx.Bucket(bucketMeta)
-	if meta == nil {
-		empty := true
-		tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
-		if !empty {
-			return errors.New("a bbolt database, but not a visitors store (no meta bucket); refusing to start rather than change it")
-		}
-		for _, b := range [][]byte{bucketMeta, bucketTotals, bucketDays} {
-			if _, err := tx.CreateBucket(b); err != nil {
-				return err
-			}
-		}
-		meta = tx.Bucket(bucketMeta)
-		if err := meta.Put(keyFormat, []byte(formatValue)); err != nil {
-			return err
-		}
-		return meta.Put(keyHits, be64(0))
-	}
-	if f := string(meta.Get(keyFormat)); f != formatValue {
-		return fmt.Errorf("format %q, want %q: not a data file this version of visitors can read", f, formatValue)
-	}
-	if tx.Bucket(bucketTotals) == nil || tx.Bucket(bucketDays) == nil {
-		return errors.New("a visitors store with buckets missing: the file is damaged")
+	if err != nil {
+		return fmt.Errorf("read %s: %w; %s", s.path, err, restoreHint)
 	}
 	return nil
 }
 
+// Rollover makes a new UTC day, if one has begun on the store's clock,
+// the day visits count towards. The store does it itself at each UTC
+// midnight; tests with a manual clock call it after moving the clock.
+func (s *Store) Rollover() { s.cal.Rollover() }
+
 // Hit implements [store.Store].
 func (s *Store) Hit(ctx context.Context) (uint64, error) {
-	n, _ := s.mem.Hit(ctx)
-	if s.o.Durability == Sync {
-		return n, s.wait(ctx)
+	n := s.hits.Add(1)
+	if s.o.Durability == store.Sync {
+		return n, s.wait(ctx, s.join(nil))
 	}
 	for n > s.reserved.Load() { // past the durable reservation: rare
-		if err := s.wait(ctx); err != nil {
+		if err := s.wait(ctx, s.join(nil)); err != nil {
 			return 0, err
 		}
 	}
@@ -303,18 +259,52 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 
 // Incr implements [store.Store].
 func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
-	c, err := s.mem.Incr(ctx, key)
-	if err != nil || s.o.Durability == Batch {
-		return c, err
+	e, err := s.keys.LoadOrNew(key)
+	if err != nil {
+		return store.Counts{}, err
 	}
-	return c, s.wait(ctx)
+	if s.o.Durability == store.Batch {
+		v := e.Add(s.cal.Today())
+		s.markDirty(e)
+		return v.Counts, nil
+	}
+	vis := visitPool.Get().(*visit)
+	*vis = visit{e: e}
+	// No giving up when ctx ends: the visit is in the pass now, and an
+	// error must mean it did not count. A pass is bounded by one commit.
+	if err := s.wait(context.Background(), s.join(vis)); err != nil {
+		return store.Counts{}, err
+	}
+	c, err := vis.v.Counts, vis.err
+	*vis = visit{}
+	visitPool.Put(vis)
+	return c, err
 }
 
-// wait blocks until a flusher pass that begins after this call has
-// committed, and returns its error.
-func (s *Store) wait(ctx context.Context) error {
+// join adds vis (nil for a /hi visit, which the flusher reads from the
+// counter) to the pass that has not begun yet, and returns that pass.
+func (s *Store) join(vis *visit) *pass {
 	s.arrivals.Add(1)
-	p := s.next.Load()
+	for {
+		p := s.next.Load()
+		if vis == nil {
+			return p
+		}
+		head := p.visits.Load()
+		if head == sealed { // taken: the flusher has already stored the next pass
+			continue
+		}
+		vis.next = head
+		if p.visits.CompareAndSwap(head, vis) {
+			return p
+		}
+	}
+}
+
+// wait wakes the flusher and blocks until pass p has committed.
+func (s *Store) wait(ctx context.Context, p *pass) error {
+	s.waiters.Add(1)
+	defer s.waiters.Add(-1)
 	select {
 	case s.kick <- struct{}{}:
 	default: // a kick is already pending
@@ -328,35 +318,69 @@ func (s *Store) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.done:
-		return errors.New("store closed")
+		// The flusher closes every pass before it stops: p has its answer.
+		<-p.done
+		if p.err != nil {
+			return fmt.Errorf("write %s: %w", s.path, p.err)
+		}
+		return nil
 	}
 }
+
+// markDirty puts e in the journal unless it is there already.
+func (s *Store) markDirty(e *entry) {
+	if e.dirty.Load() || !e.dirty.CompareAndSwap(false, true) {
+		return
+	}
+	for {
+		head := s.journal.Load()
+		e.next = head
+		if s.journal.CompareAndSwap(head, e) {
+			return
+		}
+	}
+}
+
+// Flush waits for a flusher pass that begins after the call, which
+// writes everything counted before it, and returns that pass's error.
+func (s *Store) Flush() error { return s.wait(context.Background(), s.join(nil)) }
 
 // Get implements [store.Store].
-func (s *Store) Get(ctx context.Context, key []byte) (store.Counts, error) {
-	return s.mem.Get(ctx, key)
+func (s *Store) Get(_ context.Context, key []byte) (store.Counts, error) {
+	if e := s.keys.Load(key); e != nil {
+		return e.Counts(s.cal.Today()), nil
+	}
+	return store.Counts{}, nil
 }
 
-// Days implements [store.Store]. Days before this process started come
-// from the file; memory wins where it knows more.
-func (s *Store) Days(ctx context.Context, key []byte, n int) (store.Daily, error) {
-	d, err := s.mem.Days(ctx, key, n)
-	if err != nil {
-		return d, err
+// Days implements [store.Store]. Memory holds today and the days not yet
+// written; the rest come from the file. Memory wins where it knows more.
+func (s *Store) Days(_ context.Context, key []byte, n int) (store.Daily, error) {
+	today := s.cal.Today()
+	d := store.Daily{Last: today.Time(), Counts: make([]uint64, n)}
+	first := today - store.Day(n-1)
+	if e := s.keys.Load(key); e != nil {
+		for i := range d.Counts {
+			d.Counts[i] = e.On(first + store.Day(i))
+		}
 	}
-	first := store.DayOf(d.Last) - store.Day(n-1)
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDays).Cursor()
 		prefix := keyPrefix(key)
 		for k, v := c.Seek(dayKey(key, first)); k != nil && len(k) == len(prefix)+4 && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
-			day := store.Day(binary.BigEndian.Uint32(k[len(prefix):]))
+			_, day, err := splitDayKey(k)
+			if err != nil {
+				return err
+			}
 			i := int(day) - int(first)
 			if i < 0 || i >= n {
 				break
 			}
-			if v, err := u64(v); err == nil && v > d.Counts[i] {
-				d.Counts[i] = v
+			m, err := readRecord(tagDays, k, v)
+			if err != nil {
+				return fmt.Errorf("the count of key %q on %s: %w", key, day.Time().Format(dateLayout), err)
 			}
+			d.Counts[i] = max(d.Counts[i], m)
 		}
 		return nil
 	})
@@ -367,9 +391,10 @@ func (s *Store) Days(ctx context.Context, key []byte, n int) (store.Daily, error
 }
 
 // Keys implements [store.Store].
-func (s *Store) Keys() int { return s.mem.Keys() }
+func (s *Store) Keys() int { return s.keys.Len() }
 
-// Health returns the error of the last flush, or nil if it succeeded.
+// Health implements [store.Store]: the error of the last flush, or the
+// keys that could not be written, or nil.
 func (s *Store) Health() error {
 	if p := s.health.Load(); p != nil {
 		return *p
@@ -377,14 +402,46 @@ func (s *Store) Health() error {
 	return nil
 }
 
-// Close stops the flusher after a last flush, and closes the file. It
-// returns the error of that last flush: visits it could not write are
-// lost, and the error says so.
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Passes:      s.stats.passes.Load(),
+		PassErrors:  s.stats.passErrors.Load(),
+		KeyErrors:   s.stats.keyErrors.Load(),
+		FailingKeys: int(s.stats.failing.Load()),
+		SyncVisits:  s.stats.syncVisits.Load(),
+	}
+}
+
+// Pending reports the visits acknowledged but not yet on disk as the last
+// pass left them (visits since that pass are not counted: in batch mode
+// they wait at most one flush interval), when the first pass that could
+// not write them began (zero if none is pending: the oldest of them is at
+// least that old), and how many requests wait for a pass now.
+func (s *Store) Pending() (visits uint64, oldest time.Time, syncWaiters int) {
+	if ns := s.oldest.Load(); ns != 0 {
+		oldest = time.Unix(0, ns)
+	}
+	return s.pending.Load(), oldest, int(s.waiters.Load())
+}
+
+// Held reports how many earlier days key's counts hold in memory: days
+// not yet on disk.
+func (s *Store) Held(key []byte) int {
+	if e := s.keys.Load(key); e != nil {
+		return e.Held()
+	}
+	return 0
+}
+
+// Close stops the flusher after a last flush, which writes the exact last
+// /hi number, and closes the file. It returns the error of that last
+// flush: visits it could not write are lost, and the error says so.
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.stop) })
 	<-s.done
 	err := s.Health()
-	s.mem.Close()
+	s.cal.Stop()
 	if cerr := s.db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close %s: %w", s.path, cerr)
 	}
@@ -401,19 +458,20 @@ func (s *Store) flusher() {
 	for {
 		select {
 		case <-s.stop:
-			s.flush()
+			s.flush(true)
 			if s.Health() != nil { // one more try before giving up
-				s.flush()
+				s.flush(true)
 			}
 			p := s.next.Load()
 			p.err = errors.New("store closed")
+			s.answer(p.visits.Swap(sealed), p.err)
 			close(p.done)
 			return
 		case <-t.C:
 		case <-s.kick:
 			s.gather()
 		}
-		s.flush()
+		s.flush(false)
 	}
 }
 
@@ -440,79 +498,212 @@ func (s *Store) gather() {
 	}
 }
 
-// flush writes every changed entry, and the /hi counter, in one bbolt
-// transaction, then completes the pass the waiting requests hold.
-func (s *Store) flush() {
+// flush runs one pass: it counts the pass's Sync visits, writes every
+// changed entry and the /hi counter in one bbolt transaction, and answers
+// the visits. A final pass (at Close) writes the exact /hi counter
+// instead of a reservation.
+func (s *Store) flush(final bool) {
+	if final {
+		// From here every Hit waits, and gets "store closed": none may
+		// take a number above the exact one this pass writes.
+		s.reserved.Store(0)
+	}
 	p := s.next.Load()
-	s.next.Store(newPass()) // visits from here on wait for the next pass
+	s.next.Store(newPass()) // visits from here on join the next pass
+	visits := p.visits.Swap(sealed)
+	today := s.cal.Today()
+	for v := visits; v != nil; v = v.next {
+		v.v = v.e.Add(today)
+		s.markDirty(v.e)
+		s.stats.syncVisits.Add(1)
+	}
 
-	s.pending = s.pending[:0]
-	s.mem.TakeDirty(func(e *memstore.Entry) {
-		e.Clean() // before reading: a visit after this marks e dirty again
+	s.writes, s.days = s.writes[:0], s.days[:0]
+	for e := s.journal.Swap(nil); e != nil; {
+		next := e.next
+		e.dirty.Store(false) // before reading: a visit after this puts e back
 		w := write{e: e}
-		w.total, w.day, w.count = e.Snapshot()
-		if e.FlushedDay != 0 && e.FlushedDay < w.day {
-			// The day rolled over since the last write: finish the old day.
-			if n, ok := e.Past(e.FlushedDay); ok {
-				w.pastDay, w.pastCount, w.writePast = e.FlushedDay, n, true
-			}
-		}
-		s.pending = append(s.pending, w)
-	})
-	hits := s.mem.Hits()
+		start := len(s.days)
+		w.total, w.latest, s.days = e.Snapshot(s.days)
+		w.past = s.days[start:len(s.days):len(s.days)]
+		s.writes = append(s.writes, w)
+		e = next
+	}
+	hits := s.hits.Load()
 	reserve := hits
-	if s.o.Durability == Batch {
+	if s.o.Durability == store.Batch && !final {
 		reserve = s.reservation(hits)
 	}
-	if len(s.pending) == 0 && reserve == s.reserved.Load() && s.Health() == nil {
+	// A failed pass puts its writes back, and the reservation it did not
+	// write stays ahead: an unhealthy store always has something to write.
+	if len(s.writes) == 0 && reserve == s.reserved.Load() {
+		s.answer(visits, nil)
 		close(p.done) // nothing to write
 		return
 	}
 
+	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketMeta).Put(keyHits, be64(reserve)); err != nil {
-			return err
+		if reserve != s.reserved.Load() { // else the page holding it stays as it is
+			if err := tx.Bucket(bucketMeta).Put(keyHits, record(tagMeta, keyHits, reserve)); err != nil {
+				return err
+			}
 		}
 		totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
-		for _, w := range s.pending {
-			k := []byte(w.e.Key())
-			if err := totals.Put(k, be64(w.total)); err != nil {
-				return err
-			}
-			if err := days.Put(dayKey(k, w.day), be64(w.count)); err != nil {
-				return err
-			}
-			if w.writePast {
-				if err := days.Put(dayKey(k, w.pastDay), be64(w.pastCount)); err != nil {
-					return err
-				}
+		for i := range s.writes {
+			var err error
+			if s.writes[i].err, err = s.put(totals, days, &s.writes[i]); err != nil {
+				return fmt.Errorf("key %q: %w", s.writes[i].e.key, err)
 			}
 		}
 		return nil
 	})
+	s.stats.passes.Add(1)
+	if s.o.OnFlush != nil {
+		s.o.OnFlush(time.Since(start), err)
+	}
 	if err != nil {
-		for _, w := range s.pending {
-			s.mem.MarkDirty(w.e) // keep them for the next pass
+		s.stats.passErrors.Add(1)
+		for _, w := range s.writes {
+			s.markDirty(w.e) // keep them for the next pass
 		}
+		s.takeBack(visits, nil)
+		s.notWritten(start, s.writes, nil)
 		if s.Health() == nil {
-			s.o.Log.Error().Err(err).Str("file", s.path).Int("keys", len(s.pending)).Msg("flush failed; keeping the counts in memory and retrying")
+			s.o.Log.Error().Err(err).Str("file", s.path).Int("keys", len(s.writes)).Msg("flush failed; keeping the counts in memory and retrying")
 		}
 		err = fmt.Errorf("flush to %s: %w", s.path, err)
 		s.health.Store(&err)
-	} else {
-		for _, w := range s.pending {
-			if w.day > w.e.FlushedDay {
-				w.e.FlushedDay = w.day
+		s.answer(visits, err)
+		p.err = err
+		close(p.done)
+		return
+	}
+
+	s.reserved.Store(reserve)
+	s.used = hits
+	for _, w := range s.writes {
+		if w.err != "" {
+			s.markDirty(w.e) // retried alone next pass
+			s.stats.keyErrors.Add(1)
+			if _, known := s.failing[w.e]; !known {
+				s.o.Log.Error().Str("file", s.path).Str("key", w.e.key).Str("error", w.err).Msg("a key's counts cannot be written; keeping them in memory and retrying")
 			}
+			s.failing[w.e] = w.err
+			continue
 		}
-		s.reserved.Store(reserve)
-		s.used = hits
-		if s.health.Swap(nil) != nil {
-			s.o.Log.Info().Str("file", s.path).Msg("flush recovered")
+		w.e.Forget(w.past) // on disk now
+		w.e.written = w.total
+		if _, was := s.failing[w.e]; was {
+			delete(s.failing, w.e)
+			s.o.Log.Info().Str("file", s.path).Str("key", w.e.key).Msg("a key's counts are written again")
 		}
 	}
-	p.err = err
+	s.takeBack(visits, s.failing)
+	s.notWritten(start, s.writes, s.failing)
+	s.stats.failing.Store(int64(len(s.failing)))
+	if len(s.failing) > 0 {
+		err := s.failingError()
+		s.health.Store(&err)
+	} else if s.health.Swap(nil) != nil {
+		s.o.Log.Info().Str("file", s.path).Msg("flush recovered")
+	}
+	s.answer(visits, nil)
 	close(p.done)
+}
+
+// put writes w's records. Everything that could make bbolt refuse one of
+// them is checked before the first is written, so that a key is written
+// whole or not at all: a refusal tied to this key alone is returned as
+// why, and the others still commit. An error from bbolt after that is
+// the transaction's, and fails the pass.
+func (s *Store) put(totals, days *bolt.Bucket, w *write) (why string, err error) {
+	key := []byte(w.e.key)
+	if f := s.putFault.Load(); f != nil {
+		if err := (*f)(w.e.key); err != nil {
+			return err.Error(), nil
+		}
+	}
+	if len(key) > store.MaxKeyBytes { // the encoding keeps every other key within bbolt's limits
+		return store.ErrKeyTooLong.Error(), nil
+	}
+	tk := keyPrefix(key)
+	if err := totals.Put(tk, record(tagTotals, tk, w.total)); err != nil {
+		return "", err
+	}
+	for _, dc := range w.past {
+		if err := putDay(days, key, dc); err != nil {
+			return "", err
+		}
+	}
+	return "", putDay(days, key, w.latest)
+}
+
+// putDay writes key's count on one day. A day without visits (a key
+// restored before its first visit of the day, or a visit taken back) has
+// no record.
+func putDay(days *bolt.Bucket, key []byte, dc tally.DayCount) error {
+	if dc.Count == 0 {
+		return nil
+	}
+	dk := dayKey(key, dc.Day)
+	return days.Put(dk, record(tagDays, dk, dc.Count))
+}
+
+// notWritten records what the pass that began at start left unwritten:
+// every write's visits if failed is nil, else those of the failing keys.
+// Sync visits that were taken back are not counted: they were refused.
+func (s *Store) notWritten(start time.Time, writes []write, failed map[*entry]string) {
+	var n uint64
+	for _, w := range writes {
+		if _, ok := failed[w.e]; failed == nil || ok {
+			n += w.e.Total() - w.e.written
+		}
+	}
+	s.pending.Store(n)
+	switch {
+	case n == 0:
+		s.oldest.Store(0)
+	case s.oldest.Load() == 0:
+		s.oldest.Store(start.UnixNano())
+	}
+}
+
+// takeBack undoes the pass's Sync visits that were not written: all of
+// them if failed is nil, else those to the keys in failed. It runs before
+// the next pass, so no later pass can write a visit that was refused.
+func (s *Store) takeBack(visits *visit, failed map[*entry]string) {
+	for v := visits; v != nil; v = v.next {
+		if failed == nil {
+			v.e.Sub(v.v.Day)
+			continue
+		}
+		if why, ok := failed[v.e]; ok {
+			v.e.Sub(v.v.Day)
+			v.err = fmt.Errorf("write %s: key %q: %s", s.path, v.e.key, why)
+		}
+	}
+}
+
+// answer sets err on each visit that has no error of its own.
+func (s *Store) answer(visits *visit, err error) {
+	for v := visits; v != nil; v = v.next {
+		if v.err == nil {
+			v.err = err
+		}
+	}
+}
+
+// failingError describes the keys that cannot be written, naming the
+// first in byte order, so that the message stays the same while they do.
+func (s *Store) failingError() error {
+	var first *entry
+	for e := range s.failing {
+		if first == nil || e.key < first.key {
+			first = e
+		}
+	}
+	return fmt.Errorf("write %s: %d keys cannot be written and are kept in memory, retried every pass; the first: key %q: %s", s.path, len(s.failing), first.key, s.failing[first])
 }
 
 // reservation returns how far the durable /hi reservation should reach:
@@ -526,28 +717,4 @@ func (s *Store) reservation(hits uint64) uint64 {
 		return r
 	}
 	return hits + size
-}
-
-// keyPrefix is what every day of key starts with in the days bucket.
-func keyPrefix(key []byte) []byte {
-	return append(binary.AppendUvarint(make([]byte, 0, len(key)+9), uint64(len(key))), key...)
-}
-
-// dayKey is the key of key's count on day d: the key's length as a
-// uvarint, the key, and the day as 4 big-endian bytes, so that one key's
-// days sort together and in order.
-func dayKey(key []byte, d store.Day) []byte {
-	return binary.BigEndian.AppendUint32(keyPrefix(key), uint32(d))
-}
-
-func be64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
-
-func u64(b []byte) (uint64, error) {
-	if b == nil {
-		return 0, nil
-	}
-	if len(b) != 8 {
-		return 0, fmt.Errorf("value of %d bytes, want 8", len(b))
-	}
-	return binary.BigEndian.Uint64(b), nil
 }

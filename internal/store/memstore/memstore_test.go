@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -11,112 +10,17 @@ import (
 	"visitors/internal/race"
 	"visitors/internal/store"
 	"visitors/internal/store/storetest"
+	"visitors/internal/store/tally"
 )
 
 var ctx = context.Background()
 
-func TestHitNumbersEveryVisitOnce(t *testing.T) {
-	s := New(Options{})
-	const goroutines, per = 64, 1000
-	got := make([][]uint64, goroutines)
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for range per {
-				n, _ := s.Hit(ctx)
-				got[g] = append(got[g], n)
-			}
-		})
-	}
-	wg.Wait()
-	seen := make([]bool, goroutines*per+1)
-	for _, ns := range got {
-		for _, n := range ns {
-			if n == 0 || n > goroutines*per || seen[n] {
-				t.Fatalf("Hit() returned %d twice or out of range", n)
-			}
-			seen[n] = true
-		}
-	}
-}
-
-func TestIncrCountsExactly(t *testing.T) {
-	s := New(Options{})
-	const goroutines, per, keys = 64, 500, 8
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			key := fmt.Appendf(nil, "k%d", g%keys)
-			for range per {
-				if _, err := s.Incr(ctx, key); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for k := range keys {
-		if c, _ := s.Get(ctx, fmt.Appendf(nil, "k%d", k)); c.Total != goroutines/keys*per || c.Today != goroutines/keys*per {
-			got := c
-			t.Errorf("Get(k%d) = %+v, want total and today %d", k, got, goroutines/keys*per)
-		}
-	}
-	if got := s.Keys(); got != keys {
-		t.Errorf("Keys() = %d, want %d", got, keys)
-	}
-}
-
-func TestIncrDoesNotRetainKey(t *testing.T) {
-	s := New(Options{})
-	buf := []byte("alice")
-	s.Incr(ctx, buf)
-	copy(buf, "bobby") // the caller reuses its buffer
-	if got, _ := s.Get(ctx, []byte("alice")); got.Total != 1 {
-		t.Errorf("Get(alice) = %+v after the caller reused its buffer, want total 1", got)
-	}
-	if got, _ := s.Get(ctx, []byte("bobby")); got.Total != 0 {
-		t.Errorf("Get(bobby) = %+v, want total 0", got)
-	}
-}
-
-func TestMaxKeysHoldsUnderConcurrency(t *testing.T) {
-	const limit = 100
-	s := New(Options{MaxKeys: limit})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	accepted := 0
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 1000 {
-				_, err := s.Incr(ctx, fmt.Appendf(nil, "g%d-%d", g, i))
-				switch {
-				case err == nil:
-					mu.Lock()
-					accepted++
-					mu.Unlock()
-				case !errors.Is(err, store.ErrTooManyKeys):
-					t.Errorf("Incr: %v", err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if accepted != limit || s.Keys() != limit {
-		t.Errorf("accepted %d new keys, Keys() = %d; want both %d", accepted, s.Keys(), limit)
-	}
-	// Every accepted key still counts after the limit is reached.
-	var existing []byte
-	for g := range 8 {
-		for i := range 1000 {
-			if c, _ := s.Get(ctx, fmt.Appendf(nil, "g%d-%d", g, i)); c.Total == 1 {
-				existing = fmt.Appendf(nil, "g%d-%d", g, i)
-			}
-		}
-	}
-	if c, err := s.Incr(ctx, existing); err != nil || c.Total != 2 {
-		t.Errorf("Incr(%s) on a full store = %+v, %v; want total 2, nil", existing, c, err)
-	}
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Backend{
+		Open: func(t *testing.T, c storetest.Config) store.Store {
+			return New(Options{MaxKeys: c.MaxKeys, Now: c.Now})
+		},
+	})
 }
 
 func TestIncrAllocatesNothingForKnownKeys(t *testing.T) {
@@ -164,35 +68,32 @@ func BenchmarkHitParallel(b *testing.B) {
 // BenchmarkLookup is the measurement behind the choice of sync.Map: many
 // goroutines counting one hot key, against a map behind a sync.RWMutex
 // (whose RLock alone writes a shared cache line). Both find the same
-// *Entry and count the visit the same way; only the map differs.
+// tally and count the visit the same way; only the map differs.
 func BenchmarkLookup(b *testing.B) {
 	b.Run("impl=rwmutex", func(b *testing.B) {
 		var mu sync.RWMutex
-		m := map[string]*Entry{"gopher": {key: "gopher"}}
-		day := New(Options{}).Today()
+		m := map[string]*tally.Tally{"gopher": new(tally.Tally)}
+		day := store.DayOf(time.Now())
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			key := []byte("gopher")
 			for pb.Next() {
 				mu.RLock()
-				e := m[string(key)]
+				t := m[string(key)]
 				mu.RUnlock()
-				e.countDay(day)
-				e.total.Add(1)
+				t.Add(day)
 			}
 		})
 	})
 	b.Run("impl=syncmap", func(b *testing.B) {
-		s := New(Options{})
-		s.Incr(ctx, []byte("gopher"))
-		day := s.Today()
+		m := tally.NewMap(0, func(string) *tally.Tally { return new(tally.Tally) })
+		m.LoadOrNew([]byte("gopher"))
+		day := store.DayOf(time.Now())
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			key := []byte("gopher")
 			for pb.Next() {
-				e := s.lookup(key)
-				e.countDay(day)
-				e.total.Add(1)
+				m.Load(key).Add(day)
 			}
 		})
 	})
@@ -200,7 +101,7 @@ func BenchmarkLookup(b *testing.B) {
 
 func TestDailyCountsRollOverAtUTCMidnight(t *testing.T) {
 	clock := storetest.NewClock(time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC))
-	s := New(Options{Now: clock.Now, Track: true})
+	s := New(Options{Now: clock.Now})
 	defer s.Close()
 	key := []byte("gopher")
 	for range 3 {
@@ -228,40 +129,5 @@ func TestDailyCountsRollOverAtUTCMidnight(t *testing.T) {
 	}
 	if c, _ := s.Get(ctx, []byte("nobody")); c != (store.Counts{}) {
 		t.Errorf("Get(unknown) = %+v, want zero", c)
-	}
-}
-
-func TestTakeDirtySeesEveryChangedKeyOnce(t *testing.T) {
-	s := New(Options{Track: true})
-	defer s.Close()
-	for _, k := range []string{"a", "b", "a", "c", "a"} {
-		s.Incr(ctx, []byte(k))
-	}
-	got := map[string]uint64{}
-	s.TakeDirty(func(e *Entry) {
-		e.Clean()
-		total, _, _ := e.Snapshot()
-		if _, dup := got[e.Key()]; dup {
-			t.Errorf("TakeDirty gave %q twice", e.Key())
-		}
-		got[e.Key()] = total
-	})
-	if fmt.Sprint(got) != "map[a:3 b:1 c:1]" {
-		t.Errorf("TakeDirty totals = %v, want map[a:3 b:1 c:1]", got)
-	}
-	n := 0
-	s.TakeDirty(func(*Entry) { n++ })
-	if n != 0 {
-		t.Errorf("second TakeDirty gave %d entries, want 0", n)
-	}
-	s.Incr(ctx, []byte("b"))
-	s.TakeDirty(func(e *Entry) {
-		n++
-		if e.Key() != "b" {
-			t.Errorf("TakeDirty after one visit gave %q, want b", e.Key())
-		}
-	})
-	if n != 1 {
-		t.Errorf("TakeDirty after one visit gave %d entries, want 1", n)
 	}
 }

@@ -1,4 +1,7 @@
-// Package storetest holds helpers for tests of the stores.
+// Package storetest proves the [store.Store] contract: [Run] is one
+// conformance suite that every backend runs, in the spirit of
+// golang.org/x/perf's storage tests, and [Clock] is a clock tests move by
+// hand.
 package storetest
 
 import (

@@ -1,0 +1,166 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/flightrec"
+	"visitors/internal/servertest"
+	"visitors/internal/store"
+)
+
+// sleepyStore makes every /hi visit take d: the test-only way to a slow
+// request.
+type sleepyStore struct {
+	store.Store
+	d time.Duration
+}
+
+func (s sleepyStore) Hit(ctx context.Context) (uint64, error) {
+	time.Sleep(s.d)
+	return s.Store.Hit(ctx)
+}
+
+// mustRunConfig runs cfg, on free ports, until the test ends, and
+// returns the public and admin addresses and the log.
+func mustRunConfig(t *testing.T, cfg Config) (addr, admin string, out *servertest.Buffer) {
+	t.Helper()
+	// Sockets made here and handed over as fd:N: no port is found
+	// free, closed, and taken by someone else before Run binds it.
+	fd, pub, err := servertest.ListenFD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	afd, adm, err := servertest.ListenFD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr, cfg.AdminAddr = fmt.Sprintf("fd:%d", fd), fmt.Sprintf("fd:%d", afd)
+	ctx, cancel := context.WithCancel(context.Background())
+	out = new(servertest.Buffer)
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, DefaultTimeouts, out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run() = %v", err)
+		}
+	})
+	for _, a := range []string{pub, adm} {
+		for i := 0; ; i++ {
+			c, err := net.Dial("tcp", a)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if i == 500 {
+				t.Fatalf("Run did not listen on %s: %v\n%s", a, err, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return pub, adm, out
+}
+
+func mustGetBody(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestSlowRequestSnapshot makes /hi slow and checks that the flight
+// recorder writes one snapshot, that the log names it and the request,
+// and that it parses as a Go execution trace with the request marked.
+func TestSlowRequestSnapshot(t *testing.T) {
+	data := t.TempDir()
+	addr, admin, out := mustRunConfig(t, Config{
+		LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
+		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
+		SlowRequest: 100 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10,
+		Test: &TestHooks{WrapStore: func(s store.Store) store.Store { return sleepyStore{s, 150 * time.Millisecond} }},
+	})
+	for range 2 { // the second is within -trace-every: no second snapshot
+		if code, body := mustGetBody(t, "http://"+addr+"/hi"); code != 200 {
+			t.Fatalf("GET /hi = %d %s", code, body)
+		}
+	}
+	if code, _ := mustGetBody(t, "http://"+addr+"/whoami"); code != 200 { // fast: no snapshot
+		t.Fatalf("GET /whoami = %d", code)
+	}
+	pattern := filepath.Join(data, "traces", flightrec.Prefix+"*-slow-hi.trace")
+	var files []string
+	for deadline := time.Now().Add(10 * time.Second); len(files) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		files, _ = filepath.Glob(pattern)
+	}
+	if len(files) != 1 {
+		t.Fatalf("snapshots %s: %v, want one\nlog:\n%s", pattern, files, out.String())
+	}
+	var logLine string
+	for deadline := time.Now().Add(5 * time.Second); logLine == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for l := range strings.SplitSeq(out.String(), "\n") {
+			if strings.Contains(l, `"trace":"`+files[0]+`"`) {
+				logLine = l
+			}
+		}
+	}
+	if !strings.Contains(logLine, `"path":"/hi"`) || !strings.Contains(logLine, `"status":200`) {
+		t.Errorf("no log line names the snapshot %s and the request GET /hi:\n%s", files[0], out.String())
+	}
+	trace, err := exec.Command("go", "tool", "trace", "-d=parsed", files[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool trace -d=parsed %s: %v\n%.2000s", files[0], err, trace)
+	}
+	if !strings.Contains(string(trace), "slow request: GET /hi 200 in") {
+		t.Errorf("the snapshot has no mark of the slow request")
+	}
+
+	_, metrics := mustGetBody(t, "http://"+admin+"/metrics")
+	for _, want := range []string{
+		"visitors_http_slow_requests_total 2\n",
+		`visitors_flight_recorder_snapshots_total{trigger="slow_request"} 1` + "\n",
+		`visitors_http_requests_total{code="200",route="hi"} 2` + "\n",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+	if code, body := mustGetBody(t, "http://"+admin+"/debug/flightrecorder"); code != 200 || len(body) == 0 {
+		t.Errorf("GET /debug/flightrecorder = %d with %d bytes, want 200 and a trace", code, len(body))
+	}
+	if all, _ := filepath.Glob(filepath.Join(data, "traces", flightrec.Prefix+"*.trace")); len(all) != 2 {
+		t.Errorf("after an on-demand snapshot, %d files, want 2: %v", len(all), all)
+	}
+}
+
+// TestObservabilityOff: with -metrics=false and -flight-recorder=false
+// there is no /metrics and no /debug/flightrecorder, and nothing is
+// written to -trace-dir.
+func TestObservabilityOff(t *testing.T) {
+	data := t.TempDir()
+	_, admin, _ := mustRunConfig(t, Config{LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
+		SlowRequest: 250 * time.Millisecond, FlightRecorderWindow: time.Second, TraceEvery: time.Minute, TraceKeep: 1})
+	for _, p := range []string{"/metrics", "/debug/flightrecorder"} {
+		if code, _ := mustGetBody(t, "http://"+admin+p); code != 404 {
+			t.Errorf("GET %s = %d, want 404", p, code)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(data, "traces")); len(m) != 0 {
+		t.Errorf("-trace-dir created with the flight recorder off")
+	}
+}

@@ -1,0 +1,176 @@
+package flightrec
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"visitors/internal/metrics"
+	"visitors/internal/servertest"
+	"visitors/internal/store/storetest"
+)
+
+func mustStart(t *testing.T, o Options) *Recorder {
+	t.Helper()
+	r, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// traces lists the snapshots in dir, oldest first.
+func traces(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, Prefix+"*.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(m)
+	return m
+}
+
+// mustParseTrace runs go tool trace -d=parsed on path and returns its
+// output: the trace's events, if it is a Go execution trace.
+func mustParseTrace(t *testing.T, path string) string {
+	t.Helper()
+	out, err := exec.Command("go", "tool", "trace", "-d=parsed", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool trace -d=parsed %s: %v\n%.2000s", path, err, out)
+	}
+	return string(out)
+}
+
+func TestSlowWritesOneSnapshotPerEvery(t *testing.T) {
+	dir := t.TempDir()
+	now := storetest.NewClock(time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	var log servertest.Buffer
+	r := mustStart(t, Options{Dir: dir, Every: time.Minute, Log: zerolog.New(&log), Now: now.Now})
+	slow := metrics.Slow{Route: metrics.Hi, Method: "GET", Path: "/hi", Code: 200, Duration: 300 * time.Millisecond}
+
+	r.Slow(slow)
+	r.wg.Wait()
+	now.Add(59 * time.Second)
+	r.Slow(slow) // within Every of the first: none
+	r.wg.Wait()
+	if got := traces(t, dir); len(got) != 1 {
+		t.Fatalf("after two slow requests in a minute, %d snapshots, want 1: %v", len(got), got)
+	}
+	now.Add(time.Second)
+	r.Slow(slow)
+	r.wg.Wait()
+	got := traces(t, dir)
+	if len(got) != 2 {
+		t.Fatalf("a minute later, %d snapshots, want 2: %v", len(got), got)
+	}
+	if s, _ := r.Snapshots(); s != 2 {
+		t.Errorf("Snapshots() slow = %d, want 2", s)
+	}
+	if !strings.Contains(log.String(), got[1]) || !strings.Contains(log.String(), `"path":"/hi"`) {
+		t.Errorf("log does not name the file %s and the request:\n%s", got[1], log.String())
+	}
+	if out := mustParseTrace(t, got[1]); !strings.Contains(out, "slow request: GET /hi 200 in 300ms") {
+		t.Errorf("the snapshot has no mark of the slow request; go tool trace -d=parsed printed:\n%.2000s", out)
+	}
+}
+
+func TestKeepsTheNewest(t *testing.T) {
+	dir := t.TempDir()
+	now := storetest.NewClock(time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	other := filepath.Join(dir, "notes.txt") // not ours: never removed
+	if err := os.WriteFile(other, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	r := mustStart(t, Options{Dir: dir, Keep: 3, Log: zerolog.New(&logged), Now: now.Now})
+	var written []string
+	for range 5 {
+		p, err := r.Snapshot("test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		written = append(written, p)
+		now.Add(time.Second)
+	}
+	if got, want := traces(t, dir), written[2:]; !slices.Equal(got, want) {
+		t.Errorf("kept %v, want the newest 3: %v", got, want)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a file that is not a snapshot was touched: %v", err)
+	}
+	if strings.Contains(logged.String(), `"level":"error"`) {
+		t.Errorf("pruning logged an error:\n%s", logged.String())
+	}
+}
+
+// TestStartDefaults: options left zero (or negative) take the documented
+// defaults, and set ones are kept.
+func TestStartDefaults(t *testing.T) {
+	tests := []struct {
+		in   Options
+		want Options
+	}{
+		{Options{}, Options{Window: 10 * time.Second, MaxBytes: 64 << 20, Every: time.Minute, Keep: 10}},
+		{Options{Window: -1, Every: -1, Keep: -1}, Options{Window: 10 * time.Second, MaxBytes: 64 << 20, Every: time.Minute, Keep: 10}},
+		{Options{Window: time.Second, MaxBytes: 1 << 20, Every: time.Second, Keep: 2}, Options{Window: time.Second, MaxBytes: 1 << 20, Every: time.Second, Keep: 2}},
+	}
+	for _, tt := range tests {
+		tt.in.Dir = t.TempDir()
+		r, err := Start(tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.o
+		r.Close()
+		if got.Window != tt.want.Window || got.MaxBytes != tt.want.MaxBytes || got.Every != tt.want.Every || got.Keep != tt.want.Keep || got.Now == nil {
+			t.Errorf("Start(%+v) used %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestServeHTTP(t *testing.T) {
+	dir := t.TempDir()
+	r := mustStart(t, Options{Dir: dir, Log: zerolog.Nop()})
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("GET", "/debug/flightrecorder", nil))
+	got := traces(t, dir)
+	if w.Code != 200 || len(got) != 1 {
+		t.Fatalf("GET /debug/flightrecorder = %d, %d files; want 200 and one file", w.Code, len(got))
+	}
+	file, err := os.ReadFile(got[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.Body.Bytes(), file) || w.Header().Get("X-Trace-File") != got[0] {
+		t.Errorf("the response is not the file it names (%d bytes, file %d bytes, X-Trace-File %q)", w.Body.Len(), len(file), w.Header().Get("X-Trace-File"))
+	}
+	mustParseTrace(t, got[0])
+	if _, n := r.Snapshots(); n != 1 {
+		t.Errorf("Snapshots() on demand = %d, want 1", n)
+	}
+}
+
+// TestSlowAfterClose: a request that outlives the shutdown takes no
+// snapshot, and does not race with Close.
+func TestSlowAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Start(Options{Dir: dir, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	r.Slow(metrics.Slow{Route: metrics.Hi, Method: "GET", Path: "/hi", Code: 200, Duration: time.Second})
+	r.wg.Wait()
+	if got := traces(t, dir); len(got) != 0 {
+		t.Errorf("a slow request after Close wrote %v", got)
+	}
+}

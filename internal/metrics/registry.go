@@ -1,0 +1,175 @@
+package metrics
+
+import (
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// NewRegistry returns a registry that holds the Go runtime and process
+// collectors, visitors_build_info, and cs.
+func NewRegistry(cs ...prometheus.Collector) (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	cs = append([]prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(debug.ReadBuildInfo()),
+	}, cs...)
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// Handler returns the /metrics handler of reg, in the Prometheus text
+// format (or OpenMetrics, when the scraper asks for it).
+func Handler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
+}
+
+// buildInfo returns the visitors_build_info gauge: 1, with the module
+// version, the Go version and the VCS revision the binary was built from
+// ("unknown" when the build did not stamp it, as with -buildvcs=false).
+func buildInfo(bi *debug.BuildInfo, ok bool) prometheus.Collector {
+	version, goVersion, revision := "unknown", "unknown", "unknown"
+	if ok {
+		version, goVersion = bi.Main.Version, bi.GoVersion
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "visitors_build_info",
+		Help:        "Always 1; the labels say what was built: the module version, the Go version and the VCS revision.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": goVersion, "revision": revision},
+	})
+	g.Set(1)
+	return g
+}
+
+// Log returns the collectors of the log sink's counters.
+func Log(written, dropped func() uint64) []prometheus.Collector {
+	return []prometheus.Collector{
+		counterFunc("visitors_log_lines_written_total", "Log lines written to the log destination.", written),
+		counterFunc("visitors_log_lines_dropped_total", "Log lines dropped because the log destination was slower than the traffic.", dropped),
+	}
+}
+
+func counterFunc(name, help string, f func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
+}
+
+func gaugeFunc(name, help string, f func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+}
+
+// Flushes are a durable store's flush counters since it opened.
+type Flushes struct {
+	Passes      uint64 // passes that wrote something
+	PassErrors  uint64 // passes whose transaction failed as a whole
+	KeyErrors   uint64 // writes of one key that failed
+	FailingKeys int    // keys whose last write failed, held in memory
+	SyncVisits  uint64 // sync durability: visits the passes made durable
+}
+
+// Backlog is what a durable store holds that is not yet durable.
+// boltstore does not report it yet; see docs/operations.md.
+type Backlog struct {
+	Pending       uint64        // visits counted in memory, not yet on disk
+	OldestPending time.Duration // how long the oldest of them has waited; 0 if none
+	SyncWaiters   int           // sync durability: requests waiting for a commit
+}
+
+// StoreSource says where the store's metrics are read from, at scrape
+// time. A nil func leaves its metrics out.
+type StoreSource struct {
+	MaxKeys int            // the most keys held (-max-keys); 0, no limit, is not exported
+	Keys    func() int     // distinct keys held
+	Health  func() error   // nil when the store can keep its promises
+	Flushes func() Flushes // a durable store's counters
+	Backlog func() Backlog // a durable store's backlog
+}
+
+// Store returns the store's metrics, read from src at scrape time. Keys
+// created count from the keys held at this call: a store never forgets a
+// key while it runs.
+func Store(src StoreSource) []prometheus.Collector {
+	var cs []prometheus.Collector
+	if src.Keys != nil {
+		start := src.Keys()
+		cs = append(cs,
+			gaugeFunc("visitors_store_keys", "Distinct keys (names and counter keys) the store holds.", func() float64 { return float64(src.Keys()) }),
+			counterFunc("visitors_store_keys_created_total", "Keys created since the service started.", func() uint64 { return uint64(max(src.Keys()-start, 0)) }),
+		)
+	}
+	if src.MaxKeys > 0 {
+		cs = append(cs, gaugeFunc("visitors_store_max_keys", "The most distinct keys the store holds (-max-keys); a new key past it is refused.", func() float64 { return float64(src.MaxKeys) }))
+	}
+	if src.Health != nil {
+		cs = append(cs, gaugeFunc("visitors_store_healthy", "1 when the store can keep its promises (counts reach the disk), 0 when /healthz answers 503.", func() float64 {
+			if src.Health() != nil {
+				return 0
+			}
+			return 1
+		}))
+	}
+	if f := src.Flushes; f != nil {
+		cs = append(cs,
+			counterFunc("visitors_store_flushes_total", "Flush passes that wrote something.", func() uint64 { return f().Passes }),
+			counterFunc("visitors_store_flush_errors_total", "Flush passes whose transaction failed; the counts stay in memory and are retried.", func() uint64 { return f().PassErrors }),
+			counterFunc("visitors_store_key_write_errors_total", "Writes of one key that failed, summed over passes.", func() uint64 { return f().KeyErrors }),
+			gaugeFunc("visitors_store_failing_keys", "Keys whose last write failed, held in memory.", func() float64 { return float64(f().FailingKeys) }),
+			counterFunc("visitors_store_sync_visits_total", "Sync durability: visits made durable by flush passes.", func() uint64 { return f().SyncVisits }),
+		)
+	}
+	if b := src.Backlog; b != nil {
+		cs = append(cs,
+			gaugeFunc("visitors_store_pending_visits", "Visits counted in memory and not yet durable.", func() float64 { return float64(b().Pending) }),
+			gaugeFunc("visitors_store_oldest_pending_seconds", "How long the oldest visit not yet durable has waited; 0 when none waits.", func() float64 { return b().OldestPending.Seconds() }),
+			gaugeFunc("visitors_store_sync_waiters", "Sync durability: requests waiting for their visit's commit.", func() float64 { return float64(b().SyncWaiters) }),
+		)
+	}
+	return cs
+}
+
+// FlushDurations is the histogram of a durable store's flush passes,
+// visitors_store_flush_duration_seconds. It is a [prometheus.Collector];
+// its methods may be called concurrently.
+type FlushDurations struct{ prometheus.Histogram }
+
+// NewFlushDurations returns an empty FlushDurations. Register it only
+// with a store that calls ObserveFlush: an empty histogram would say
+// that nothing was flushed.
+func NewFlushDurations() *FlushDurations {
+	return &FlushDurations{prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "visitors_store_flush_duration_seconds",
+		Help:    "How long a durable store's flush pass took (a bbolt transaction and its fdatasync), failed passes included.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	})}
+}
+
+// ObserveFlush records one flush pass that took d; err is the pass's
+// error, counted apart by visitors_store_flush_errors_total.
+func (f *FlushDurations) ObserveFlush(d time.Duration, err error) {
+	f.Observe(d.Seconds())
+}
+
+// FlightRecorder returns the counters of flight-recorder snapshots,
+// written for slow requests and on request.
+func FlightRecorder(snapshots func() (slow, requested uint64)) []prometheus.Collector {
+	const name, help = "visitors_flight_recorder_snapshots_total", "Execution-trace snapshots the flight recorder wrote, by trigger: a slow request, or GET /debug/flightrecorder."
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"trigger": "slow_request"}},
+			func() float64 { s, _ := snapshots(); return float64(s) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"trigger": "on_demand"}},
+			func() float64 { _, r := snapshots(); return float64(r) }),
+	}
+}

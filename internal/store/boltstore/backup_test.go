@@ -1,0 +1,315 @@
+package boltstore
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"visitors/internal/store/storetest"
+)
+
+func TestExportImportRoundTrip(t *testing.T) {
+	src := t.TempDir()
+	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	s := mustOpen(t, Options{Dir: src, Now: clock.Now, FlushInterval: time.Hour})
+	for range 7 {
+		mustHit(t, s)
+	}
+	for _, k := range []string{"a", "b", "a", "weird \x00 \"key\" ü", ""} {
+		mustIncr(t, s, []byte(k))
+	}
+	s.Flush()
+	clock.Add(24 * time.Hour)
+	s.Rollover()
+	mustIncr(t, s, []byte("a"))
+	mustClose(t, s)
+
+	var first bytes.Buffer
+	if err := Export(src, &first); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if err := Import(dst, bytes.NewReader(first.Bytes()), false); err != nil {
+		t.Fatal(err)
+	}
+	var second bytes.Buffer
+	if err := Export(dst, &second); err != nil {
+		t.Fatal(err)
+	}
+	if first.String() != second.String() {
+		t.Errorf("export → import → export changed the data:\n%s\nthen\n%s", first.String(), second.String())
+	}
+	for _, want := range []string{`"key":"a","total":3,"days":{"2026-11-20":2,"2026-11-21":1}`, `"key":"b","total":1`} {
+		if !strings.Contains(first.String(), want) {
+			t.Errorf("export lacks %s:\n%s", want, first.String())
+		}
+	}
+
+	// Merging adds; replacing replaces.
+	if err := Import(dst, bytes.NewReader(first.Bytes()), false); err != nil {
+		t.Fatal(err)
+	}
+	var merged bytes.Buffer
+	Export(dst, &merged)
+	if !strings.Contains(merged.String(), `"key":"a","total":6,"days":{"2026-11-20":4,"2026-11-21":2}`) {
+		t.Errorf("merge import did not add:\n%s", merged.String())
+	}
+	if err := Import(dst, strings.NewReader(`{"format":"visitors-export-1","hits":100,"keys":[{"key":"z","total":5}]}`), true); err != nil {
+		t.Fatal(err)
+	}
+	var replaced bytes.Buffer
+	Export(dst, &replaced)
+	if want := "{\"format\":\"visitors-export-1\",\"hits\":100,\"keys\":[\n{\"key\":\"z\",\"total\":5}\n]}\n"; replaced.String() != want {
+		t.Errorf("after a replacing import, export = %q, want %q", replaced.String(), want)
+	}
+}
+
+// TestImportIsStrict: each bad dump is refused with its line and the
+// reason, and the store is left byte for byte as it was.
+func TestImportIsStrict(t *testing.T) {
+	const head = `{"format":"visitors-export-1","hits":1,"keys":[` + "\n"
+	tests := []struct{ name, dump, want string }{
+		{"not json", "hello", "line 1"},
+		{"empty", "", "ends too early"},
+		{"wrong format", `{"format":"other","hits":1,"keys":[]}`, "format"},
+		{"no format", `{"hits":1,"keys":[]}`, "no format"},
+		{"bad date", head + `{"key":"a","total":1,"days":{"yesterday":1}}]}`, "line 2: key \"a\": day \"yesterday\": want YYYY-MM-DD"},
+		{"loose date", head + `{"key":"a","total":1,"days":{"2026-1-01":1}}]}`, "YYYY-MM-DD"},
+		{"date before 1970", head + `{"key":"a","total":1},` + "\n" + `{"key":"b","total":1,"days":{"1969-12-31":1}}]}`, "line 3: key \"b\": day 1969-12-31: outside 1970-01-01..9999-12-31"},
+		{"negative total", head + `{"key":"a","total":-1}]}`, "line 2"},
+		{"a type error on the last line of a key", head + `{"key":"a","total":-1}` + "\n]}", "line 2:"},
+		{"a bad key on the last line of a key", head + `{"key":"a","total":1,"days":{"x":1}}` + "\n]}", "line 2:"},
+		{"total over 64 bits", head + `{"key":"a","total":18446744073709551616}]}`, "line 2"},
+		{"total at the edge", head + `{"key":"a","total":4611686018427387905}]}`, "above the most a counter holds"},
+		{"a day's count over 40 bits", head + `{"key":"a","total":1099511627776,"days":{"2026-11-20":1099511627776}}]}`, "above the most a day holds"},
+		{"a value over 4 MiB", head + `{"key":"a","total":1,"days":{` + strings.Repeat(`"2026-11-20":1,`, 1<<19) + `"2026-11-21":0}}]}`, "line 2: a value of more than 4 MiB"},
+		{"days over the total", head + `{"key":"a","total":1,"days":{"2026-11-20":2}}]}`, "more than the total"},
+		{"days overflow", head + `{"key":"a","total":1,"days":{"2026-11-20":18446744073709551615,"2026-11-21":1}}]}`, "above the most a day holds"},
+		{"key too long", head + `{"key":"` + strings.Repeat("k", 129) + `","total":1}]}`, "not a key the service accepts"},
+		{"unknown field", `{"format":"visitors-export-1","hits":1,"keys":[],"extra":1}`, "unknown field"},
+		{"keys twice", `{"format":"visitors-export-1","hits":1,"keys":[],"keys":[{"key":"a","total":1}]}`, `field "keys" given twice`},
+		{"unknown key field", head + `{"key":"a","total":1,"color":"red"}]}`, "unknown field"},
+		{"trailing garbage", `{"format":"visitors-export-1","hits":1,"keys":[]}` + "\n" + `{"more":1}`, "line 2: more after the end"},
+		{"truncated", head + `{"key":"a","total":1}`, "ends too early"},
+		{"merge over the most a total holds", head + `{"key":"full","total":4611686018427387904}]}`, "above the most it may hold"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, Options{Dir: dir})
+			mustIncrN(t, s, "full", 1)
+			mustIncrN(t, s, "a", 1)
+			mustClose(t, s)
+			before := fileSum(t, dir+"/"+FileName)
+			err := Import(dir, strings.NewReader(tt.dump), false)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Import(%.80q) = %v, want an error containing %q", tt.dump, err, tt.want)
+			}
+			if after := fileSum(t, dir+"/"+FileName); after != before {
+				t.Error("a refused import changed the store")
+			}
+		})
+	}
+}
+
+// TestImportNeverLowersHi: neither a merge nor a replace may make the
+// /hi counter hand out a number again.
+func TestImportNeverLowersHi(t *testing.T) {
+	for _, replace := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replace=%v", replace), func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, Options{Dir: dir})
+			var last uint64
+			for range 50 {
+				last = mustHit(t, s)
+			}
+			mustClose(t, s)
+			if err := Import(dir, strings.NewReader(`{"format":"visitors-export-1","hits":3,"keys":[]}`), replace); err != nil {
+				t.Fatal(err)
+			}
+			s = mustOpen(t, Options{Dir: dir})
+			defer mustClose(t, s)
+			if n := mustHit(t, s); n != last+1 {
+				t.Errorf("after importing a dump with a lower /hi, Hit() = %d, want %d", n, last+1)
+			}
+		})
+	}
+}
+
+// TestImportStreamsLargeDumps imports a dump of 3,000 keys produced on
+// the fly, in transactions of 1,000 keys, and reads it back.
+func TestImportStreamsLargeDumps(t *testing.T) {
+	defer func(n int) { importBatch = n }(importBatch)
+	importBatch = 1000
+	const n = 3_000
+	pr, pw := io.Pipe()
+	go func() {
+		fmt.Fprint(pw, `{"format":"visitors-export-1","hits":9,"keys":[`)
+		for i := range n {
+			if i > 0 {
+				fmt.Fprint(pw, ",")
+			}
+			fmt.Fprintf(pw, "\n{\"key\":\"k%d\",\"total\":%d,\"days\":{\"2026-11-20\":%d}}", i, i+1, i)
+		}
+		fmt.Fprint(pw, "\n]}\n")
+		pw.Close()
+	}()
+	dir := t.TempDir()
+	if err := Import(dir, pr, false); err != nil {
+		t.Fatal(err)
+	}
+	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	s := mustOpen(t, Options{Dir: dir, Now: clock.Now})
+	defer mustClose(t, s)
+	if s.Keys() != n {
+		t.Errorf("Keys() = %d, want %d", s.Keys(), n)
+	}
+	for _, i := range []int{0, 999, 1000, n - 1} {
+		if c := mustGet(t, s, fmt.Appendf(nil, "k%d", i)); c.Total != uint64(i+1) || c.Today != uint64(i) {
+			t.Errorf("k%d = %+v, want total %d, today %d", i, c, i+1, i)
+		}
+	}
+}
+
+func TestExportRefusesARunningStore(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	if err := Export(dir, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Errorf("Export of an open store = %v, want an error saying to stop visitors", err)
+	}
+}
+
+// TestLineReader names the line of offsets across many 64-byte words,
+// with the decoder's position moving on between reads, against a plain
+// count of newlines.
+func TestLineReader(t *testing.T) {
+	var text strings.Builder
+	for i := range 400 {
+		text.WriteString(strings.Repeat("x", i%97))
+		text.WriteByte('\n')
+	}
+	in := text.String()
+	pos := int64(0)
+	lr := &lineReader{r: iotest.OneByteReader(strings.NewReader(in)), pos: func() int64 { return pos }}
+	buf := make([]byte, 37)
+	for {
+		n, err := lr.Read(buf)
+		if n == 0 && err != nil {
+			break
+		}
+		// Ask about every offset from the decoder's position to what was read.
+		for off := pos; off < lr.read; off++ {
+			if got, want := lr.line(off), strings.Count(in[:off], "\n")+1; got != want {
+				t.Fatalf("line(%d) = %d, want %d", off, got, want)
+			}
+		}
+		pos = max(0, lr.read-50) // the decoder lags behind what it read
+	}
+	if lr.read != int64(len(in)) {
+		t.Fatalf("read %d bytes of %d", lr.read, len(in))
+	}
+	if len(lr.words) > 2 {
+		t.Errorf("%d words held for a window of 50 bytes, want at most 2", len(lr.words))
+	}
+}
+
+// TestImportTakesTheLimitsExactly: the largest total and day count an
+// import takes, and exactly one batch of keys.
+func TestImportTakesTheLimitsExactly(t *testing.T) {
+	defer func(n int) { importBatch = n }(importBatch)
+	importBatch = 3
+	dir := t.TempDir()
+	day := time.Now().UTC().Format(dateLayout)
+	dump := fmt.Sprintf(`{"format":"visitors-export-1","hits":7,"keys":[
+{"key":"a","total":%d,"days":{%q:%d}},
+{"key":"b","total":1},
+{"key":"c","total":2}
+]}`, uint64(maxImportTotal), day, uint64(maxImportDay))
+	if err := Import(dir, strings.NewReader(dump), false); err != nil {
+		t.Fatalf("Import at the limits: %v", err)
+	}
+	s := mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	if c := mustGet(t, s, []byte("a")); c.Total != maxImportTotal || c.Today != maxImportDay {
+		t.Errorf("a = %+v, want total %d, today %d", c, uint64(maxImportTotal), uint64(maxImportDay))
+	}
+	if c := mustGet(t, s, []byte("c")); c.Total != 2 || s.Keys() != 3 {
+		t.Errorf("c = %+v, keys %d; want 2 and 3 (a whole batch written)", c, s.Keys())
+	}
+	if n := mustHit(t, s); n != 8 {
+		t.Errorf("Hit() = %d, want 8", n)
+	}
+}
+
+// TestImportLeavesNothingBehind: a leftover copy from an import that
+// died is replaced, and a good import leaves only the store, whether
+// the directory had one or not.
+func TestImportLeavesNothingBehind(t *testing.T) {
+	dump := `{"format":"visitors-export-1","hits":1,"keys":[{"key":"a","total":1}]}`
+	for _, existing := range []bool{false, true} {
+		dir := t.TempDir()
+		if existing {
+			mustFill(t, dir)
+		}
+		if err := os.WriteFile(filepath.Join(dir, FileName+".import"), []byte("a dead import's copy"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := Import(dir, strings.NewReader(dump), false); err != nil {
+			t.Fatalf("existing %v: Import: %v", existing, err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) != 1 || entries[0].Name() != FileName {
+			t.Errorf("existing %v: after an import the directory holds %v (%v), want only %s", existing, entries, err, FileName)
+		}
+	}
+}
+
+// TestImportIntoFormat1 merges a dump into a store the previous version
+// wrote: its counts and /hi counter carry over into the new format.
+func TestImportIntoFormat1(t *testing.T) {
+	dir := t.TempDir()
+	writeFormat1(t, dir, 42, map[string]uint64{"octocat": 7})
+	dump := `{"format":"visitors-export-1","hits":3,"keys":[{"key":"octocat","total":1},{"key":"","total":2}]}`
+	if err := Import(dir, strings.NewReader(dump), false); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	if c := mustGet(t, s, []byte("octocat")); c.Total != 8 {
+		t.Errorf("octocat = %d after merging into format 1, want 8", c.Total)
+	}
+	if c := mustGet(t, s, []byte("")); c.Total != 2 {
+		t.Errorf("the empty key = %d, want 2", c.Total)
+	}
+	if n := mustHit(t, s); n != 43 {
+		t.Errorf("Hit() = %d, want 43", n)
+	}
+}
+
+// TestImportEdges: a day of 0 visits makes no record, and a counter at
+// the most it may hold still takes a merge that adds nothing.
+func TestImportEdges(t *testing.T) {
+	dir := t.TempDir()
+	for _, dump := range []string{
+		fmt.Sprintf(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":%d,"days":{"2026-11-19":0,"2026-11-20":1}}]}`, uint64(maxImportTotal)),
+		`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":0}]}`, // onto a full counter
+	} {
+		if err := Import(dir, strings.NewReader(dump), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := Export(dir, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "2026-11-19") || !strings.Contains(out.String(), `"2026-11-20":1`) {
+		t.Errorf("export = %s, want the day with visits and not the day without", out.String())
+	}
+}

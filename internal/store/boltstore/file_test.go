@@ -1,0 +1,392 @@
+package boltstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"visitors/internal/store"
+)
+
+func TestOpenRefuses(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) string // returns the -data dir
+		want  string
+	}{
+		{"a path under a file", func(t *testing.T, dir string) string {
+			f := filepath.Join(dir, "file")
+			if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(f, "data")
+		}, "create data directory"},
+		{"another program's file", func(t *testing.T, dir string) string {
+			if err := os.WriteFile(filepath.Join(dir, FileName), bytes.Repeat([]byte("not a database "), 1000), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "not a visitors data file"},
+		{"another program's bbolt file", func(t *testing.T, dir string) string {
+			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("users")); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "not a visitors store"},
+		{"corrupted meta pages", func(t *testing.T, dir string) string {
+			mustFill(t, dir)
+			corrupt(t, filepath.Join(dir, FileName), 0, 2*4096)
+			return dir
+		}, FileName},
+		{"a directory in the file's place", func(t *testing.T, dir string) string {
+			if err := os.Mkdir(filepath.Join(dir, FileName), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "not a regular file"},
+		{"a bbolt file without a freelist", func(t *testing.T, dir string) string {
+			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, &bolt.Options{NoFreelistSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(createBuckets); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "no freelist"},
+		{"an empty file", func(t *testing.T, dir string) string {
+			if err := os.WriteFile(filepath.Join(dir, FileName), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "empty"},
+		{"a file truncated to 8 KiB", func(t *testing.T, dir string) string {
+			mustFill(t, dir)
+			if err := os.Truncate(filepath.Join(dir, FileName), 8<<10); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "truncated"},
+		{"a bad page header", func(t *testing.T, dir string) string {
+			mustFill(t, dir)
+			path := filepath.Join(dir, FileName)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := bytes.Index(b, []byte("key-7")) / 4096 // a page in use
+			corrupt(t, path, page*4096, page*4096+16)
+			return dir
+		}, "damaged"},
+		{"a flipped bit in a count", func(t *testing.T, dir string) string {
+			mustFill(t, dir)
+			k := keyPrefix([]byte("key-7"))
+			flip(t, filepath.Join(dir, FileName), record(tagTotals, k, 1), 7)
+			return dir
+		}, `key "key-7"`},
+		{"a flipped bit in a day's count", func(t *testing.T, dir string) string {
+			mustFill(t, dir)
+			dk := dayKey([]byte("key-7"), store.DayOf(time.Now()))
+			flip(t, filepath.Join(dir, FileName), record(tagDays, dk, 1), 7)
+			return dir
+		}, `key "key-7" on`},
+		{"a flipped bit in a key", func(t *testing.T, dir string) string {
+			mustFill(t, dir)
+			flip(t, filepath.Join(dir, FileName), []byte("key-123"), 6)
+			return dir
+		}, "damaged"},
+		{"a foreign format", func(t *testing.T, dir string) string {
+			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				b, err := tx.CreateBucket(bucketMeta)
+				if err != nil {
+					return err
+				}
+				return b.Put(keyFormat, []byte("visitors-counts-99"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "visitors-counts-99"},
+		{"corrupted data pages", func(t *testing.T, dir string) string {
+			mustFill(t, dir)
+			corrupt(t, filepath.Join(dir, FileName), 2*4096, -1)
+			return dir
+		}, "corrupted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.setup(t, t.TempDir())
+			before := fileSum(t, filepath.Join(dir, FileName))
+			s, err := Open(Options{Dir: dir})
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open succeeded, want an error containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), dir) {
+				t.Errorf("Open error = %q, want one naming %s and containing %q", err, dir, tt.want)
+			}
+			if after := fileSum(t, filepath.Join(dir, FileName)); after != before {
+				t.Errorf("Open changed the file it refused")
+			}
+			if before != "" {
+				var out bytes.Buffer
+				if err := Check(dir, &out, 0); err == nil {
+					t.Errorf("Check passed a file Open refuses:\n%s", out.String())
+				}
+			}
+		})
+	}
+}
+
+// mustFill writes a store with a few hundred keys into dir.
+func mustFill(t *testing.T, dir string) {
+	t.Helper()
+	s := mustOpen(t, Options{Dir: dir})
+	for i := range 500 {
+		mustIncr(t, s, fmt.Appendf(nil, "key-%d", i))
+	}
+	mustClose(t, s)
+}
+
+// corrupt overwrites bytes [from, to) of path (to -1: the end) with a
+// pattern no valid page holds.
+func corrupt(t *testing.T, path string, from, to int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to < 0 {
+		to = len(b)
+	}
+	for i := from; i < to; i++ {
+		b[i] = byte(0xA5 ^ i)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileSum returns a hash of the file at path, or "" if there is none.
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "" // none, or its directory is not one
+	}
+	if fi.IsDir() {
+		return "a directory"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+// flip flips the low bit of byte i of the first place where the file at
+// path holds want.
+func flip(t *testing.T, path string, want []byte, i int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(b, want)
+	if at < 0 {
+		t.Fatalf("%s does not hold %q", path, want)
+	}
+	b[at+i] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEveryDamagedPageIsRefusedOrHarmless damages each page's header in
+// turn: opening never crashes, and a refusal leaves the file as it was.
+// A page no tree refers to (a free page) may go unnoticed; then every
+// count must still read back.
+func TestEveryDamagedPageIsRefusedOrHarmless(t *testing.T) {
+	src := t.TempDir()
+	mustFill(t, src)
+	b, err := os.ReadFile(filepath.Join(src, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for page := 2; page < len(b)/4096; page++ {
+		dir := t.TempDir()
+		path := filepath.Join(dir, FileName)
+		d := bytes.Clone(b)
+		for i := range 16 {
+			d[page*4096+i] ^= 0x5A
+		}
+		if err := os.WriteFile(path, d, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(Options{Dir: dir})
+		if err != nil {
+			if got, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(got, d) {
+				t.Errorf("page %d: Open refused (%v) but changed the file", page, err)
+			}
+			continue
+		}
+		for _, i := range []int{0, 250, 499} {
+			if c := mustGet(t, s, fmt.Appendf(nil, "key-%d", i)); c.Total != 1 {
+				t.Errorf("page %d damaged, Open accepted the file, but key-%d = %d", page, i, c.Total)
+			}
+		}
+		s.Close()
+	}
+}
+
+// TestMigratesFormat1 opens a store the previous version wrote: its
+// counts and /hi counter carry over, and the file is checked afterwards
+// in the new format.
+func TestMigratesFormat1(t *testing.T) {
+	dir := t.TempDir()
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+	today := store.DayOf(nowUTC())
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketTotals, bucketDays} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		meta, totals, days := tx.Bucket(bucketMeta), tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
+		return errors.Join(
+			meta.Put(keyFormat, []byte(formatValueV1)),
+			meta.Put(keyHits, be(42)),
+			totals.Put([]byte("octocat"), be(7)),
+			days.Put(dayKey([]byte("octocat"), today-1), be(5)),
+			days.Put(dayKey([]byte("octocat"), today), be(2)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Check(dir, &out, 0); err != nil || !strings.Contains(out.String(), ": 1 keys, 2 day records, /hi at 42 (format 1") {
+		t.Errorf("Check of a format 1 store = %v, %q; want ok naming format 1", err, out.String())
+	}
+
+	s := mustOpen(t, Options{Dir: dir})
+	if n := mustHit(t, s); n != 43 {
+		t.Errorf("Hit() after migrating = %d, want 43", n)
+	}
+	if c := mustGet(t, s, []byte("octocat")); c.Total != 7 || c.Today != 2 {
+		t.Errorf("Get after migrating = %+v, want total 7, today 2", c)
+	}
+	if d := mustDays(t, s, []byte("octocat"), 2); fmt.Sprint(d.Counts) != "[5 2]" {
+		t.Errorf("Days after migrating = %v, want [5 2]", d.Counts)
+	}
+	mustIncrN(t, s, "", 1) // the key format 1 could not hold
+	mustClose(t, s)
+	out.Reset()
+	if err := Check(dir, &out, 0); err != nil || !strings.Contains(out.String(), "ok: ") || strings.Contains(out.String(), "format 1") {
+		t.Errorf("Check after migrating = %v, %q; want ok in format 2", err, out.String())
+	}
+}
+
+func TestCheckReportsEveryDamagedRecord(t *testing.T) {
+	dir := t.TempDir()
+	mustFill(t, dir)
+	var out bytes.Buffer
+	if err := Check(dir, &out, 0); err != nil || !strings.Contains(out.String(), "ok: ") || !strings.Contains(out.String(), ": 500 keys, 500 day records, /hi at 0") {
+		t.Fatalf("Check of a sound store = %v, %q", err, out.String())
+	}
+	path := filepath.Join(dir, FileName)
+	for _, k := range []string{"key-3", "key-300"} {
+		kp := keyPrefix([]byte(k))
+		flip(t, path, record(tagTotals, kp, 1), 0)
+	}
+	before := fileSum(t, path)
+	out.Reset()
+	err := Check(dir, &out, 0)
+	if err == nil {
+		t.Fatalf("Check passed a damaged store: %s", out.String())
+	}
+	for _, k := range []string{"key-3", "key-300"} {
+		if !strings.Contains(out.String(), fmt.Sprintf("key %q", k)) {
+			t.Errorf("Check output lacks %s:\n%s", k, out.String())
+		}
+	}
+	if !strings.Contains(err.Error(), `in 2 places, the first: the total of key "key-3"`) {
+		t.Errorf("Check error = %v, want it to count 2 places and name key-3 first", err)
+	}
+	out.Reset()
+	err = Check(dir, &out, 1) // at most one problem
+	if n := strings.Count(out.String(), "damaged: "); n != 1 || err == nil || !strings.Contains(err.Error(), "1 or more places") {
+		t.Errorf("Check with max 1 printed %d problems, error %v; want 1 and \"or more\"", n, err)
+	}
+	if fileSum(t, path) != before {
+		t.Error("Check changed the file")
+	}
+	if err := Check(t.TempDir(), &out, 0); err == nil {
+		t.Error("Check of a directory without a store passed")
+	}
+}
+
+func nowUTC() time.Time { return time.Now().UTC() }
+
+// writeFormat1 writes a store as the previous version did (format 1: raw
+// keys, bare values) into dir, with the /hi counter and totals given.
+func writeFormat1(t *testing.T, dir string, hits uint64, totals map[string]uint64) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketTotals, bucketDays} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		errs := []error{meta.Put(keyFormat, []byte(formatValueV1)), meta.Put(keyHits, be(hits))}
+		for k, n := range totals {
+			errs = append(errs, tx.Bucket(bucketTotals).Put([]byte(k), be(n)))
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

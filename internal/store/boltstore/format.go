@@ -1,0 +1,108 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"visitors/internal/store"
+)
+
+// The file's layout, format 2:
+//
+//	meta    "format" -> "visitors-counts-2"
+//	        "hits"   -> record(hits)
+//	totals  keyPrefix(key)        -> record(total)
+//	days    keyPrefix(key) day(4) -> record(count)
+//
+// keyPrefix(key) is the key's length as a uvarint and then the key, so
+// that every key, the empty one included, has a non-empty bbolt key, one
+// key's days sort together and in order, and no key is a prefix of
+// another's days. A record is the value as 8 big-endian bytes and a
+// CRC-32C of the bucket's tag, the bbolt key and those 8 bytes: bbolt
+// checks its pages' structure but not the values in them, so a flipped
+// byte in a key or a count is found when the file is read.
+const (
+	formatValue   = "visitors-counts-2"
+	formatValueV1 = "visitors-counts-1" // keys raw, values bare; migrated at open
+	recordSize    = 12
+)
+
+var (
+	bucketMeta   = []byte("meta")
+	bucketTotals = []byte("totals")
+	bucketDays   = []byte("days")
+	keyFormat    = []byte("format")
+	keyHits      = []byte("hits")
+)
+
+// Tags of the buckets in a record's checksum: a record copied into
+// another bucket does not verify.
+const (
+	tagMeta   = 'm'
+	tagTotals = 't'
+	tagDays   = 'd'
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errChecksum marks a record whose checksum does not match.
+var errChecksum = errors.New("checksum mismatch")
+
+// record returns the stored form of n under bbolt key k in the bucket
+// tagged tag.
+func record(tag byte, k []byte, n uint64) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, recordSize), n)
+	return binary.BigEndian.AppendUint32(v, recordSum(tag, k, v))
+}
+
+func recordSum(tag byte, k, v8 []byte) uint32 {
+	c := crc32.Update(0, castagnoli, []byte{tag})
+	c = crc32.Update(c, castagnoli, k)
+	return crc32.Update(c, castagnoli, v8)
+}
+
+// readRecord returns the value of the record v under k, checking its
+// size and checksum. A missing record (nil) is zero.
+func readRecord(tag byte, k, v []byte) (uint64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != recordSize {
+		return 0, fmt.Errorf("record of %d bytes, want %d", len(v), recordSize)
+	}
+	if binary.BigEndian.Uint32(v[8:]) != recordSum(tag, k, v[:8]) {
+		return 0, errChecksum
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// keyPrefix is what key's total is stored under and what every one of its
+// days starts with: the key's length as a uvarint, then the key.
+func keyPrefix(key []byte) []byte {
+	return append(binary.AppendUvarint(make([]byte, 0, len(key)+binary.MaxVarintLen64+4), uint64(len(key))), key...)
+}
+
+// dayKey is the key of key's count on day d.
+func dayKey(key []byte, d store.Day) []byte {
+	return binary.BigEndian.AppendUint32(keyPrefix(key), uint32(d))
+}
+
+// splitTotalKey returns the key a totals bucket key encodes.
+func splitTotalKey(k []byte) ([]byte, error) {
+	n, w := binary.Uvarint(k)
+	if w <= 0 || uint64(len(k)-w) != n || n > store.MaxKeyBytes {
+		return nil, errors.New("malformed key")
+	}
+	return k[w:], nil
+}
+
+// splitDayKey returns the key and day a days bucket key encodes.
+func splitDayKey(k []byte) ([]byte, store.Day, error) {
+	n, w := binary.Uvarint(k)
+	if w <= 0 || uint64(len(k)-w) != n+4 || n > store.MaxKeyBytes {
+		return nil, 0, errors.New("malformed key")
+	}
+	return k[w : len(k)-4], store.Day(binary.BigEndian.Uint32(k[len(k)-4:])), nil
+}

@@ -1,0 +1,191 @@
+// Package tally holds what every store of visitors keeps in memory: one
+// key's counts (a [Tally]: a total and a count per UTC day), a [Map] of
+// them with a limit on distinct keys, and a [Calendar] that says which UTC
+// day visits count towards.
+//
+// The pieces are lock-free on the hot path. A Tally packs today's count
+// and its day into one atomic word, so a visit updates both with one
+// compare-and-swap. The Map is a sync.Map, since Go 1.24 a concurrent
+// hash-trie whose reads take no lock. The Calendar's day is an atomic that
+// a timer advances at each UTC midnight, so no request reads the clock.
+//
+// A Tally holds earlier days' counts only as long as its owner wants
+// them: the in-memory store keeps the last [store.MaxDays]; the durable
+// store forgets each day once it is on disk.
+package tally
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"visitors/internal/store"
+)
+
+// Tally is one key's counts. It is safe for concurrent use.
+type Tally struct {
+	total atomic.Uint64
+	today atomic.Uint64 // packed: day<<countBits | count
+
+	mu   sync.Mutex           // guards past
+	past map[store.Day]uint64 // final counts of earlier days still held
+}
+
+const countBits = 40 // today's count: up to 1.1e12 visits a day
+
+func pack(d store.Day, n uint64) uint64 { return uint64(d)<<countBits | n }
+
+func unpack(v uint64) (store.Day, uint64) {
+	return store.Day(v >> countBits), v & (1<<countBits - 1)
+}
+
+// Visit is what [Tally.Add] did: the new counts, the day the visit was
+// counted on, and whether it began that day for this key (so an earlier
+// day became final).
+type Visit struct {
+	store.Counts
+	Day    store.Day
+	Rolled bool
+}
+
+// Add counts one visit on day d. A visit stamped with an older day than
+// the tally's latest (a request that read the day just before midnight)
+// counts towards the newer day, so earlier days never change once a later
+// one has begun.
+func (t *Tally) Add(d store.Day) Visit {
+	for {
+		old := t.today.Load()
+		od, n := unpack(old)
+		next, day, c := pack(od, n+1), od, n+1
+		if od < d {
+			next, day, c = pack(d, 1), d, 1
+		}
+		if t.today.CompareAndSwap(old, next) {
+			if od < d && n > 0 {
+				t.keepPast(od, n)
+			}
+			return Visit{Counts: store.Counts{Total: t.total.Add(1), Today: c}, Day: day, Rolled: od < d}
+		}
+	}
+}
+
+// Sub takes back one visit that [Tally.Add] counted on day d, for a store
+// that could not make it durable.
+func (t *Tally) Sub(d store.Day) {
+	t.total.Add(^uint64(0))
+	for {
+		old := t.today.Load()
+		od, n := unpack(old)
+		if od != d {
+			break
+		}
+		if t.today.CompareAndSwap(old, pack(od, n-1)) {
+			return
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.past[d] > 0 {
+		t.past[d]--
+	}
+}
+
+func (t *Tally) keepPast(d store.Day, n uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.past == nil {
+		t.past = make(map[store.Day]uint64)
+	}
+	t.past[d] += n
+}
+
+// Counts returns the tally's total and its count on day today.
+func (t *Tally) Counts(today store.Day) store.Counts {
+	return store.Counts{Total: t.total.Load(), Today: t.On(today)}
+}
+
+// Total returns the tally's total.
+func (t *Tally) Total() uint64 { return t.total.Load() }
+
+// On returns the count of day d as far as the tally holds it.
+func (t *Tally) On(d store.Day) uint64 {
+	if td, n := unpack(t.today.Load()); td == d {
+		return n
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.past[d]
+}
+
+// DayCount is one day's count.
+type DayCount struct {
+	Day   store.Day
+	Count uint64
+}
+
+// Snapshot returns the total, the latest day's count, and appends to
+// past the earlier days held, oldest first. It reads the earlier days
+// first, then the latest day, then the total: a midnight in between
+// leaves the day that just ended out of this snapshot (it is in the
+// next), rather than giving it twice with two counts, and the total is
+// never below the days' sum as read.
+func (t *Tally) Snapshot(past []DayCount) (total uint64, latest DayCount, _ []DayCount) {
+	start := len(past)
+	t.mu.Lock()
+	for pd, pn := range t.past {
+		past = append(past, DayCount{pd, pn})
+	}
+	t.mu.Unlock()
+	d, n := unpack(t.today.Load())
+	slices.SortFunc(past[start:], func(a, b DayCount) int { return int(a.Day) - int(b.Day) })
+	return t.total.Load(), DayCount{d, n}, past
+}
+
+// Forget drops the earlier days in days whose count is still the one
+// given: the owner has stored them elsewhere.
+func (t *Tally) Forget(days []DayCount) {
+	if len(days) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, dc := range days {
+		if t.past[dc.Day] == dc.Count {
+			delete(t.past, dc.Day)
+		}
+	}
+}
+
+// Prune drops the earlier days before oldest.
+func (t *Tally) Prune(oldest store.Day) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for d := range t.past {
+		if d < oldest {
+			delete(t.past, d)
+		}
+	}
+}
+
+// Held reports how many earlier days the tally holds: a measure of its
+// memory beyond the fixed part.
+func (t *Tally) Held() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.past)
+}
+
+// Restore sets the total and day d's count, as read back from where they
+// were kept, before the tally is used.
+func (t *Tally) Restore(total uint64, d store.Day, count uint64) {
+	t.total.Store(total)
+	t.today.Store(pack(d, count))
+}
+
+// Counter is an atomic counter alone on its cache line, so that its
+// writes do not slow the fields around it. It is safe for concurrent use.
+type Counter struct {
+	_ [64]byte
+	atomic.Uint64
+	_ [56]byte
+}

@@ -1,0 +1,308 @@
+package tally
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+func TestAddCountsDaysAndTotal(t *testing.T) {
+	var tl Tally
+	const d = store.Day(20_000)
+	tests := []struct {
+		day        store.Day
+		want       Visit
+		wantHeld   int
+		wantOnPrev uint64
+	}{
+		{d, Visit{store.Counts{Total: 1, Today: 1}, d, true}, 0, 0},
+		{d, Visit{store.Counts{Total: 2, Today: 2}, d, false}, 0, 0},
+		{d - 1, Visit{store.Counts{Total: 3, Today: 3}, d, false}, 0, 0}, // a late visit counts today
+		{d + 1, Visit{store.Counts{Total: 4, Today: 1}, d + 1, true}, 1, 3},
+		{d + 3, Visit{store.Counts{Total: 5, Today: 1}, d + 3, true}, 2, 0},
+	}
+	for i, tt := range tests {
+		got := tl.Add(tt.day)
+		if got != tt.want {
+			t.Errorf("visit %d: Add(%d) = %+v, want %+v", i, tt.day, got, tt.want)
+		}
+		if h := tl.Held(); h != tt.wantHeld {
+			t.Errorf("visit %d: Held() = %d, want %d", i, h, tt.wantHeld)
+		}
+		if n := tl.On(tt.day - 1); tt.day > d && n != tt.wantOnPrev {
+			t.Errorf("visit %d: On(%d) = %d, want %d", i, tt.day-1, n, tt.wantOnPrev)
+		}
+	}
+	if got := tl.Counts(d + 3); got != (store.Counts{Total: 5, Today: 1}) {
+		t.Errorf("Counts(today) = %+v", got)
+	}
+	if got := tl.Counts(d + 4); got != (store.Counts{Total: 5, Today: 0}) {
+		t.Errorf("Counts(tomorrow) = %+v, want today 0", got)
+	}
+	if got := tl.On(d); got != 3 {
+		t.Errorf("On(first day) = %d, want 3", got)
+	}
+}
+
+func TestSubTakesBackOneVisit(t *testing.T) {
+	var tl Tally
+	const d = store.Day(100)
+	tl.Add(d)
+	tl.Add(d)
+	v := tl.Add(d)
+	tl.Sub(v.Day)
+	if got := tl.Counts(d); got != (store.Counts{Total: 2, Today: 2}) {
+		t.Errorf("after Sub, Counts = %+v, want 2 and 2", got)
+	}
+	// A visit counted yesterday, taken back after midnight.
+	tl.Add(d + 1)
+	tl.Sub(d)
+	if got, on := tl.Counts(d+1), tl.On(d); got != (store.Counts{Total: 2, Today: 1}) || on != 1 {
+		t.Errorf("after taking back yesterday's visit, Counts = %+v, yesterday %d; want total 2, today 1, yesterday 1", got, on)
+	}
+}
+
+func TestSnapshotAppendsSortedAndForget(t *testing.T) {
+	var tl Tally
+	for _, d := range []store.Day{5, 9, 7, 7, 12} {
+		tl.Add(d)
+	}
+	// Days 5 and 9 are held (7 counted towards 9, the later day).
+	other := []DayCount{{Day: 99, Count: 1}, {Day: 1, Count: 2}} // another key's, left as they are
+	total, latest, past := tl.Snapshot(other)
+	if total != 5 || latest != (DayCount{12, 1}) {
+		t.Errorf("Snapshot = %d, %+v; want 5, {12 1}", total, latest)
+	}
+	if got := fmt.Sprint(past); got != "[{99 1} {1 2} {5 1} {9 3}]" {
+		t.Errorf("Snapshot appended %s, want the other key's days untouched, then 5 and 9 in order", got)
+	}
+	tl.Forget([]DayCount{{5, 1}, {9, 2}}) // 9 changed since: kept
+	if tl.Held() != 1 || tl.On(9) != 3 || tl.On(5) != 0 {
+		t.Errorf("after Forget: held %d, day 9 %d, day 5 %d; want 1, 3, 0", tl.Held(), tl.On(9), tl.On(5))
+	}
+	tl.Prune(10)
+	if tl.Held() != 0 {
+		t.Errorf("after Prune(10) held %d, want 0", tl.Held())
+	}
+}
+
+func TestTallyCountsExactlyUnderConcurrency(t *testing.T) {
+	var tl Tally
+	const goroutines, per = 16, 1000
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range per {
+				tl.Add(store.Day(10 + (g*per+i)/4000)) // days advance while counting
+			}
+		})
+	}
+	wg.Wait()
+	total, latest, past := tl.Snapshot(nil)
+	sum := latest.Count
+	for _, dc := range past {
+		sum += dc.Count
+	}
+	if total != goroutines*per || sum != total {
+		t.Errorf("total %d, days sum %d; want both %d", total, sum, goroutines*per)
+	}
+}
+
+func TestRestore(t *testing.T) {
+	var tl Tally
+	tl.Restore(40, 7, 3)
+	if got := tl.Add(7); got.Counts != (store.Counts{Total: 41, Today: 4}) {
+		t.Errorf("Add after Restore = %+v, want 41, 4", got.Counts)
+	}
+	if got := tl.Add(8); got.Counts != (store.Counts{Total: 42, Today: 1}) || tl.On(7) != 4 {
+		t.Errorf("next day = %+v, day 7 = %d; want 42, 1 and 4", got.Counts, tl.On(7))
+	}
+}
+
+func TestMapLimitAndPut(t *testing.T) {
+	made := 0
+	m := NewMap(2, func(k string) *Tally { made++; return new(Tally) })
+	a, err := m.LoadOrNew([]byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := m.LoadOrNew([]byte("a")); again != a || m.Len() != 1 {
+		t.Errorf("LoadOrNew(a) twice gave another entry, or Len %d", m.Len())
+	}
+	if _, err := m.LoadOrNew([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.LoadOrNew([]byte("c")); !errors.Is(err, store.ErrTooManyKeys) {
+		t.Errorf("LoadOrNew past the limit: %v, want ErrTooManyKeys", err)
+	}
+	if _, err := m.LoadOrNew([]byte(strings.Repeat("k", store.MaxKeyBytes+1))); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("LoadOrNew of a long key: %v, want ErrKeyTooLong", err)
+	}
+	if m.Put([]byte("c")) == nil || m.Len() != 3 || m.Load([]byte("c")) == nil {
+		t.Errorf("Put past the limit: Len %d; want the entry kept", m.Len())
+	}
+	if m.Put([]byte("c")) != m.Load([]byte("c")) || m.Len() != 3 {
+		t.Errorf("Put of a held key made another entry")
+	}
+	if m.Load([]byte("zz")) != nil {
+		t.Error("Load of an unknown key found an entry")
+	}
+	keys := map[string]bool{}
+	m.Range(func(k string, _ *Tally) bool { keys[k] = true; return true })
+	if len(keys) != 3 || !keys["a"] || !keys["b"] || !keys["c"] {
+		t.Errorf("Range saw %v", keys)
+	}
+	n := 0
+	m.Range(func(string, *Tally) bool { n++; return false })
+	if n != 1 {
+		t.Errorf("Range went on after fn returned false: %d calls", n)
+	}
+	unlimited := NewMap(0, func(string) *Tally { return new(Tally) })
+	for i := range 100 {
+		if _, err := unlimited.LoadOrNew(fmt.Appendf(nil, "%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if unlimited.Len() != 100 {
+		t.Errorf("a map without a limit holds %d of 100", unlimited.Len())
+	}
+}
+
+func TestCalendarNeverGoesBack(t *testing.T) {
+	now := time.Date(2026, 11, 20, 23, 59, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
+	c := NewCalendar(clock)
+	defer c.Stop()
+	day := store.DayOf(now)
+	if c.Today() != day {
+		t.Fatalf("Today() = %d, want %d", c.Today(), day)
+	}
+	set(now.Add(2 * time.Minute))
+	c.Rollover()
+	if c.Today() != day+1 {
+		t.Errorf("after midnight Today() = %d, want %d", c.Today(), day+1)
+	}
+	set(now.Add(-time.Hour)) // the clock steps back
+	c.Rollover()
+	if c.Today() != day+1 {
+		t.Errorf("after the clock stepped back Today() = %d, want it to stay %d", c.Today(), day+1)
+	}
+	if !c.Now().Equal(now) {
+		t.Errorf("Now() = %v, want the clock's %v", c.Now(), now)
+	}
+}
+
+func TestCalendarAdvancesAtMidnightByItself(t *testing.T) {
+	// A clock 30 ms before midnight: the calendar's own timer must move it.
+	start := time.Now()
+	base := time.Date(2026, 11, 20, 23, 59, 59, 970_000_000, time.UTC)
+	c := NewCalendar(func() time.Time { return base.Add(time.Since(start)) })
+	defer c.Stop()
+	want := store.DayOf(base) + 1
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Today() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("Today() = %d 5s after midnight, want %d", c.Today(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.Stop()
+	c.Rollover() // after Stop: no timer is set again
+}
+
+func TestSnapshotSortsManyDays(t *testing.T) {
+	var tl Tally
+	for _, d := range []store.Day{50, 3, 40, 7, 30, 11, 20, 15, 60} {
+		tl.Restore(0, d, 1) // each day its own, held when the next begins
+		tl.keepPast(d, uint64(d))
+	}
+	_, _, past := tl.Snapshot(nil)
+	for i := 1; i < len(past); i++ {
+		if past[i-1].Day >= past[i].Day {
+			t.Fatalf("Snapshot days = %v, want oldest first", past)
+		}
+	}
+	if len(past) != 9 {
+		t.Errorf("Snapshot gave %d earlier days, want 9", len(past))
+	}
+}
+
+func TestPruneKeepsTheOldestDayAsked(t *testing.T) {
+	var tl Tally
+	for _, d := range []store.Day{8, 9, 10, 11} {
+		tl.keepPast(d, 1)
+	}
+	tl.Prune(10)
+	if tl.Held() != 2 || tl.On(10) != 1 || tl.On(9) != 0 {
+		t.Errorf("after Prune(10): held %d, day 10 = %d, day 9 = %d; want 2, 1, 0", tl.Held(), tl.On(10), tl.On(9))
+	}
+}
+
+func TestSubOfADayNotHeldChangesNoDay(t *testing.T) {
+	var tl Tally
+	tl.Add(10)
+	tl.Add(11)
+	tl.Sub(5) // a day the tally no longer holds
+	if tl.On(5) != 0 || tl.On(10) != 1 || tl.On(11) != 1 {
+		t.Errorf("after Sub of a day not held: day 5 = %d, 10 = %d, 11 = %d; want 0, 1, 1", tl.On(5), tl.On(10), tl.On(11))
+	}
+}
+
+func TestMapTakesTheLongestKey(t *testing.T) {
+	m := NewMap(0, func(string) *Tally { return new(Tally) })
+	if _, err := m.LoadOrNew([]byte(strings.Repeat("k", store.MaxKeyBytes))); err != nil {
+		t.Errorf("LoadOrNew of a %d-byte key: %v", store.MaxKeyBytes, err)
+	}
+}
+
+// countingClock is a clock that counts its reads.
+type countingClock struct {
+	mu    sync.Mutex
+	t     time.Time
+	start time.Time
+	reads int
+}
+
+func (c *countingClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	return c.t.Add(time.Since(c.start))
+}
+
+func (c *countingClock) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// TestCalendarSleepsUntilMidnight: at noon the calendar's timer is set
+// for the next midnight, not for now: it reads the clock once.
+func TestCalendarSleepsUntilMidnight(t *testing.T) {
+	c := &countingClock{t: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC), start: time.Now()}
+	cal := NewCalendar(c.now)
+	defer cal.Stop()
+	time.Sleep(50 * time.Millisecond)
+	if n := c.count(); n != 1 {
+		t.Errorf("the clock was read %d times in 50ms at noon, want once", n)
+	}
+}
+
+// TestCalendarStopStopsTheTimer: stopped 20 ms before midnight, the
+// calendar does not wake at midnight.
+func TestCalendarStopStopsTheTimer(t *testing.T) {
+	c := &countingClock{t: time.Date(2026, 11, 20, 23, 59, 59, 980_000_000, time.UTC), start: time.Now()}
+	cal := NewCalendar(c.now)
+	cal.Stop()
+	time.Sleep(60 * time.Millisecond)
+	if n := c.count(); n != 1 {
+		t.Errorf("the clock was read %d times after Stop, want once (at the start)", n)
+	}
+}

@@ -1,0 +1,337 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"visitors/internal/servertest"
+)
+
+// Config is one load-test run.
+type Config struct {
+	Servers      []string      // names from [Kinds], in the order they take turns
+	Rounds       int           // a b c a b c …: how many times each is measured
+	Duration     time.Duration // each wrk run
+	Conns        int           // wrk connections, and constant-rate workers
+	RateDuration time.Duration // the constant-rate run; 0 skips it
+	Path         string        // what every server is asked for
+	ServerCPU    string        // taskset list for the servers
+	LoadCPU      string        // taskset list for the load generators
+	Profile      string        // if set, a CPU profile of the first visitors server is saved here
+	ProfileFor   time.Duration
+	SVG          string // if set, a bar chart of req/s is written here
+}
+
+// Kinds are the servers a run can compare, by name.
+var Kinds = map[string]string{
+	"classic":         "(a) the lab's greeting step 0 behind net/http: the classic unoptimised server",
+	"bare":            "(b) net/http with a handler that only increments an atomic: the ceiling",
+	"visitors":        "(c) visitors with every default: embedded store, batch durability, access log",
+	"visitors-nopgo":  "visitors built with -pgo=off",
+	"visitors-memory": "visitors with -store memory",
+	"visitors-sync":   "visitors with -durability sync",
+	"visitors-nofr":   "visitors with -flight-recorder=false (metrics on)",
+	"visitors-noobs":  "visitors with -flight-recorder=false -metrics=false: nothing observed",
+}
+
+// Result is one server's measurements.
+type Result struct {
+	Server string
+	Runs   []WrkResult
+	Rate   *RateResult
+}
+
+// Median returns the median, min and max requests/s over the runs.
+func (r Result) Median() (med, lo, hi float64) {
+	v := make([]float64, len(r.Runs))
+	for i, w := range r.Runs {
+		v[i] = w.RPS
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n == 0 {
+		return 0, 0, 0
+	}
+	med = v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	return med, v[0], v[n-1]
+}
+
+// Main runs the loadtest command: "serve" and "attack" are the helpers
+// the harness starts pinned to a core; anything else is a run.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// A classic or bare server started by the harness is told its kind
+	// in the environment: internal/servertest puts -addr and -admin-addr
+	// before any other argument.
+	if kind := os.Getenv(serveEnv); kind != "" {
+		return Serve(ctx, append([]string{"-kind", kind}, args...), stderr)
+	}
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve":
+			return Serve(ctx, args[1:], stderr)
+		case "attack":
+			return Attack(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c Config
+	servers := fs.String("servers", "classic,bare,visitors", "comma-separated servers, from: "+strings.Join(slices.Sorted(maps.Keys(Kinds)), ", "))
+	fs.IntVar(&c.Rounds, "rounds", 3, "rounds of a b c …")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "each wrk run")
+	fs.IntVar(&c.Conns, "conns", 64, "connections")
+	fs.DurationVar(&c.RateDuration, "rate-duration", 10*time.Second, "constant-rate run at half of each server's maximum (0: skip)")
+	fs.StringVar(&c.Path, "path", "/hi", "path and query every server is asked for")
+	fs.StringVar(&c.ServerCPU, "server-cpu", "0", "taskset CPU list for the servers")
+	fs.StringVar(&c.LoadCPU, "load-cpu", "1", "taskset CPU list for the load generators")
+	fs.StringVar(&c.Profile, "profile", "", "save a CPU profile of visitors under load to this `file` (for PGO: cmd/visitors/default.pgo)")
+	fs.DurationVar(&c.ProfileFor, "profile-for", 20*time.Second, "length of that profile")
+	fs.StringVar(&c.SVG, "svg", "", "write a bar chart of req/s to this `file`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c.Servers = strings.Split(*servers, ",")
+	for _, s := range c.Servers {
+		if _, ok := Kinds[s]; !ok {
+			return fmt.Errorf("unknown server %q", s)
+		}
+	}
+	results, err := Run(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	if err := WriteTable(stdout, c, results); err != nil {
+		return err
+	}
+	if c.SVG != "" {
+		f, err := os.Create(c.SVG)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := WriteSVG(f, c, results); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveEnv names the environment variable that makes the loadtest
+// binary run "serve" with its value as -kind.
+const serveEnv = "VISITORS_LOADTEST_SERVE"
+
+// proc is a server the harness started.
+type proc struct {
+	name  string
+	admin string // the admin listener; "" for the servers that are not visitors
+	*servertest.Proc
+}
+
+// Run builds and starts every server, measures them, stops them and
+// returns one Result per server in c.Servers order. It logs progress to
+// log.
+func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
+	for _, tool := range []string{"taskset", "wrk"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%s is needed: apt-get install util-linux wrk", tool)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "loadtest")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	procs := make([]*proc, len(c.Servers))
+	defer func() {
+		for _, p := range procs {
+			if p == nil {
+				continue
+			}
+			if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+				fmt.Fprintf(log, "loadtest: stop %s: %v\n", p.name, err)
+				p.Kill()
+			}
+		}
+	}()
+	for i, name := range c.Servers {
+		p, err := startServer(tmp, name, c.ServerCPU)
+		if err != nil {
+			return nil, err
+		}
+		procs[i] = p
+		fmt.Fprintf(log, "loadtest: started %s on %s (cpu %s)\n", name, p.Addr, c.ServerCPU)
+	}
+
+	// Warm up each server (JIT-free, but page cache, GC pacing, pools).
+	for _, p := range procs {
+		if _, err := runWrk(c.LoadCPU, p.URL(c.Path), c.Conns, time.Second); err != nil {
+			return nil, fmt.Errorf("%s: warm-up: %w", p.name, err)
+		}
+	}
+	results := make([]Result, len(procs))
+	for round := range c.Rounds {
+		for i, p := range procs {
+			r, err := runWrk(c.LoadCPU, p.URL(c.Path), c.Conns, c.Duration)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.name, err)
+			}
+			results[i].Server = p.name
+			results[i].Runs = append(results[i].Runs, r)
+			fmt.Fprintf(log, "loadtest: round %d %-16s %9.0f req/s  p50 %v  p99 %v\n", round+1, p.name, r.RPS, r.P50, r.P99)
+		}
+	}
+	if c.RateDuration > 0 {
+		for i, p := range procs {
+			med, _, _ := results[i].Median()
+			rr, err := attack(ctx, c, p.URL(c.Path), med/2)
+			if err != nil {
+				return nil, fmt.Errorf("%s: constant rate: %w", p.name, err)
+			}
+			results[i].Rate = &rr
+			fmt.Fprintf(log, "loadtest: %-16s at %.0f req/s: p50 %v  p99 %v  p99.9 %v  errors %d\n", p.name, rr.Rate, rr.P50, rr.P99, rr.P999, rr.Errors)
+		}
+	}
+	if c.Profile != "" {
+		if err := profile(c, procs, c.Profile, log); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// attack runs the constant-rate generator as a pinned subprocess.
+func attack(ctx context.Context, c Config, url string, rate float64) (RateResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return RateResult{}, err
+	}
+	cmd := exec.CommandContext(ctx, "taskset", "-c", c.LoadCPU, self, "attack",
+		"-url", url, "-rate", fmt.Sprint(rate), "-duration", c.RateDuration.String(), "-conns", fmt.Sprint(c.Conns))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return RateResult{}, fmt.Errorf("attack: %v\n%s", err, stderr.String())
+	}
+	var r RateResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		return r, fmt.Errorf("attack output %q: %w", out, err)
+	}
+	return r, nil
+}
+
+// profile takes a CPU profile of the first visitors server from its admin
+// listener while wrk loads it, and saves it to file.
+func profile(c Config, procs []*proc, file string, log io.Writer) error {
+	var p *proc
+	for _, q := range procs {
+		if q.admin != "" {
+			p = q
+			break
+		}
+	}
+	if p == nil {
+		return errors.New("-profile needs a visitors server among -servers")
+	}
+	secs := max(1, int(c.ProfileFor/time.Second))
+	wrkErr := make(chan error, 1)
+	go func() {
+		_, err := runWrk(c.LoadCPU, p.URL(c.Path), c.Conns, time.Duration(secs+2)*time.Second)
+		wrkErr <- err
+	}()
+	time.Sleep(time.Second) // let the load reach steady state
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.admin, secs)
+	resp, err := http.Get(url)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("profile: %s: %s", resp.Status, b)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := <-wrkErr; err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "loadtest: saved a %ds CPU profile of %s under load to %s\n", secs, p.name, file)
+	return nil
+}
+
+// startServer builds if needed and starts server name, pinned to cpu,
+// on free loopback ports, and waits until it listens. Every server is
+// started by internal/servertest, which passes -addr and -admin-addr.
+func startServer(tmp, name, cpu string) (*proc, error) {
+	var argv, env []string
+	admin := true
+	switch name {
+	case "classic", "bare":
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the loadtest binary: %w", err)
+		}
+		argv = []string{self}
+		env = []string{serveEnv + "=" + name}
+		admin = false
+	default:
+		var flags []string
+		bin := "visitors-pgo-auto"
+		if name == "visitors-nopgo" {
+			bin, flags = "visitors-pgo-off", []string{"-pgo=off"}
+		}
+		path := filepath.Join(tmp, bin)
+		if _, err := os.Stat(path); err != nil {
+			if path, err = servertest.BuildAs(tmp, bin, flags...); err != nil {
+				return nil, err
+			}
+		}
+		argv = []string{path, "-data", filepath.Join(tmp, name+"-data")}
+		switch name {
+		case "visitors-memory":
+			argv = append(argv, "-store", "memory")
+		case "visitors-sync":
+			argv = append(argv, "-durability", "sync")
+		case "visitors-nofr":
+			argv = append(argv, "-flight-recorder=false")
+		case "visitors-noobs":
+			argv = append(argv, "-flight-recorder=false", "-metrics=false")
+		}
+	}
+	// The access log goes to the process's output, kept in memory by
+	// servertest, as it is written in production.
+	p, err := servertest.StartWrappedErr([]string{"taskset", "-c", cpu}, argv[0], env, argv[1:]...)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	pr := &proc{name: name, Proc: p}
+	if admin {
+		pr.admin = p.AdminAddr
+	}
+	return pr, nil
+}

@@ -1,0 +1,86 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"visitors/internal/app"
+	"visitors/lab/greeting"
+	"visitors/lab/hello"
+)
+
+// bareBody is what the bare server answers: about 60 bytes, like /hi's.
+var bareBody = []byte("<h1 style='color: red'>Welcome!</h1>You are visitor number!")
+
+// bareHandler is the ceiling for net/http: one atomic increment and a
+// fixed body.
+type bareHandler struct{ n atomic.Int64 }
+
+func (h *bareHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.n.Add(1)
+	w.Write(bareBody)
+}
+
+// Serve runs "loadtest serve": the classic unoptimised server (the lab's
+// greeting and hello steps 0 behind net/http's ServeMux, at /hi and
+// /hello) or the bare net/http server, until ctx is done. Like visitors
+// it serves net/http/pprof on -admin-addr, so that internal/servertest
+// can start it.
+func Serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadtest serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kind := fs.String("kind", "classic", "classic or bare")
+	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
+	adminAddr := fs.String("admin-addr", "", "address to serve net/http/pprof on; empty: none")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var h http.Handler
+	switch *kind {
+	case "classic":
+		mux := http.NewServeMux()
+		mux.Handle("/hi", greeting.Step0())
+		mux.Handle("/hello", hello.Step0(os.Stdout)) // logrus, to the log file
+		h = mux
+	case "bare":
+		h = new(bareHandler)
+	default:
+		return fmt.Errorf("serve: -kind %q: want classic or bare", *kind)
+	}
+	l, err := app.Listen(*addr) // fd:N from servertest, or an address
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if *adminAddr != "" {
+		al, err := app.Listen(*adminAddr)
+		if err != nil {
+			l.Close()
+			return fmt.Errorf("serve: admin: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		admin := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go admin.Serve(al)
+		defer admin.Close()
+	}
+	// No timeouts: the classic server was a plain ListenAndServe, and the
+	// ceiling is net/http with nothing added.
+	srv := &http.Server{Handler: h} //nolint:gosec // loopback-only benchmark server
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
