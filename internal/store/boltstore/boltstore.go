@@ -16,11 +16,12 @@
 // number, so a restart skips none).
 //
 // With [store.Sync] durability a visit is a request to the flusher: the
-// flusher counts it, writes it, and only then answers. Visits that arrive
-// while a pass is committing share the next one: group commit, one
-// fdatasync pair for all of them. A pass that fails takes its visits back
-// before any later pass can write them, so an error means the visit did
-// not count.
+// flusher counts it, makes it durable, and only then answers. Visits that
+// arrive while a pass is writing share the next one: group commit. A pass
+// appends one record to a write-ahead log (wal.go) with one fdatasync;
+// the bbolt file catches up every flush interval, as in batch mode, and
+// the log starts over. A pass that fails takes its visits back before any
+// later pass can write them, so an error means the visit did not count.
 //
 // A failed write keeps the changes in memory, marks the store unhealthy
 // (see [Store.Health]) and is retried on the next pass. A failure tied to
@@ -93,6 +94,11 @@ type Store struct {
 	// putFault, when set, fails the write of the keys it returns an
 	// error for. Tests use it: no real key fails any more.
 	putFault atomic.Pointer[func(key string) error]
+	// logFault, when set, fails log writes with the error it returns.
+	logFault atomic.Pointer[func() error]
+
+	full atomic.Bool // Sync: the next pass commits to the bbolt file (Flush)
+	log  *wal        // Sync: the write-ahead log; owned by the flusher
 
 	// Owned by the flusher.
 	used    uint64            // hits at the previous pass, to size reservations
@@ -104,10 +110,12 @@ type Store struct {
 // entry is one key's counts and its place in the journal.
 type entry struct {
 	tally.Tally
-	key     string
-	dirty   atomic.Bool // in the journal, or about to be
-	next    *entry      // the journal's link; written only by the pusher
-	written uint64      // the total on disk; only the flusher uses it
+	key      string
+	dirty    atomic.Bool // in the journal, or about to be
+	next     *entry      // the journal's link; written only by the pusher
+	written  uint64      // the total on disk; only the flusher uses it
+	logStamp uint64      // the log record that lists it; only the flusher uses it
+	logged   uint64      // its total in that record
 }
 
 // pass is one run of the flusher; done is closed when its commit ends.
@@ -143,8 +151,9 @@ type write struct {
 
 // statCounters are the flusher's counters, read by [Store.Stats].
 type statCounters struct {
-	passes, passErrors, keyErrors, syncVisits atomic.Uint64
-	failing                                   atomic.Int64
+	passes, passErrors, keyErrors, syncVisits, logRecords atomic.Uint64
+	failing                                               atomic.Int64
+	replayed                                              int
 }
 
 // Stats are the store's counters for operators.
@@ -154,6 +163,8 @@ type Stats struct {
 	KeyErrors   uint64 // writes of one key that failed, summed over passes
 	FailingKeys int    // keys whose last write failed, held in memory
 	SyncVisits  uint64 // Sync: visits the passes counted (per pass: SyncVisits/Passes)
+	LogRecords  uint64 // Sync: passes that wrote the log, not the bbolt file
+	Replayed    int    // log records applied at open: visits a crash left in the log only
 }
 
 // Open opens or creates the store in o.Dir and loads every count into
@@ -170,6 +181,23 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Visits a crash left in the log only go into the file before it is
+	// read; in either mode, as a sync run may be followed by a batch run.
+	id, seq, replayed, err := replayLog(db, o.Dir)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if replayed > 0 {
+		o.Log.Info().Str("file", path).Int("records", replayed).Msg("applied the visits a crash left in the write-ahead log")
+	}
+	var log *wal
+	if o.Durability == store.Sync {
+		if log, err = openLog(o.Dir, id, seq); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	s := &Store{
 		cal:     tally.NewCalendar(o.Now),
 		db:      db,
@@ -179,11 +207,16 @@ func Open(o Options) (*Store, error) {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		failing: make(map[*entry]string),
+		log:     log,
 	}
+	s.stats.replayed = replayed
 	s.keys = tally.NewMap(o.MaxKeys, func(k string) *entry { return &entry{key: k} })
 	if err := s.load(); err != nil {
 		s.cal.Stop()
 		db.Close()
+		if log != nil {
+			log.close()
+		}
 		return nil, err
 	}
 	s.next.Store(newPass())
@@ -342,8 +375,12 @@ func (s *Store) markDirty(e *entry) {
 }
 
 // Flush waits for a flusher pass that begins after the call, which
-// writes everything counted before it, and returns that pass's error.
-func (s *Store) Flush() error { return s.wait(context.Background(), s.join(nil)) }
+// writes everything counted before it to the bbolt file, and returns that
+// pass's error.
+func (s *Store) Flush() error {
+	s.full.Store(true)
+	return s.wait(context.Background(), s.join(nil))
+}
 
 // Get implements [store.Store].
 func (s *Store) Get(_ context.Context, key []byte) (store.Counts, error) {
@@ -410,6 +447,8 @@ func (s *Store) Stats() Stats {
 		KeyErrors:   s.stats.keyErrors.Load(),
 		FailingKeys: int(s.stats.failing.Load()),
 		SyncVisits:  s.stats.syncVisits.Load(),
+		LogRecords:  s.stats.logRecords.Load(),
+		Replayed:    s.stats.replayed,
 	}
 }
 
@@ -445,14 +484,20 @@ func (s *Store) Close() error {
 	if cerr := s.db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close %s: %w", s.path, cerr)
 	}
+	if s.log != nil {
+		if cerr := s.log.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close %s: %w", s.log.path, cerr)
+		}
+	}
 	return err
 }
 
 func (s *Store) flusher() {
 	defer close(s.done)
 	// Batch mode flushes on the timer. In Sync mode every visit kicks the
-	// flusher, and the timer only retries a failed flush, so that the
-	// store heals, and /healthz says so, without waiting for a visit.
+	// flusher, which writes the log, and the timer brings the bbolt file
+	// up to date (and retries a failed flush, so that the store heals, and
+	// /healthz says so, without waiting for a visit).
 	t := time.NewTicker(s.o.FlushInterval)
 	defer t.Stop()
 	for {
@@ -470,6 +515,10 @@ func (s *Store) flusher() {
 		case <-t.C:
 		case <-s.kick:
 			s.gather()
+			if s.log != nil {
+				s.logPass()
+				continue
+			}
 		}
 		s.flush(false)
 	}
@@ -508,6 +557,12 @@ func (s *Store) flush(final bool) {
 		// take a number above the exact one this pass writes.
 		s.reserved.Store(0)
 	}
+	p, visits := s.take()
+	s.commit(p, visits, final)
+}
+
+// take seals the pass that has not begun and counts its Sync visits.
+func (s *Store) take() (*pass, *visit) {
 	p := s.next.Load()
 	s.next.Store(newPass()) // visits from here on join the next pass
 	visits := p.visits.Swap(sealed)
@@ -517,7 +572,64 @@ func (s *Store) flush(final bool) {
 		s.markDirty(v.e)
 		s.stats.syncVisits.Add(1)
 	}
+	return p, visits
+}
 
+// logPass runs one Sync pass through the log: it counts the pass's
+// visits, appends one record with their keys' counts, and answers once
+// the record is durable. When the log cannot take the record (it is full
+// and the file could not catch up, or its write failed), or Flush asked
+// for it, the pass commits to the bbolt file instead.
+func (s *Store) logPass() {
+	l := s.log
+	if s.full.Swap(false) || l.broken != nil {
+		s.flush(false) // a bbolt commit also retires a failed record
+		return
+	}
+	p, visits := s.take()
+	hits := s.hits.Load() // after take: every /hi visit of the pass is in it
+	if visits == nil && hits == l.hits {
+		close(p.done) // a kick with nothing to write
+		return
+	}
+	l.begin()
+	days := s.days[:0]
+	for v := visits; v != nil; v = v.next {
+		days = l.add(v.e, days)
+	}
+	s.days = days[:0]
+	rec := l.finish(hits)
+	if !l.fits(len(rec)) {
+		s.commit(p, visits, false) // the file catches up, and the log starts over
+		return
+	}
+	var fault func() error
+	if f := s.logFault.Load(); f != nil {
+		fault = *f
+	}
+	start := time.Now()
+	err := l.write(rec, fault)
+	if s.o.OnFlush != nil {
+		s.o.OnFlush(time.Since(start), err)
+	}
+	if err != nil {
+		s.o.Log.Error().Err(err).Msg("write-ahead log write failed; committing this pass to the data file instead")
+		s.commit(p, visits, false)
+		return
+	}
+	l.hits = hits
+	for v := visits; v != nil; v = v.next {
+		v.e.written = max(v.e.written, v.e.logged) // durable: not pending
+	}
+	s.stats.passes.Add(1)
+	s.stats.logRecords.Add(1)
+	s.answer(visits, nil)
+	close(p.done)
+}
+
+// commit writes every changed entry and the /hi counter in one bbolt
+// transaction and answers the pass's visits, which take has counted.
+func (s *Store) commit(p *pass, visits *visit, final bool) {
 	s.writes, s.days = s.writes[:0], s.days[:0]
 	for e := s.journal.Swap(nil); e != nil; {
 		next := e.next
@@ -536,7 +648,8 @@ func (s *Store) flush(final bool) {
 	}
 	// A failed pass puts its writes back, and the reservation it did not
 	// write stays ahead: an unhealthy store always has something to write.
-	if len(s.writes) == 0 && reserve == s.reserved.Load() {
+	logBehind := s.log != nil && s.log.seq != s.log.applied
+	if len(s.writes) == 0 && reserve == s.reserved.Load() && !logBehind {
 		s.answer(visits, nil)
 		close(p.done) // nothing to write
 		return
@@ -550,11 +663,18 @@ func (s *Store) flush(final bool) {
 			}
 		}
 		totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
+		whole := true
 		for i := range s.writes {
 			var err error
 			if s.writes[i].err, err = s.put(totals, days, &s.writes[i]); err != nil {
 				return fmt.Errorf("key %q: %w", s.writes[i].e.key, err)
 			}
+			whole = whole && s.writes[i].err == ""
+		}
+		// The file holds every log record only if every key was written:
+		// a key that failed has its acknowledged visits in the log alone.
+		if logBehind && whole {
+			return tx.Bucket(bucketMeta).Put(keyLogSeq, record(tagMeta, keyLogSeq, s.log.seq))
 		}
 		return nil
 	})
@@ -602,6 +722,9 @@ func (s *Store) flush(final bool) {
 	s.takeBack(visits, s.failing)
 	s.notWritten(start, s.writes, s.failing)
 	s.stats.failing.Store(int64(len(s.failing)))
+	if s.log != nil && len(s.failing) == 0 {
+		s.log.reset()
+	}
 	if len(s.failing) > 0 {
 		err := s.failingError()
 		s.health.Store(&err)

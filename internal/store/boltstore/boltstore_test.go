@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -117,8 +118,28 @@ func crashCopy(t *testing.T, s *Store) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What a crash leaves of the log: every record written so far (the
+	// test calls this while the flusher is idle).
+	if log, err := os.ReadFile(filepath.Join(s.o.Dir, LogName)); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, LogName), log, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return dir
 }
+
+// failDisk makes every write of s fail, the bbolt file's and the log's,
+// as a dead disk would. It returns the file's path, to reopen it with
+// and put back in s.db; the log heals with healLog.
+func failDisk(s *Store) string {
+	path := s.db.Path()
+	s.db.Close() // bbolt's writes fail with ErrDatabaseNotOpen
+	fault := func() error { return errors.New("planted: the disk is gone") }
+	s.logFault.Store(&fault)
+	return path
+}
+
+func healLog(s *Store) { s.logFault.Store(nil) }
 
 func TestDaysSurviveReopenAndMidnight(t *testing.T) {
 	dir := t.TempDir()
@@ -203,8 +224,7 @@ func TestSyncFailureIsNotAcknowledged(t *testing.T) {
 	if _, err := s.Incr(ctx, []byte("k")); err != nil {
 		t.Fatal(err)
 	}
-	path := s.db.Path()
-	s.db.Close()
+	path := failDisk(s) // every write fails from here
 	if _, err := s.Incr(ctx, []byte("k")); err == nil {
 		t.Error("Incr in sync mode succeeded while writes fail, want an error")
 	}
@@ -216,6 +236,7 @@ func TestSyncFailureIsNotAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.db = reopened
+	healLog(s)
 	if _, err := s.Incr(ctx, []byte("k")); err != nil {
 		t.Errorf("Incr after the disk came back: %v", err)
 	}
@@ -363,8 +384,17 @@ func TestEmptyNameDoesNotStopFlushes(t *testing.T) {
 // failing key is reported (Health, Stats, the log) and retried, and it is
 // written once it can be.
 func TestOneFailingKeyDoesNotBlockTheOthers(t *testing.T) {
-	for _, d := range []store.Durability{store.Batch, store.Sync} {
-		t.Run(d.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		d      store.Durability
+		logged bool // a sync visit is durable in the log: acknowledged
+	}{
+		{"batch", store.Batch, false},
+		{"sync", store.Sync, true},
+		{"sync-log-failing", store.Sync, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.d
 			dir := t.TempDir()
 			var logged bytes.Buffer
 			s := mustOpen(t, Options{Dir: dir, Durability: d, FlushInterval: time.Hour, Log: zerolog.New(&logged)})
@@ -375,6 +405,10 @@ func TestOneFailingKeyDoesNotBlockTheOthers(t *testing.T) {
 				return nil
 			}
 			s.putFault.Store(&fault)
+			if d == store.Sync && !tc.logged {
+				logFault := func() error { return errors.New("planted log failure") }
+				s.logFault.Store(&logFault)
+			}
 			_, badErr := s.Incr(ctx, []byte("bad"))
 			for range 3 {
 				if _, err := s.Incr(ctx, []byte("good")); err != nil {
@@ -382,8 +416,11 @@ func TestOneFailingKeyDoesNotBlockTheOthers(t *testing.T) {
 				}
 			}
 			s.Flush()
-			if d == store.Sync && badErr == nil {
-				t.Error("sync Incr(bad) succeeded though its write failed")
+			switch {
+			case d == store.Sync && !tc.logged && badErr == nil:
+				t.Error("sync Incr(bad) succeeded though neither the log nor the file took it")
+			case d == store.Sync && tc.logged && badErr != nil:
+				t.Errorf("sync Incr(bad) = %v, though the log holds it", badErr)
 			}
 			err := s.Health()
 			if err == nil || !strings.Contains(err.Error(), `"bad"`) {
@@ -407,7 +444,7 @@ func TestOneFailingKeyDoesNotBlockTheOthers(t *testing.T) {
 				t.Errorf("Health() after the retry = %v, want nil", err)
 			}
 			want := uint64(1)
-			if d == store.Sync {
+			if d == store.Sync && !tc.logged {
 				want = 0 // its visit was refused, so it did not count
 			}
 			if c := readTotal(t, crashCopy(t, s), "bad"); c != want {
@@ -436,8 +473,7 @@ func TestSyncErrorMeansNotCounted(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir, Durability: store.Sync, FlushInterval: time.Hour})
 	mustIncrN(t, s, "k", 2)
-	path := s.db.Path()
-	s.db.Close() // every write fails from here
+	path := failDisk(s) // every write fails from here
 	for range 3 {
 		if _, err := s.Incr(ctx, []byte("k")); err == nil {
 			t.Fatal("Incr succeeded while writes fail")
@@ -451,6 +487,7 @@ func TestSyncErrorMeansNotCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.db = db
+	healLog(s)
 	c, err := s.Incr(ctx, []byte("k")) // the client's retry
 	if err != nil || c.Total != 3 {
 		t.Errorf("the retry = %+v, %v; want total 3", c, err)
@@ -736,8 +773,7 @@ func TestPendingAndOnFlush(t *testing.T) {
 func TestPendingCountsNoRefusedSyncVisit(t *testing.T) {
 	s := mustOpen(t, Options{Dir: t.TempDir(), Durability: store.Sync, FlushInterval: time.Hour})
 	mustIncrN(t, s, "a", 1)
-	path := s.db.Path()
-	s.db.Close()
+	path := failDisk(s) // every write fails from here
 	if _, err := s.Incr(ctx, []byte("a")); err == nil {
 		t.Fatal("sync Incr succeeded while writes fail")
 	}
@@ -749,5 +785,6 @@ func TestPendingCountsNoRefusedSyncVisit(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.db = db
+	healLog(s)
 	mustClose(t, s)
 }

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package boltstore
+
+import "os"
+
+// datasync makes f's written data durable (fsync where fdatasync is not
+// available).
+func datasync(f *os.File) error { return f.Sync() }
