@@ -69,6 +69,9 @@ func Export(dir string, w io.Writer) error {
 	if _, err := verifyFile(path); err != nil {
 		return err
 	}
+	if err := settleLog(dir, path); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
 	db, err := boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
 	if err != nil {
 		return err
@@ -163,6 +166,12 @@ func Import(dir string, r io.Reader, replace bool) error {
 	case err == nil:
 		if format, err = verifyFile(path); err != nil {
 			return err
+		}
+		// Visits a crash left in the log join the store first. (A store
+		// made from scratch below gets a log id of its own, so the old
+		// log's records can never replay onto it.)
+		if err := settleLog(dir, path); err != nil {
+			return fmt.Errorf("import: %w", err)
 		}
 		if live, err = boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true}); err != nil {
 			return err

@@ -432,9 +432,14 @@ func TestOneFailingKeyDoesNotBlockTheOthers(t *testing.T) {
 			if !strings.Contains(logged.String(), `"key":"bad"`) {
 				t.Errorf("log = %s, want a line naming the key", logged.String())
 			}
-			// good is on disk already, while bad still fails.
-			if c := readTotal(t, crashCopy(t, s), "good"); c != 3 {
+			// good is on disk already, while bad still fails; a crash
+			// now keeps bad's visit if the log acknowledged it.
+			crashed := crashCopy(t, s)
+			if c := readTotal(t, crashed, "good"); c != 3 {
 				t.Errorf("on disk while another key fails, good = %d, want 3", c)
+			}
+			if c := readTotal(t, crashed, "bad"); tc.logged && c != 1 {
+				t.Errorf("after a crash while bad fails, bad = %d, want 1 (acknowledged from the log)", c)
 			}
 			s.putFault.Store(nil) // the cause is gone
 			if err := s.Flush(); err != nil {

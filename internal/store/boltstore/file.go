@@ -458,6 +458,12 @@ func Check(dir string, w io.Writer, max int) error {
 	if format == formatValueV1 {
 		note = " (format 1: no checksums; the service migrates it at start)"
 	}
+	switch pending, err := logPending(db, dir); {
+	case err != nil:
+		return fmt.Errorf("check %s: %w", path, err)
+	case pending > 0:
+		note += fmt.Sprintf("; %s holds %d records of visits not yet in the file (the service stopped without closing; its next start applies them)", LogName, pending)
+	}
 	fmt.Fprintf(w, "ok: %s: %d keys, %d day records, /hi at %d%s\n", path, st.keys, st.days, st.hits, note)
 	return nil
 }

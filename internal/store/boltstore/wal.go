@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -384,4 +385,34 @@ func logPending(db *bolt.DB, dir string) (records int, err error) {
 		return err
 	})
 	return records, err
+}
+
+// settleLog applies to the file at path the records a crash left in the
+// log in dir, if there are any, so that export and import see every
+// acknowledged visit. The file has been verified.
+func settleLog(dir, path string) error {
+	ro, err := boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	n, err := logPending(ro, dir)
+	ro.Close()
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	db, _, err := openDB(dir)
+	if err != nil {
+		return err
+	}
+	_, _, _, err = replayLog(db, dir)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("apply %s to %s: %w", LogName, path, err)
+	}
+	return nil
 }
