@@ -16,18 +16,22 @@ import (
 )
 
 // diskFullScript mounts a small tmpfs on the data directory inside a new
-// user and mount namespace (no privileges needed), takes most of its room
-// with a filler file, and runs visitors on it.
+// user and mount namespace (no privileges needed), puts the sync mode's
+// write-ahead log there at its full preallocated size (4 MiB, as
+// boltstore makes it: a service that cannot preallocate it refuses to
+// start), takes most of the rest with a filler file, and runs visitors.
 const diskFullScript = `set -e
-mount -t tmpfs -o size=1m tmpfs "$1"
+mount -t tmpfs -o size=5m tmpfs "$1"
+head -c 4194304 /dev/zero > "$1/visitors.wal"
 head -c 880000 /dev/zero > "$1/filler"
 shift
 exec "$@"`
 
 // TestDiskFull fills the data directory's disk under the real binary: the
 // flush fails with ENOSPC, /healthz says so with 503, batch mode keeps
-// counting in memory while sync mode refuses to acknowledge; once room is
-// made, the retry writes everything and /healthz is 200 again.
+// counting in memory, sync mode acknowledges only what its preallocated
+// log made durable (it refuses once a pass can reach neither); once room
+// is made, the retry writes everything and /healthz is 200 again.
 func TestDiskFull(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Fatal("unshare (util-linux) is needed to mount a small tmpfs without privileges")
@@ -118,6 +122,7 @@ func diskFull(t *testing.T, durability string) {
 	// (nothing is being written: every count is flushed) and export it.
 	copyDir := t.TempDir()
 	copyFile(t, filepath.Join(inside, "visitors.db"), filepath.Join(copyDir, "visitors.db"))
+	copyFile(t, filepath.Join(inside, "visitors.wal"), filepath.Join(copyDir, "visitors.wal"))
 	if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Stderr())
 	}
