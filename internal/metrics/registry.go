@@ -151,7 +151,7 @@ type FlushDurations struct{ prometheus.Histogram }
 func NewFlushDurations() *FlushDurations {
 	return &FlushDurations{prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "visitors_store_flush_duration_seconds",
-		Help:    "How long a durable store's flush pass took (a bbolt transaction and its fdatasync), failed passes included.",
+		Help:    "How long a durable store's flush pass took (a bbolt transaction and its fdatasyncs, or in sync mode a write-ahead log record and its fdatasync), failed passes included.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 	})}
 }
