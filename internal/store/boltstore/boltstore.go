@@ -582,11 +582,12 @@ func (s *Store) take() (*pass, *visit) {
 // for it, the pass commits to the bbolt file instead.
 func (s *Store) logPass() {
 	l := s.log
+	p, visits := s.take()
+	// After take: a Flush that joined this pass has set full by now.
 	if s.full.Swap(false) || l.broken != nil {
-		s.flush(false) // a bbolt commit also retires a failed record
+		s.commit(p, visits, false) // a bbolt commit also retires a failed record
 		return
 	}
-	p, visits := s.take()
 	hits := s.hits.Load() // after take: every /hi visit of the pass is in it
 	if visits == nil && hits == l.hits {
 		close(p.done) // a kick with nothing to write
