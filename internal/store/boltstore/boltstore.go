@@ -513,6 +513,13 @@ func (s *Store) flusher() {
 			close(p.done)
 			return
 		case <-t.C:
+			if s.log != nil {
+				// The file catches up; the visits waiting stay for the
+				// log (their kick is pending), so that a file that
+				// cannot be written refuses none while the log has room.
+				s.commit(newPass(), nil, false)
+				continue
+			}
 		case <-s.kick:
 			s.gather()
 			if s.log != nil {
