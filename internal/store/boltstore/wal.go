@@ -183,7 +183,7 @@ func parseRecord(b []byte, id uint64) (r logRecord, n int, ok bool) {
 		p = p[klen:]
 		k.total = next()
 		nd := next()
-		for j := uint64(0); ok && j < nd && j <= store.MaxDays+1; j++ {
+		for j := uint64(0); ok && j < nd; j++ { // each day takes bytes: bounded by the payload
 			d := next()
 			k.days = append(k.days, tally.DayCount{Day: store.Day(d), Count: next()})
 		}
