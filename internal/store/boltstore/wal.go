@@ -268,7 +268,9 @@ func openLog(dir string, id, seq uint64) (*wal, error) {
 	if err == nil && fi.Size() < logSize {
 		// Zeros, written and synced once: a record's fdatasync then
 		// writes only its own blocks, never the file's size or extents.
-		err = preallocate(f, fi.Size(), logSize)
+		if err = preallocate(f, fi.Size(), logSize); err != nil {
+			f.Truncate(fi.Size()) // give back the room it took: the disk is full
+		}
 		if err == nil {
 			err = syncDir(dir)
 		}
