@@ -149,3 +149,34 @@ echo "rc=$rc before=$before after=$after"`
 		t.Errorf("a sync start that failed (exit %d) left %d KiB of the disk's %d KiB free taken:\n%s", rc, before-after, before, out)
 	}
 }
+
+// TestReviewWALExportFromAReadOnlyDirectory: export used to open the
+// store read-only, so a data directory on a read-only mount (a snapshot,
+// a backup volume) could be exported. With records a crash left in the
+// log, export now first writes them into visitors.db (settleLog), and on
+// a read-only mount fails. It should apply them in memory (or to a
+// temporary copy) instead. A read-only bind mount in a user and mount
+// namespace.
+func TestReviewWALExportFromAReadOnlyDirectory(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Fatal("unshare (util-linux) is needed to mount read-only without privileges")
+	}
+	data, ro := t.TempDir(), t.TempDir()
+	p := servertest.Start(t, bin, nil, "-data", data, "-durability", "sync", "-flush-interval", "1h", "-log-level", "warn")
+	for range 3 {
+		if code, _, body := mustGet(t, p.URL("/hello?name=ro")); code != 200 {
+			t.Fatalf("/hello = %d %s", code, body)
+		}
+	}
+	if err := p.Kill(); err != nil { // the visits are in the log alone
+		t.Fatal(err)
+	}
+	const script = `mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" || exit 99
+shift 2
+exec "$@"`
+	out, err := exec.Command("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", data, ro,
+		bin, "export", "-data", ro).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"key":"ro","total":3`) {
+		t.Errorf("export of a read-only data directory = %v\n%s\nwant the 3 visits in the log", err, out)
+	}
+}
