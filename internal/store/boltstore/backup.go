@@ -69,14 +69,24 @@ func Export(dir string, w io.Writer) error {
 	if _, err := verifyFile(path); err != nil {
 		return err
 	}
-	if err := settleLog(dir, path); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
 	db, err := boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	// Visits a crash left in the log are exported too, from a copy:
+	// export writes nothing in dir.
+	switch n, err := logPending(db, dir); {
+	case err != nil:
+		return fmt.Errorf("export %s: %w", path, err)
+	case n > 0:
+		cp, remove, err := settledCopy(db, dir)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		defer remove()
+		db = cp
+	}
 	bw := bufio.NewWriter(w)
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)

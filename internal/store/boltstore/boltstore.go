@@ -39,9 +39,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -135,6 +137,14 @@ type visit struct {
 	next *visit
 }
 
+// closedPass answers visits that arrive after Close.
+var closedPass = func() *pass {
+	p := newPass()
+	p.err = errors.New("store closed")
+	close(p.done)
+	return p
+}()
+
 // sealed marks a pass whose visits the flusher has taken.
 var sealed = new(visit)
 
@@ -183,7 +193,7 @@ func Open(o Options) (*Store, error) {
 	}
 	// Visits a crash left in the log only go into the file before it is
 	// read; in either mode, as a sync run may be followed by a batch run.
-	id, seq, replayed, err := replayLog(db, o.Dir)
+	id, seq, replayed, err := replayLog(db, filepath.Join(o.Dir, LogName))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -193,7 +203,12 @@ func Open(o Options) (*Store, error) {
 	}
 	var log *wal
 	if o.Durability == store.Sync {
-		if log, err = openLog(o.Dir, id, seq); err != nil {
+		switch log, err = openLog(o.Dir, id, seq); {
+		case errors.Is(err, syscall.ENOSPC):
+			// Sync mode still works without the log, at the cost of a
+			// bbolt commit per pass: better than refusing to start.
+			o.Log.Warn().Err(err).Msg("no room for the write-ahead log; sync passes commit to the data file, more slowly, until a restart finds room")
+		case err != nil:
 			db.Close()
 			return nil, err
 		}
@@ -324,7 +339,12 @@ func (s *Store) join(vis *visit) *pass {
 			return p
 		}
 		head := p.visits.Load()
-		if head == sealed { // taken: the flusher has already stored the next pass
+		if head == sealed { // taken: the flusher has stored the next pass, or stopped
+			select {
+			case <-s.done:
+				return closedPass
+			default:
+			}
 			continue
 		}
 		vis.next = head

@@ -234,10 +234,9 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 	return meta.Put(keyLogSeq, record(tagMeta, keyLogSeq, last))
 }
 
-// replayLog brings db up to date with the log in dir: it applies the
+// replayLog brings db up to date with the log at path: it applies the
 // records db has not, and returns db's log id and the last seq.
-func replayLog(db *bolt.DB, dir string) (id, seq uint64, replayed int, err error) {
-	path := filepath.Join(dir, LogName)
+func replayLog(db *bolt.DB, path string) (id, seq uint64, replayed int, err error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		var applied uint64
 		if id, applied, err = logState(tx); err != nil {
@@ -409,7 +408,7 @@ func settleLog(dir, path string) error {
 	if err != nil {
 		return err
 	}
-	_, _, _, err = replayLog(db, dir)
+	_, _, _, err = replayLog(db, filepath.Join(dir, LogName))
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -417,4 +416,32 @@ func settleLog(dir, path string) error {
 		return fmt.Errorf("apply %s to %s: %w", LogName, path, err)
 	}
 	return nil
+}
+
+// settledCopy returns a copy of the store in db, in a temporary
+// directory, with the records a crash left in the log in dir applied, and
+// a function that removes it. Export reads it, so that it writes nothing
+// in dir (which may be read-only: a snapshot, a backup volume).
+func settledCopy(db *bolt.DB, dir string) (*bolt.DB, func(), error) {
+	tmp, err := os.MkdirTemp("", "visitors-export-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("a copy to apply %s to: %w", LogName, err)
+	}
+	path := filepath.Join(tmp, FileName)
+	if err := db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) }); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, fmt.Errorf("copy %s to apply %s to: %w", db.Path(), LogName, err)
+	}
+	cp, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err == nil {
+		_, _, _, err = replayLog(cp, filepath.Join(dir, LogName))
+		if err != nil {
+			cp.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, fmt.Errorf("apply %s: %w", filepath.Join(dir, LogName), err)
+	}
+	return cp, func() { cp.Close(); os.RemoveAll(tmp) }, nil
 }

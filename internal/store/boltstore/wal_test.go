@@ -292,3 +292,24 @@ func TestOfflineCommandsSeeTheLog(t *testing.T) {
 		t.Errorf("after an import that replaced the store, a = %d, want 0 (the old log replayed?)", n)
 	}
 }
+
+// TestSyncVisitAfterCloseIsRefused: a visit after Close gets an error at
+// once (join used to spin forever on the last, sealed pass).
+func TestSyncVisitAfterCloseIsRefused(t *testing.T) {
+	s := openSyncLogOnly(t, t.TempDir())
+	mustIncrN(t, s, "a", 1)
+	mustClose(t, s)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Incr(ctx, []byte("a"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Incr after Close succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Incr after Close did not return in 10s")
+	}
+}
