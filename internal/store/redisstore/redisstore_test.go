@@ -1,0 +1,87 @@
+package redisstore
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/store/storetest"
+)
+
+// One standalone server and one 3-node cluster serve every test of the
+// package; each test keeps to its own prefix.
+var (
+	standalone *redistest.Server
+	cluster    *redistest.Cluster
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "redisstore-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if standalone, err = redistest.Start(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer standalone.Close()
+	if cluster, err = redistest.StartCluster(dir, 3); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cluster.Close()
+	return m.Run()
+}
+
+// prefixOf gives each store directory of the suite its own names.
+func prefixOf(dir string) string {
+	h := sha1.Sum([]byte(dir))
+	return "t" + hex.EncodeToString(h[:6]) + ":"
+}
+
+func backend(where string, d store.Durability) storetest.Backend {
+	return storetest.Backend{
+		Durable: true,
+		Open: func(t *testing.T, c storetest.Config) store.Store {
+			t.Helper()
+			o := Options{
+				Prefix:        prefixOf(c.Dir),
+				Durability:    d,
+				FlushInterval: 5 * time.Millisecond,
+				MaxKeys:       c.MaxKeys,
+				Now:           c.Now,
+			}
+			if where == "cluster" {
+				o.Cluster = cluster.Addrs()
+			} else {
+				o.URL = standalone.URL()
+			}
+			st, err := Open(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		for _, d := range []store.Durability{store.Batch, store.Sync} {
+			t.Run(where+"/"+d.String(), func(t *testing.T) {
+				storetest.Run(t, backend(where, d))
+			})
+		}
+	}
+}
