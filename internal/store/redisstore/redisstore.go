@@ -111,9 +111,13 @@ type Store struct {
 	admits   atomic.Int64 // admissions begun, and
 	admitted atomic.Int64 // admissions ended: a count read meanwhile may be stale
 
-	hiMu   sync.Mutex // guards hiNext and hiEnd
-	hiNext uint64     // Batch: the next /hi number of the block
-	hiEnd  uint64     // Batch: the block's last number; hiNext > hiEnd: no block
+	hiMu      sync.Mutex // guards hiNext, hiEnd, spareEnd and reserving
+	hiNext    uint64     // Batch: the next /hi number of the block
+	hiEnd     uint64     // Batch: the block's last number; hiNext > hiEnd: no block
+	spareEnd  uint64     // Batch: the last number of the block reserved ahead; 0: none
+	reserving bool       // Batch: a block is being reserved ahead
+	reserveWG sync.WaitGroup
+	reserved  *sync.Cond // on hiMu: signalled when a reservation ahead ends
 
 	dirtyMu sync.Mutex // guards dirty
 	dirty   []*entry   // Batch: entries counted or read since the last round
@@ -334,6 +338,7 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 		done:    make(chan struct{}),
 		cur:     &round{done: make(chan struct{})},
 	}
+	s.reserved = sync.NewCond(&s.hiMu)
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
 	n, err := c.Do(ctx, c.B().Scard().Key(s.n.keys).Build()).AsInt64()
@@ -374,18 +379,51 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 	}
 	s.hiMu.Lock()
 	defer s.hiMu.Unlock()
+	for s.hiNext > s.hiEnd && s.spareEnd == 0 && s.reserving {
+		s.reserved.Wait() // the block ahead is on its way: two would leave a gap
+	}
 	if s.hiNext > s.hiEnd {
-		ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
-		defer cancel()
-		end, err := s.c.Do(ctx, s.c.B().Incrby().Key(s.n.hi).Increment(int64(s.o.HiBlock)).Build()).AsUint64()
-		if err != nil {
-			return 0, fmt.Errorf("redis: reserve /hi numbers: %w: %w", ErrUnavailable, err)
+		if s.spareEnd != 0 {
+			s.hiNext, s.hiEnd, s.spareEnd = s.spareEnd-s.o.HiBlock+1, s.spareEnd, 0
+		} else {
+			end, err := s.reserve(ctx)
+			if err != nil {
+				return 0, err
+			}
+			s.hiNext, s.hiEnd = end-s.o.HiBlock+1, end
 		}
-		s.hiNext, s.hiEnd = end-s.o.HiBlock+1, end
 	}
 	n := s.hiNext
 	s.hiNext++
+	// Past half the block, reserve the next one in the background, so
+	// that no request waits for Redis when this one runs out.
+	if s.hiEnd-n < s.o.HiBlock/2 && s.spareEnd == 0 && !s.reserving {
+		s.reserving = true
+		s.reserveWG.Add(1)
+		go func() {
+			defer s.reserveWG.Done()
+			end, err := s.reserve(context.Background())
+			s.hiMu.Lock()
+			defer s.hiMu.Unlock()
+			s.reserving = false
+			s.reserved.Broadcast()
+			if err == nil {
+				s.spareEnd = end
+			}
+		}()
+	}
 	return n, nil
+}
+
+// reserve reserves a block of HiBlock /hi numbers and returns its last.
+func (s *Store) reserve(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	end, err := s.c.Do(ctx, s.c.B().Incrby().Key(s.n.hi).Increment(int64(s.o.HiBlock)).Build()).AsUint64()
+	if err != nil {
+		return 0, fmt.Errorf("redis: reserve /hi numbers: %w: %w", ErrUnavailable, err)
+	}
+	return end, nil
 }
 
 // load returns key's entry, or nil. The key is viewed as a string
@@ -824,16 +862,27 @@ func (s *Store) Close() error {
 		if h := s.held.Load(); h > 0 {
 			err = fmt.Errorf("redis: %d visits could not be sent: %w", h, s.Health())
 		}
+		s.reserveWG.Wait()
 		s.hiMu.Lock()
-		if s.o.Durability == store.Batch && s.hiNext <= s.hiEnd {
-			ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
-			give := script{src: givebackSrc, sha: givebackSHA, keys: []string{s.n.hi},
-				args: []string{strconv.FormatUint(s.hiEnd, 10), strconv.FormatUint(s.hiNext-1, 10)}}
-			if res := s.doScripts(ctx, []script{give}); res[0].Error() != nil {
-				s.o.Log.Warn().Err(res[0].Error()).Msg("redis: could not give back unused /hi numbers; they are skipped")
+		if s.o.Durability == store.Batch {
+			// What was reserved last, and from where on it is unused.
+			end, unused := s.hiEnd, s.hiNext
+			switch {
+			case s.spareEnd != 0 && s.spareEnd-s.o.HiBlock == s.hiEnd:
+				end = s.spareEnd // contiguous: both go back
+			case s.spareEnd != 0:
+				end, unused = s.spareEnd, s.spareEnd-s.o.HiBlock+1 // only the spare
 			}
-			cancel()
-			s.hiNext = s.hiEnd + 1
+			if unused <= end {
+				ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+				give := script{src: givebackSrc, sha: givebackSHA, keys: []string{s.n.hi},
+					args: []string{strconv.FormatUint(end, 10), strconv.FormatUint(unused-1, 10)}}
+				if res := s.doScripts(ctx, []script{give}); res[0].Error() != nil {
+					s.o.Log.Warn().Err(res[0].Error()).Msg("redis: could not give back unused /hi numbers; they are skipped")
+				}
+				cancel()
+			}
+			s.hiNext, s.spareEnd = s.hiEnd+1, 0
 		}
 		s.hiMu.Unlock()
 		s.cal.Stop()
