@@ -85,3 +85,41 @@ func TestConformance(t *testing.T) {
 		}
 	}
 }
+
+// TestResentRoundLandsOnce sends one round's script again, as the
+// flusher does when an answer was lost: the second copy adds nothing, and
+// the next round adds again.
+func TestResentRoundLandsOnce(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			st := backend(where, store.Batch).Open(t, storetest.Config{Dir: t.TempDir()}).(*Store)
+			defer st.Close()
+			tag := st.n.tag([]byte("resent"))
+			g := st.groupOf(tag)
+			today := store.Day(20000)
+			round := func(seq string) []int64 {
+				t.Helper()
+				sc := script{src: applySrc, sha: applySHA,
+					keys: []string{st.n.seq(g, "test"), total(tag), dayKey(tag, today), dayKey(tag, today-1)},
+					args: []string{seq, "60", "9999999999", "3", "1", "2", "9999999999"}}
+				vals, err := st.doScripts(t.Context(), []script{sc})[0].AsIntSlice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return vals
+			}
+			if got := fmt.Sprint(round("1")); got != "[5 3 2]" {
+				t.Fatalf("round 1 = %s, want [5 3 2] (total, today, yesterday)", got)
+			}
+			if got := fmt.Sprint(round("1")); got != "[5 3 2]" {
+				t.Fatalf("round 1 sent again = %s, want [5 3 2]: nothing added twice", got)
+			}
+			if got := fmt.Sprint(round("2")); got != "[10 6 4]" {
+				t.Fatalf("round 2 = %s, want [10 6 4]", got)
+			}
+			if got := fmt.Sprint(round("1")); got != "[10 6 4]" {
+				t.Fatalf("round 1 arriving late = %s, want [10 6 4]", got)
+			}
+		})
+	}
+}
