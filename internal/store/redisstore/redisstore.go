@@ -47,6 +47,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,7 +248,12 @@ func Connect(o Options) (rueidis.Client, error) {
 	}
 	opt, err := rueidis.ParseURL(o.URL)
 	if err != nil {
-		return nil, fmt.Errorf("-redis-url: %w", err)
+		// url.Error quotes the URL, password and all: keep only why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("-redis-url %s: %w", redact(o.URL), err)
 	}
 	if o.Password != "" {
 		opt.Password = o.Password

@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"visitors/internal/race"
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
@@ -121,5 +123,42 @@ func TestResentRoundLandsOnce(t *testing.T) {
 				t.Fatalf("round 1 arriving late = %s, want [10 6 4]", got)
 			}
 		})
+	}
+}
+
+// TestBatchHotPathAllocatesNothing: in Batch, a visit to a key the
+// instance knows, a read of it and a /hi number from the block touch
+// only memory, and allocate nothing.
+func TestBatchHotPathAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation budgets are checked without -race (scripts/test.sh runs them)")
+	}
+	st := backend("standalone", store.Batch).Open(t, storetest.Config{Dir: t.TempDir()}).(*Store)
+	defer st.Close()
+	key := []byte("hot")
+	if _, err := st.Incr(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	st.Hit(t.Context())
+	ctx := t.Context()
+	for name, f := range map[string]func(){
+		"Incr": func() { st.Incr(ctx, key) },
+		"Get":  func() { st.Get(ctx, key) },
+		"Hit":  func() { st.Hit(ctx) },
+	} {
+		if n := testing.AllocsPerRun(200, f); n != 0 {
+			t.Errorf("%s allocates %v times per call, want 0", name, n)
+		}
+	}
+}
+
+// TestURLPasswordNotInErrors: a bad -redis-url is refused without
+// echoing its password.
+func TestURLPasswordNotInErrors(t *testing.T) {
+	for _, u := range []string{"redis://user:hunter2@127.0.0.1:1/0", "redis://user:hunter2@bad host/0", "ftp://user:hunter2@h/0"} {
+		_, err := Open(Options{URL: u, Timeout: 200 * time.Millisecond})
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%s) error = %v, want one without the password", u, err)
+		}
 	}
 }
