@@ -162,18 +162,8 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	procs := make([]*proc, len(c.Servers))
-	defer func() {
-		for _, p := range procs {
-			if p == nil {
-				continue
-			}
-			if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
-				fmt.Fprintf(log, "loadtest: stop %s: %v\n", p.name, err)
-				p.Kill()
-			}
-		}
-	}()
+	// The redis-server of the visitors-redis servers; it is stopped after
+	// them (defers run last first), so that they stop cleanly.
 	var redisURL string
 	for _, name := range c.Servers {
 		if strings.HasPrefix(name, "visitors-redis") && redisURL == "" {
@@ -193,6 +183,18 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 			fmt.Fprintf(log, "loadtest: started redis-server on %s (cpu %s)\n", rs.Addr, cpu)
 		}
 	}
+	procs := make([]*proc, len(c.Servers))
+	defer func() {
+		for _, p := range procs {
+			if p == nil {
+				continue
+			}
+			if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+				fmt.Fprintf(log, "loadtest: stop %s: %v\n", p.name, err)
+				p.Kill()
+			}
+		}
+	}()
 	for i, name := range c.Servers {
 		p, err := startServer(tmp, name, c.ServerCPU, redisURL)
 		if err != nil {

@@ -41,13 +41,25 @@ func (s *Store) flusher() {
 }
 
 // countKeys reads the size of the set of every key, which other
-// instances grow too.
+// instances grow too. It is also the flusher's check that Redis answers
+// when no round has anything to send: [Store.Health] names Redis while
+// it does not.
 func (s *Store) countKeys() {
 	if s.stuck.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 	defer cancel()
+	if err := s.c.Do(ctx, s.c.B().Ping().Build()).Error(); err != nil {
+		perr := fmt.Errorf("redis does not answer: %w", err)
+		if s.pingErr.Swap(&perr) == nil {
+			s.o.Log.Error().Err(perr).Msg("redis unreachable")
+		}
+		return
+	}
+	if s.pingErr.Swap(nil) != nil {
+		s.o.Log.Info().Msg("redis answers again")
+	}
 	// An admission answered meanwhile may have seen more keys than this
 	// read: the count is taken only if none overlapped it.
 	begun := s.admits.Load()

@@ -112,11 +112,10 @@ type Store struct {
 	admits   atomic.Int64 // admissions begun, and
 	admitted atomic.Int64 // admissions ended: a count read meanwhile may be stale
 
-	hiMu      sync.Mutex // guards hiNext, hiEnd, spareEnd and reserving
-	hiNext    uint64     // Batch: the next /hi number of the block
-	hiEnd     uint64     // Batch: the block's last number; hiNext > hiEnd: no block
-	spareEnd  uint64     // Batch: the last number of the block reserved ahead; 0: none
-	reserving bool       // Batch: a block is being reserved ahead
+	block     atomic.Pointer[block] // Batch: the /hi numbers being handed out
+	hiMu      sync.Mutex            // guards block changes, spareEnd and reserving
+	spareEnd  uint64                // Batch: the last number of the block reserved ahead; 0: none
+	reserving bool                  // Batch: a block is being reserved ahead
 	reserveWG sync.WaitGroup
 	reserved  *sync.Cond // on hiMu: signalled when a reservation ahead ends
 
@@ -129,6 +128,7 @@ type Store struct {
 	roundMu sync.RWMutex // held by the flusher while a round is on the wire
 
 	health  atomic.Pointer[error] // why the last round failed; nil when healthy
+	pingErr atomic.Pointer[error] // why the last check between rounds failed
 	stuck   atomic.Bool           // a round is unanswered
 	rounds  atomic.Uint64         // rounds answered
 	held    atomic.Int64          // visits in memory not yet confirmed by Redis, as of the last round
@@ -141,6 +141,14 @@ type Store struct {
 
 	seq  uint64   // owned by the flusher: the last round's number
 	work []*entry // owned by the flusher: the round's entries
+}
+
+// block is a range of /hi numbers reserved in Redis: next hands them out
+// without a lock; a number past end is not handed out, the caller takes
+// the next block.
+type block struct {
+	next atomic.Uint64 // the last number taken (some may be past end)
+	end  uint64
 }
 
 // entry is one key this instance counts.
@@ -337,7 +345,6 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 		id:      hex.EncodeToString(id[:]),
 		cal:     tally.NewCalendar(o.Now),
 		cluster: c.Mode() == rueidis.ClientModeCluster,
-		hiNext:  1,
 		kick:    make(chan struct{}, 1),
 		flushRq: make(chan chan error),
 		stop:    make(chan struct{}),
@@ -383,42 +390,70 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 		}
 		return n, nil
 	}
-	s.hiMu.Lock()
-	defer s.hiMu.Unlock()
-	for s.hiNext > s.hiEnd && s.spareEnd == 0 && s.reserving {
-		s.reserved.Wait() // the block ahead is on its way: two would leave a gap
-	}
-	if s.hiNext > s.hiEnd {
-		if s.spareEnd != 0 {
-			s.hiNext, s.hiEnd, s.spareEnd = s.spareEnd-s.o.HiBlock+1, s.spareEnd, 0
-		} else {
-			end, err := s.reserve(ctx)
-			if err != nil {
-				return 0, err
+	for {
+		b := s.block.Load()
+		if b != nil {
+			n := b.next.Add(1)
+			if n <= b.end {
+				if n == b.end-s.o.HiBlock/2 {
+					s.reserveAhead()
+				}
+				return n, nil
 			}
-			s.hiNext, s.hiEnd = end-s.o.HiBlock+1, end
+		}
+		if err := s.nextBlock(ctx, b); err != nil {
+			return 0, err
 		}
 	}
-	n := s.hiNext
-	s.hiNext++
-	// Past half the block, reserve the next one in the background, so
-	// that no request waits for Redis when this one runs out.
-	if s.hiEnd-n < s.o.HiBlock/2 && s.spareEnd == 0 && !s.reserving {
-		s.reserving = true
-		s.reserveWG.Add(1)
-		go func() {
-			defer s.reserveWG.Done()
-			end, err := s.reserve(context.Background())
-			s.hiMu.Lock()
-			defer s.hiMu.Unlock()
-			s.reserving = false
-			s.reserved.Broadcast()
-			if err == nil {
-				s.spareEnd = end
-			}
-		}()
+}
+
+// reserveAhead reserves the next block in the background, so that no
+// request waits for Redis when this one runs out.
+func (s *Store) reserveAhead() {
+	s.hiMu.Lock()
+	defer s.hiMu.Unlock()
+	if s.spareEnd != 0 || s.reserving {
+		return
 	}
-	return n, nil
+	s.reserving = true
+	s.reserveWG.Add(1)
+	go func() {
+		defer s.reserveWG.Done()
+		end, err := s.reserve(context.Background())
+		s.hiMu.Lock()
+		defer s.hiMu.Unlock()
+		s.reserving = false
+		s.reserved.Broadcast()
+		if err == nil {
+			s.spareEnd = end
+		}
+	}()
+}
+
+// nextBlock replaces the used-up block old with the one reserved ahead,
+// or, if there is none, reserves one now.
+func (s *Store) nextBlock(ctx context.Context, old *block) error {
+	s.hiMu.Lock()
+	defer s.hiMu.Unlock()
+	for s.block.Load() == old && s.spareEnd == 0 && s.reserving {
+		s.reserved.Wait() // the block ahead is on its way: two would leave a gap
+	}
+	if s.block.Load() != old {
+		return nil // another caller replaced it
+	}
+	end := s.spareEnd
+	if end != 0 {
+		s.spareEnd = 0
+	} else {
+		var err error
+		if end, err = s.reserve(ctx); err != nil {
+			return err
+		}
+	}
+	nb := &block{end: end}
+	nb.next.Store(end - s.o.HiBlock)
+	s.block.Store(nb)
+	return nil
 }
 
 // reserve reserves a block of HiBlock /hi numbers and returns its last.
@@ -810,6 +845,9 @@ func (s *Store) Health() error {
 	if p := s.health.Load(); p != nil {
 		return *p
 	}
+	if p := s.pingErr.Load(); p != nil {
+		return *p
+	}
 	return nil
 }
 
@@ -872,14 +910,18 @@ func (s *Store) Close() error {
 		s.hiMu.Lock()
 		if s.o.Durability == store.Batch {
 			// What was reserved last, and from where on it is unused.
-			end, unused := s.hiEnd, s.hiNext
+			var end, unused uint64
+			if b := s.block.Load(); b != nil {
+				end, unused = b.end, min(b.next.Load(), b.end)+1
+				b.next.Store(b.end) // no more numbers from it
+			}
 			switch {
-			case s.spareEnd != 0 && s.spareEnd-s.o.HiBlock == s.hiEnd:
+			case s.spareEnd != 0 && s.spareEnd-s.o.HiBlock == end:
 				end = s.spareEnd // contiguous: both go back
 			case s.spareEnd != 0:
 				end, unused = s.spareEnd, s.spareEnd-s.o.HiBlock+1 // only the spare
 			}
-			if unused <= end {
+			if end != 0 && unused <= end {
 				ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 				give := script{src: givebackSrc, sha: givebackSHA, keys: []string{s.n.hi},
 					args: []string{strconv.FormatUint(end, 10), strconv.FormatUint(unused-1, 10)}}
@@ -888,7 +930,7 @@ func (s *Store) Close() error {
 				}
 				cancel()
 			}
-			s.hiNext, s.spareEnd = s.hiEnd+1, 0
+			s.spareEnd = 0
 		}
 		s.hiMu.Unlock()
 		s.cal.Stop()

@@ -162,3 +162,39 @@ func TestURLPasswordNotInErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthNamesRedisWhileItIsDown: with no visits at all, Health says
+// Redis is down within a few flush intervals, and clears once it is back.
+func TestHealthNamesRedisWhileItIsDown(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: 10 * time.Millisecond, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitHealth := func(down bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			err := st.Health()
+			if down && err != nil && strings.Contains(err.Error(), "redis") || !down && err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Health() = %v after 20s; want Redis named: %v", err, down)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitHealth(false)
+	rs.Kill()
+	waitHealth(true)
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(false)
+}
