@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -76,6 +77,9 @@ func Start(dir string, args ...string) (*Server, error) {
 func (s *Server) start() error {
 	cmd := exec.Command(ServerBin, s.args...)
 	cmd.Dir = s.Dir
+	// A test binary that dies (a panic skips TestMain's Close) takes its
+	// servers with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	log := new(bytes.Buffer)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
