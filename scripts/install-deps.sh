@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh installs the Debian packages the tests and the load test
 # use: wrk (load generator), util-linux (taskset, unshare for the
-# disk-full test), chromium (renders badges in the browser test). Go
+# disk-full test), chromium (renders badges in the browser test),
+# redis-server and redis-cli (the Redis store's tests start their own
+# servers and cluster on free ports; a system Redis is never used). Go
 # modules come through the module proxy on their own.
 set -euo pipefail
 need=()
@@ -9,6 +11,8 @@ command -v wrk >/dev/null || need+=(wrk)
 command -v taskset >/dev/null || need+=(util-linux)
 command -v unshare >/dev/null || need+=(util-linux)
 command -v chromium >/dev/null || need+=(chromium)
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null || need+=(redis-tools)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -17,3 +21,4 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 wrk --version 2>&1 | head -1 || true
 chromium --version
+redis-server --version

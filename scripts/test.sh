@@ -61,7 +61,7 @@ done
 rm -rf "$labout"
 
 step "load test harness smoke run (1 round of 1s; no figures are asserted)"
-go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 1s -servers classic,bare,visitors > /dev/null
+go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 1s -servers classic,bare,visitors,visitors-redis,visitors-redis-sync > /dev/null
 
 if $slow; then
 	step "mutation testing (slow mode)"

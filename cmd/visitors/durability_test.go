@@ -71,11 +71,18 @@ func TestEveryInputClassThroughEveryBackend(t *testing.T) {
 		{"memory", []string{"-store", "memory"}, false},
 		{"embedded-batch", []string{"-durability", "batch"}, true},
 		{"embedded-sync", []string{"-durability", "sync"}, true},
+		{"redis-batch", []string{"-durability", "batch"}, true},
+		{"redis-sync", []string{"-durability", "sync"}, true},
+		{"redis-cluster-batch", []string{"-durability", "batch"}, true},
+		{"redis-cluster-sync", []string{"-durability", "sync"}, true},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			data := t.TempDir()
 			args := append([]string{"-data", data, "-log-level", "warn"}, b.args...)
+			if strings.HasPrefix(b.name, "redis") {
+				args = append(args, redisArgs(t, strings.HasPrefix(b.name, "redis-cluster"))...)
+			}
 			p := servertest.Start(t, bin, nil, args...)
 			for i, n := range names {
 				for j := range i + 1 {

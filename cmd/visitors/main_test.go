@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopRedis()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -10,8 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +27,7 @@ import (
 	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
 	"visitors/internal/store/memstore"
+	"visitors/internal/store/redisstore"
 	"visitors/internal/web"
 )
 
@@ -158,7 +161,10 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			Health: st.Health,
 			Stats: func() map[string]any {
 				vars := map[string]any{"log_lines_written": sink.Written(), "log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
-				if b, ok := st.(*boltstore.Store); ok {
+				switch b := st.(type) {
+				case *boltstore.Store:
+					vars["store"] = b.Stats()
+				case *redisstore.Store:
 					vars["store"] = b.Stats()
 				}
 				return vars
@@ -251,6 +257,19 @@ func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error
 	if cfg.Store == "memory" {
 		return memstore.New(memstore.Options{MaxKeys: cfg.MaxKeys}), nil
 	}
+	if cfg.Store == "redis" {
+		st, err := redisstore.Open(redisOptions(cfg.Redis, redisstore.Options{
+			Durability:    cfg.Durability,
+			FlushInterval: cfg.FlushInterval,
+			MaxKeys:       cfg.MaxKeys,
+			Log:           log,
+		}))
+		if err != nil {
+			return nil, err
+		}
+		log.Info().Str("redis", redisWhere(cfg.Redis)).Str("prefix", cfg.Redis.Prefix).Str("durability", cfg.Durability.String()).Int("keys", st.Keys()).Msg("store opened")
+		return st, nil
+	}
 	st, err := boltstore.Open(boltstore.Options{
 		Dir:           cfg.Data,
 		Durability:    cfg.Durability,
@@ -264,6 +283,23 @@ func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error
 	}
 	log.Info().Str("data", cfg.Data).Str("durability", cfg.Durability.String()).Int("keys", st.Keys()).Msg("store opened")
 	return st, nil
+}
+
+// redisOptions adds r's connection settings to o.
+func redisOptions(r RedisConfig, o redisstore.Options) redisstore.Options {
+	o.URL, o.Cluster, o.Prefix, o.Password = r.URL, r.Cluster, r.Prefix, r.Password
+	return o
+}
+
+// redisWhere names the Redis of r for the log, without a password.
+func redisWhere(r RedisConfig) string {
+	if len(r.Cluster) > 0 {
+		return "cluster " + strings.Join(r.Cluster, ",")
+	}
+	if u, err := url.Parse(r.URL); err == nil {
+		return u.Redacted()
+	}
+	return "(an unparsable -redis-url)"
 }
 
 // shutdown stops every server gracefully, together, within timeout.

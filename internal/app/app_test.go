@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ func TestParseFlags(t *testing.T) {
 	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
 		Store: "embedded", Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
-		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10}
+		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10,
+		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"}}
 	with := func(f func(*Config)) Config { c := def; f(&c); return c }
 	tests := []struct {
 		name string
@@ -31,7 +33,16 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) {
 				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
 					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
-					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10}
+					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10,
+					Redis: def.Redis}
+			})},
+		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,
+			with(func(c *Config) {
+				c.Store, c.Redis = "redis", RedisConfig{URL: "rediss://u@r:6380/2", Cluster: []string{"a:1", "b:2"}, Prefix: "p:"}
+			})},
+		{"redis env", nil, map[string]string{"VISITORS_STORE": "redis", "VISITORS_REDIS_URL": "redis://h:1/0", "VISITORS_REDIS_CLUSTER": "c:3", "VISITORS_REDIS_PREFIX": "q:", "VISITORS_REDIS_PASSWORD": "s3cret"},
+			with(func(c *Config) {
+				c.Store, c.Redis = "redis", RedisConfig{URL: "redis://h:1/0", Cluster: []string{"c:3"}, Prefix: "q:", Password: "s3cret"}
 			})},
 		{"observability flags", []string{"-metrics=false", "-flight-recorder=false", "-flight-recorder-window", "3s", "-flight-recorder-max-bytes", "1048576",
 			"-slow-request", "1s", "-trace-dir", "/t", "-trace-every", "5s", "-trace-keep", "2"}, nil,
@@ -51,7 +62,7 @@ func TestParseFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseFlags(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
-			if err != nil || got != tt.want {
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ParseFlags(%q, %v) = %+v, %v; want %+v", tt.args, tt.env, got, err, tt.want)
 			}
 		})
@@ -72,7 +83,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"negative timeout", []string{"-shutdown-timeout", "-1s"}, nil, "must not be negative"},
 		{"unknown flag", []string{"-port", "80"}, nil, "flag provided but not defined"},
 		{"argument", []string{"extra"}, nil, `unexpected argument "extra"`},
-		{"store", []string{"-store", "redis"}, nil, `-store "redis"`},
+		{"store", []string{"-store", "etcd"}, nil, `-store "etcd": want embedded, redis or memory`},
+		{"redis prefix", []string{"-store", "redis", "-redis-prefix", "a{b}"}, nil, `-redis-prefix "a{b}"`},
 		{"durability", []string{"-durability", "often"}, nil, `durability "often"`},
 		{"flush interval", []string{"-flush-interval", "0s"}, nil, "-flush-interval must be positive"},
 		{"no data dir", []string{"-data", ""}, nil, "-data must name a directory"},

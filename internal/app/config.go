@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/store"
+	"visitors/internal/store/redisstore"
 )
 
 // EnvPrefix starts the name of the environment variable behind each flag:
@@ -28,7 +29,8 @@ type Config struct {
 	ShutdownTimeout      time.Duration    // how long in-flight requests get at shutdown
 	BlockProfileRate     int              // runtime.SetBlockProfileRate; 0 is off
 	MutexProfileFraction int              // runtime.SetMutexProfileFraction; 0 is off
-	Store                string           // embedded or memory
+	Store                string           // embedded, memory or redis
+	Redis                RedisConfig      // where the redis store's counts live
 	Data                 string           // the embedded store's directory
 	Durability           store.Durability // when a visit is durable: batch or sync
 	FlushInterval        time.Duration    // batch: how often counts reach disk
@@ -44,6 +46,32 @@ type Config struct {
 	// Test holds hooks for tests. No flag sets it; it is nil in the
 	// binary.
 	Test *TestHooks
+}
+
+// RedisConfig says how to reach Redis for -store redis.
+type RedisConfig struct {
+	URL      string   // redis://[user:pass@]host:port/db or rediss://
+	Cluster  []string // Redis Cluster seeds; nil: the server at URL
+	Prefix   string   // starts every Redis name
+	Password string   // from VISITORS_REDIS_PASSWORD; replaces the URL's
+}
+
+// redisFlags defines the Redis flags on fs, into r. The password has no
+// flag, so that it never shows in a process list: it comes from the URL
+// or from the environment variable VISITORS_REDIS_PASSWORD.
+func redisFlags(fs *flag.FlagSet, r *RedisConfig, getenv func(string) string) {
+	fs.StringVar(&r.URL, "redis-url", redisstore.DefaultURL, "-store redis: `URL` redis://[user:pass@]host:port/db, or rediss:// for TLS (the password may instead come from "+EnvPrefix+"REDIS_PASSWORD)")
+	fs.Func("redis-cluster", "-store redis: `host:port[,host:port...]` of a Redis Cluster (user, password and TLS still come from -redis-url)", func(v string) error {
+		r.Cluster = nil
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				r.Cluster = append(r.Cluster, a)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&r.Prefix, "redis-prefix", redisstore.DefaultPrefix, "-store redis: `prefix` of every Redis key, so several services can share one Redis")
+	r.Password = getenv(EnvPrefix + "REDIS_PASSWORD")
 }
 
 // TestHooks change the service in ways only a test wants.
@@ -84,9 +112,10 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish at shutdown")
 	fs.IntVar(&c.BlockProfileRate, "block-profile-rate", 0, "runtime.SetBlockProfileRate `rate` in ns for the block profile (0: off)")
 	fs.IntVar(&c.MutexProfileFraction, "mutex-profile-fraction", 0, "runtime.SetMutexProfileFraction `fraction` for the mutex profile (0: off)")
-	fs.StringVar(&c.Store, "store", "embedded", "where counts live: embedded (a durable file in -data) or memory (kept nowhere)")
+	fs.StringVar(&c.Store, "store", "embedded", "where counts live: embedded (a durable file in -data), redis (shared by instances; see -redis-url) or memory (kept nowhere)")
+	redisFlags(fs, &c.Redis, getenv)
 	fs.StringVar(&c.Data, "data", "./data", "data `directory` of the embedded store, created if missing")
-	fs.Var(&c.Durability, "durability", "batch: counts reach disk every -flush-interval; sync: a visit is answered only once it is on disk")
+	fs.Var(&c.Durability, "durability", "batch: counts reach disk (or Redis) every -flush-interval; sync: a visit is answered only once it is on disk (or confirmed by Redis)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 100*time.Millisecond, "batch durability: how often counts are written (a crash loses at most this much)")
 	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics on the admin listener")
 	fs.BoolVar(&c.FlightRecorder, "flight-recorder", true, "keep the last -flight-recorder-window of execution trace in memory, and write it to -trace-dir after a slow request")
@@ -97,7 +126,7 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.DurationVar(&c.TraceEvery, "trace-every", time.Minute, "at most one slow-request snapshot per this long")
 	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir]       write every count as JSON to stdout\n  visitors import [-data dir] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir | -store redis ...]\n                                    write every count as JSON to stdout\n  visitors import [-data dir | -store redis ...] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(stderr, "  -%s %s\n    \t%s (default %q; env %s)\n", f.Name, name, usage, f.DefValue, envName(f.Name))
@@ -127,11 +156,14 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	if c.ShutdownTimeout < 0 {
 		return c, errors.New("-shutdown-timeout must not be negative")
 	}
-	if c.Store != "embedded" && c.Store != "memory" {
-		return c, fmt.Errorf("-store %q: want embedded or memory", c.Store)
+	if c.Store != "embedded" && c.Store != "memory" && c.Store != "redis" {
+		return c, fmt.Errorf("-store %q: want embedded, redis or memory", c.Store)
 	}
 	if c.FlushInterval <= 0 {
 		return c, errors.New("-flush-interval must be positive")
+	}
+	if c.Store == "redis" && strings.ContainsAny(c.Redis.Prefix, "{}") {
+		return c, fmt.Errorf("-redis-prefix %q: it may not hold { or }, which would move keys between cluster slots", c.Redis.Prefix)
 	}
 	if c.SlowRequest < MinSlowRequest {
 		return c, fmt.Errorf("-slow-request %v: want at least %v, the resolution of the request clock", c.SlowRequest, MinSlowRequest)

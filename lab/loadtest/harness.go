@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/store/redisstore/redistest"
 )
 
 // Config is one load-test run.
@@ -33,18 +34,21 @@ type Config struct {
 	Profile      string        // if set, a CPU profile of the first visitors server is saved here
 	ProfileFor   time.Duration
 	SVG          string // if set, a bar chart of req/s is written here
+	RedisCPU     string // taskset list for the redis-server of the redis servers; "": LoadCPU
 }
 
 // Kinds are the servers a run can compare, by name.
 var Kinds = map[string]string{
-	"classic":         "(a) the lab's greeting step 0 behind net/http: the classic unoptimised server",
-	"bare":            "(b) net/http with a handler that only increments an atomic: the ceiling",
-	"visitors":        "(c) visitors with every default: embedded store, batch durability, access log",
-	"visitors-nopgo":  "visitors built with -pgo=off",
-	"visitors-memory": "visitors with -store memory",
-	"visitors-sync":   "visitors with -durability sync",
-	"visitors-nofr":   "visitors with -flight-recorder=false (metrics on)",
-	"visitors-noobs":  "visitors with -flight-recorder=false -metrics=false: nothing observed",
+	"classic":             "(a) the lab's greeting step 0 behind net/http: the classic unoptimised server",
+	"bare":                "(b) net/http with a handler that only increments an atomic: the ceiling",
+	"visitors":            "(c) visitors with every default: embedded store, batch durability, access log",
+	"visitors-nopgo":      "visitors built with -pgo=off",
+	"visitors-memory":     "visitors with -store memory",
+	"visitors-sync":       "visitors with -durability sync",
+	"visitors-nofr":       "visitors with -flight-recorder=false (metrics on)",
+	"visitors-noobs":      "visitors with -flight-recorder=false -metrics=false: nothing observed",
+	"visitors-redis":      "visitors with -store redis (batch) on a redis-server the harness starts, pinned to -redis-cpu",
+	"visitors-redis-sync": "visitors with -store redis -durability sync on that redis-server",
 }
 
 // Result is one server's measurements.
@@ -103,6 +107,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.Profile, "profile", "", "save a CPU profile of visitors under load to this `file` (for PGO: cmd/visitors/default.pgo)")
 	fs.DurationVar(&c.ProfileFor, "profile-for", 20*time.Second, "length of that profile")
 	fs.StringVar(&c.SVG, "svg", "", "write a bar chart of req/s to this `file`")
+	fs.StringVar(&c.RedisCPU, "redis-cpu", "", "taskset CPU list for the redis-server that visitors-redis* use (default: -load-cpu)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -157,6 +162,27 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	// The redis-server of the visitors-redis servers; it is stopped after
+	// them (defers run last first), so that they stop cleanly.
+	var redisURL string
+	for _, name := range c.Servers {
+		if strings.HasPrefix(name, "visitors-redis") && redisURL == "" {
+			rs, err := redistest.Start(tmp)
+			if err != nil {
+				return nil, err
+			}
+			defer rs.Close()
+			cpu := c.RedisCPU
+			if cpu == "" {
+				cpu = c.LoadCPU
+			}
+			if err := rs.Pin(cpu); err != nil {
+				return nil, err
+			}
+			redisURL = rs.URL()
+			fmt.Fprintf(log, "loadtest: started redis-server on %s (cpu %s)\n", rs.Addr, cpu)
+		}
+	}
 	procs := make([]*proc, len(c.Servers))
 	defer func() {
 		for _, p := range procs {
@@ -170,7 +196,7 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 		}
 	}()
 	for i, name := range c.Servers {
-		p, err := startServer(tmp, name, c.ServerCPU)
+		p, err := startServer(tmp, name, c.ServerCPU, redisURL)
 		if err != nil {
 			return nil, err
 		}
@@ -287,7 +313,7 @@ func profile(c Config, procs []*proc, file string, log io.Writer) error {
 // startServer builds if needed and starts server name, pinned to cpu,
 // on free loopback ports, and waits until it listens. Every server is
 // started by internal/servertest, which passes -addr and -admin-addr.
-func startServer(tmp, name, cpu string) (*proc, error) {
+func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
 	var argv, env []string
 	admin := true
 	switch name {
@@ -321,6 +347,10 @@ func startServer(tmp, name, cpu string) (*proc, error) {
 			argv = append(argv, "-flight-recorder=false")
 		case "visitors-noobs":
 			argv = append(argv, "-flight-recorder=false", "-metrics=false")
+		case "visitors-redis":
+			argv = append(argv, "-store", "redis", "-redis-url", redisURL, "-redis-prefix", name+":")
+		case "visitors-redis-sync":
+			argv = append(argv, "-store", "redis", "-redis-url", redisURL, "-redis-prefix", name+":", "-durability", "sync")
 		}
 	}
 	// The access log goes to the process's output, kept in memory by

@@ -230,7 +230,7 @@ func Import(dir string, r io.Reader, replace bool) error {
 	if err != nil {
 		return fmt.Errorf("import: %s: %w", tmpPath, err)
 	}
-	hits, err := readDump(r, tmp)
+	hits, err := DecodeDump(r, func(keys []KeyDump) error { return writeKeys(tmp, keys) })
 	if err != nil {
 		return fmt.Errorf("import: %w; the store was not changed", err)
 	}
@@ -286,9 +286,11 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// readDump reads a dump from r key by key into db, in transactions of
-// importBatch keys, and returns its /hi counter. Errors carry the line.
-func readDump(r io.Reader, db *bolt.DB) (hits uint64, err error) {
+// DecodeDump reads a [Dump] from r key by key, checks each key as
+// [Import] does, hands them to write importBatch keys at a time, and
+// returns the dump's /hi counter. Errors carry the line. Other stores'
+// imports use it, so that every store refuses the same dumps.
+func DecodeDump(r io.Reader, write func([]KeyDump) error) (hits uint64, err error) {
 	lr := &lineReader{r: r}
 	dec := json.NewDecoder(lr)
 	lr.pos = dec.InputOffset
@@ -366,7 +368,7 @@ func readDump(r io.Reader, db *bolt.DB) (hits uint64, err error) {
 				}
 				batch = append(batch, kd)
 				if len(batch) == importBatch {
-					if err := writeKeys(db, batch); err != nil {
+					if err := write(batch); err != nil {
 						return 0, at(dec.InputOffset()-1, "%v", err)
 					}
 					batch = batch[:0]
@@ -388,7 +390,7 @@ func readDump(r io.Reader, db *bolt.DB) (hits uint64, err error) {
 	if format == "" {
 		return 0, at(dec.InputOffset(), "no format field: not a visitors export")
 	}
-	if err := writeKeys(db, batch); err != nil {
+	if err := write(batch); err != nil {
 		return 0, at(dec.InputOffset(), "%v", err)
 	}
 	return hits, nil

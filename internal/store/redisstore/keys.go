@@ -1,0 +1,128 @@
+package redisstore
+
+import (
+	"encoding/hex"
+	"strconv"
+	"sync"
+
+	"visitors/internal/store"
+)
+
+// The key layout, below the -redis-prefix P. A counter's key k is hex
+// encoded inside a hash tag, so every key of one counter lands in the
+// same cluster slot and no byte of k can end the tag early (the "k"
+// before the hex keeps the tag of the empty key from being empty, which
+// would hash the whole name instead):
+//
+//	P{k<hex>}t          the counter's total
+//	P{k<hex>}d<day>     its count on UTC day <day> (days since 1970), with a TTL of DayTTL
+//	P{keys}             a set of every counter's key, as raw bytes: Keys and -max-keys
+//	P{hi}               the last /hi number handed out or reserved
+//	P{<tag>}s:<id>      instance <id>'s last flush round applied to one group of slots
+const (
+	totalSuffix = "t"
+	daySuffix   = "d"
+)
+
+// DayTTL is how long Redis keeps a day's count after the day began: a
+// little more than the [store.MaxDays] anyone can read.
+const DayTTL = 400 * 24 * 60 * 60 // seconds
+
+// seqTTL is how long a group remembers an instance's last flush round:
+// far longer than any instance retries a round it has no answer for.
+const seqTTL = 7 * 24 * 60 * 60 // seconds
+
+// names builds the Redis key names of one store.
+type names struct {
+	prefix string
+	keys   string // the set of every key
+	hi     string // the /hi counter
+}
+
+func newNames(prefix string) names {
+	return names{prefix: prefix, keys: prefix + "{keys}", hi: prefix + "{hi}"}
+}
+
+// tag returns the hash-tagged stem of key's Redis names: P{k<hex>}.
+func (n names) tag(key []byte) string {
+	b := make([]byte, 0, len(n.prefix)+3+2*len(key))
+	b = append(b, n.prefix...)
+	b = append(b, "{k"...)
+	b = hex.AppendEncode(b, key)
+	b = append(b, '}')
+	return string(b)
+}
+
+func total(tag string) string { return tag + totalSuffix }
+
+func dayKey(tag string, d store.Day) string {
+	return tag + daySuffix + strconv.FormatUint(uint64(d), 10)
+}
+
+// seq returns instance id's sequence key for group g, in a slot of g's:
+// in a cluster the group is a slot, and the key must be in it.
+func (n names) seq(g uint16, id string) string {
+	return n.prefix + "{" + slotTag(g) + "}s:" + id
+}
+
+// dayExpiry returns when day d's key expires: DayTTL after d began.
+func dayExpiry(d store.Day) int64 { return int64(d)*86400 + DayTTL }
+
+// numSlots is the number of Redis Cluster hash slots.
+const numSlots = 16384
+
+// slotOf returns the cluster hash slot of the Redis key name: CRC16
+// (XMODEM) of its hash tag, or of the whole name if it has none.
+func slotOf(name string) uint16 {
+	for i := 0; i < len(name); i++ {
+		if name[i] == '{' {
+			for j := i + 1; j < len(name); j++ {
+				if name[j] == '}' {
+					if j > i+1 {
+						name = name[i+1 : j]
+					}
+					break
+				}
+			}
+			break
+		}
+	}
+	return crc16(name) % numSlots
+}
+
+// crc16 is CRC-16/XMODEM, the checksum Redis Cluster hashes keys with.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+var (
+	tagsOnce sync.Once
+	tags     [numSlots]string // tags[s] hashes to slot s
+)
+
+// slotTag returns a short string whose slot is s: the hash tag that puts
+// a name in slot s.
+func slotTag(s uint16) string {
+	tagsOnce.Do(func() {
+		left := numSlots
+		for i := 0; left > 0; i++ {
+			t := strconv.Itoa(i)
+			if sl := crc16(t) % numSlots; tags[sl] == "" {
+				tags[sl] = t
+				left--
+			}
+		}
+	})
+	return tags[s]
+}

@@ -1,0 +1,200 @@
+package redisstore
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/race"
+	"visitors/internal/store"
+	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/store/storetest"
+)
+
+// One standalone server and one 3-node cluster serve every test of the
+// package; each test keeps to its own prefix.
+var (
+	standalone *redistest.Server
+	cluster    *redistest.Cluster
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "redisstore-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if standalone, err = redistest.Start(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer standalone.Close()
+	if cluster, err = redistest.StartCluster(dir, 3); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cluster.Close()
+	return m.Run()
+}
+
+// prefixOf gives each store directory of the suite its own names.
+func prefixOf(dir string) string {
+	h := sha1.Sum([]byte(dir))
+	return "t" + hex.EncodeToString(h[:6]) + ":"
+}
+
+func backend(where string, d store.Durability) storetest.Backend {
+	return storetest.Backend{
+		Durable: true,
+		Open: func(t *testing.T, c storetest.Config) store.Store {
+			t.Helper()
+			o := Options{
+				Prefix:        prefixOf(c.Dir),
+				Durability:    d,
+				FlushInterval: 5 * time.Millisecond,
+				MaxKeys:       c.MaxKeys,
+				Now:           c.Now,
+			}
+			if where == "cluster" {
+				o.Cluster = cluster.Addrs()
+			} else {
+				o.URL = standalone.URL()
+			}
+			st, err := Open(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		for _, d := range []store.Durability{store.Batch, store.Sync} {
+			t.Run(where+"/"+d.String(), func(t *testing.T) {
+				storetest.Run(t, backend(where, d))
+			})
+		}
+	}
+}
+
+// TestResentRoundLandsOnce sends one round's script again, as the
+// flusher does when an answer was lost: the second copy adds nothing, and
+// the next round adds again.
+func TestResentRoundLandsOnce(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			st := backend(where, store.Batch).Open(t, storetest.Config{Dir: t.TempDir()}).(*Store)
+			defer st.Close()
+			tag := st.n.tag([]byte("resent"))
+			g := st.groupOf(tag)
+			today := store.Day(20000)
+			round := func(seq string) []int64 {
+				t.Helper()
+				sc := script{src: applySrc, sha: applySHA,
+					keys: []string{st.n.seq(g, "test"), total(tag), dayKey(tag, today), dayKey(tag, today-1)},
+					args: []string{seq, "60", "9999999999", "3", "1", "2", "9999999999"}}
+				vals, err := st.doScripts(t.Context(), []script{sc})[0].AsIntSlice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return vals
+			}
+			if got := fmt.Sprint(round("1")); got != "[5 3 2]" {
+				t.Fatalf("round 1 = %s, want [5 3 2] (total, today, yesterday)", got)
+			}
+			if got := fmt.Sprint(round("1")); got != "[5 3 2]" {
+				t.Fatalf("round 1 sent again = %s, want [5 3 2]: nothing added twice", got)
+			}
+			if got := fmt.Sprint(round("2")); got != "[10 6 4]" {
+				t.Fatalf("round 2 = %s, want [10 6 4]", got)
+			}
+			if got := fmt.Sprint(round("1")); got != "[10 6 4]" {
+				t.Fatalf("round 1 arriving late = %s, want [10 6 4]", got)
+			}
+		})
+	}
+}
+
+// TestBatchHotPathAllocatesNothing: in Batch, a visit to a key the
+// instance knows, a read of it and a /hi number from the block touch
+// only memory, and allocate nothing.
+func TestBatchHotPathAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation budgets are checked without -race (scripts/test.sh runs them)")
+	}
+	st := backend("standalone", store.Batch).Open(t, storetest.Config{Dir: t.TempDir()}).(*Store)
+	defer st.Close()
+	key := []byte("hot")
+	if _, err := st.Incr(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	st.Hit(t.Context())
+	ctx := t.Context()
+	for name, f := range map[string]func(){
+		"Incr": func() { st.Incr(ctx, key) },
+		"Get":  func() { st.Get(ctx, key) },
+		"Hit":  func() { st.Hit(ctx) },
+	} {
+		if n := testing.AllocsPerRun(200, f); n != 0 {
+			t.Errorf("%s allocates %v times per call, want 0", name, n)
+		}
+	}
+}
+
+// TestURLPasswordNotInErrors: a bad -redis-url is refused without
+// echoing its password.
+func TestURLPasswordNotInErrors(t *testing.T) {
+	for _, u := range []string{"redis://user:hunter2@127.0.0.1:1/0", "redis://user:hunter2@bad host/0", "ftp://user:hunter2@h/0"} {
+		_, err := Open(Options{URL: u, Timeout: 200 * time.Millisecond})
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%s) error = %v, want one without the password", u, err)
+		}
+	}
+}
+
+// TestHealthNamesRedisWhileItIsDown: with no visits at all, Health says
+// Redis is down within a few flush intervals, and clears once it is back.
+func TestHealthNamesRedisWhileItIsDown(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: 10 * time.Millisecond, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitHealth := func(down bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			err := st.Health()
+			if down && err != nil && strings.Contains(err.Error(), "redis") || !down && err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Health() = %v after 20s; want Redis named: %v", err, down)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitHealth(false)
+	rs.Kill()
+	waitHealth(true)
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(false)
+}
