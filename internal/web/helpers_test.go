@@ -2,10 +2,12 @@ package web
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +117,21 @@ func mustCount(tb testing.TB, st store.Store, key string) store.Counts {
 		tb.Fatalf("Get(%q) = %v", key, err)
 	}
 	return c
+}
+
+// errorMessage returns the client's message of an error response: the
+// body of a plain-text one, the Visitors-Error header of an error badge,
+// which must be a well-formed SVG without markup of the request's.
+func errorMessage(tb testing.TB, w *httptest.ResponseRecorder) string {
+	tb.Helper()
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "image/svg+xml") {
+		return w.Body.String()
+	}
+	if err := xml.Unmarshal(w.Body.Bytes(), new(struct{})); err != nil {
+		tb.Errorf("error badge is not well-formed: %v", err)
+	}
+	if strings.Contains(w.Body.String(), "<script") || w.Header().Get("Cache-Control") != noCache[0] {
+		tb.Errorf("error badge reflects markup or may be cached: %v %q", w.Header(), w.Body)
+	}
+	return w.Header().Get("Visitors-Error")
 }
