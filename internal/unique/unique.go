@@ -136,8 +136,8 @@ func New(o Options) (*Counter, error) {
 		c.shardOf(key).m[string(key)] = &sketch{hll: h, stale: true}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("load unique visitors: %w", err)
+	if err != nil { // count on from what loaded: a damaged sketch costs its key today's count, not the service
+		o.Log.Error().Err(err).Msg("unique visitors: today's sketches were not all loaded; their visitors count again")
 	}
 	go c.flusher()
 	return c, nil
