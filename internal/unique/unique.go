@@ -40,6 +40,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/dchest/siphash"
@@ -251,7 +252,9 @@ func (c *Counter) Hash(id netip.Addr, ua string, key []byte, now time.Time) (vis
 	var buf [24 + store.MaxKeyBytes]byte
 	a := id.As16()
 	copy(buf[:16], a[:])
-	binary.LittleEndian.PutUint64(buf[16:24], siphash.Hash(k0, k1, []byte(ua)))
+	// The User-Agent's bytes, read in place: []byte(ua) would copy one
+	// longer than 32 bytes to the heap. siphash.Hash only reads them.
+	binary.LittleEndian.PutUint64(buf[16:24], siphash.Hash(k0, k1, unsafe.Slice(unsafe.StringData(ua), len(ua))))
 	visitor = siphash.Hash(k0, k1, buf[:24])
 	n := copy(buf[24:], key)
 	visit = siphash.Hash(k1, k0, buf[:24+n])

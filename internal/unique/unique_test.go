@@ -215,9 +215,9 @@ func TestRepeatsAreBounded(t *testing.T) {
 func TestAddAllocatesNothing(t *testing.T) {
 	c := mustCounter(t, Options{Now: func() time.Time { return day0 }})
 	key := []byte("k")
-	visit(c, "k", 1, "ua", day0)
+	visit(c, "k", 1, "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", day0)
 	if got := testing.AllocsPerRun(100, func() {
-		v, _ := c.Hash(addr(1), "ua", key, day0)
+		v, _ := c.Hash(addr(1), "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", key, day0)
 		c.Add(key, v, day0)
 		c.Today(key, day0)
 	}); got != 0 {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"encoding/json"
 	"encoding/xml"
 	"net/http/httptest"
@@ -181,30 +182,56 @@ func TestLanding(t *testing.T) {
 // TestCounterAllocs: serving a badge allocates at most once beyond the
 // response (the budget of the issue); counting and rendering allocate
 // nothing.
+// With the default fairness rules (see withDefaultRules), every request
+// is counted: each takes the whole counting path.
 func TestCounterAllocs(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation budgets are checked without -race")
 	}
-	s, _ := mustServer(t, nil)
-	for _, target := range []string{"/counter/octocat/hello-world.svg", "/counter/k.svg?style=for-the-badge&label=page%20views&color=blue&abbreviated=true", "/counter/k.json"} {
-		r := httptest.NewRequest("GET", target, nil)
-		w := webtest.NewResponseWriter()
-		s.ServeHTTP(w, r)
-		if got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) }); got > 1 {
-			t.Errorf("GET %s allocs = %v, want at most 1", target, got)
+	for _, rules := range []bool{false, true} {
+		s, st := mustServer(t, nil)
+		if rules {
+			withDefaultRules(t, s)
 		}
-		if w.Code != 200 {
-			t.Errorf("GET %s = %d", target, w.Code)
+		for _, target := range []string{"/counter/octocat/hello-world.svg", "/counter/k.svg?style=for-the-badge&label=page%20views&color=blue&abbreviated=true", "/counter/k.json", "/counter/k.svg?show=unique", "/hello?name=gopher"} {
+			r := httptest.NewRequest("GET", target, nil)
+			r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+			w := webtest.NewResponseWriter()
+			s.ServeHTTP(w, r)
+			key := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(strings.SplitN(target, "?", 2)[0], "/counter/"), ".svg"), ".json")
+			if strings.HasPrefix(target, "/hello") {
+				key = "gopher"
+			}
+			before := mustCount(t, st, key).Total
+			if got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) }); got > 1 {
+				t.Errorf("rules %v: GET %s allocs = %v, want at most 1", rules, target, got)
+			}
+			if w.Code != 200 {
+				t.Errorf("rules %v: GET %s = %d", rules, target, w.Code)
+			}
+			if got := mustCount(t, st, key).Total - before; got != 501 {
+				t.Errorf("rules %v: GET %s counted %d of 501 requests", rules, target, got)
+			}
 		}
 	}
 }
 
+// BenchmarkCounterBadge serves a counting badge request with the
+// default fairness rules, as the service runs.
 func BenchmarkCounterBadge(b *testing.B) {
-	benchServe(b, "/counter/octocat/hello-world.svg")
+	benchServeRules(b, "/counter/octocat/hello-world.svg", true)
 }
 
 func BenchmarkCounterBadgeParallel(b *testing.B) {
-	benchServeParallel(b, "/counter/octocat/hello-world.svg")
+	benchServeParallelRules(b, "/counter/octocat/hello-world.svg", true)
+}
+
+// BenchmarkCounterRules prices the fairness rules side by side in one
+// run: compare with benchstat -col /rules.
+func BenchmarkCounterRules(b *testing.B) {
+	for _, rules := range []bool{false, true} {
+		b.Run(fmt.Sprintf("rules=%v", rules), func(b *testing.B) { benchServeRules(b, "/counter/octocat/hello-world.svg", rules) })
+	}
 }
 
 // FuzzCounter: whatever the path and query, a response is a 200, a 400

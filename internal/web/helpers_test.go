@@ -8,11 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/bots"
+	"visitors/internal/client"
 	"visitors/internal/coarse"
 	"visitors/internal/flightrec"
 	"visitors/internal/logsink"
@@ -135,3 +139,25 @@ func errorMessage(tb testing.TB, w *httptest.ResponseRecorder) string {
 	}
 	return w.Header().Get("Visitors-Error")
 }
+
+// withDefaultRules gives s the service's default fairness rules (no
+// trusted proxy, 10 visits/s with a burst of 20, 100 new keys/h, bots
+// not counted, unique visitors) and a clock that moves 100ms on every
+// reading, so that one client repeating a request refills its bucket as
+// fast as it spends it: every request takes the whole counting path.
+func withDefaultRules(tb testing.TB, s *Server) {
+	tb.Helper()
+	var t atomic.Int64
+	t.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
+	s.now = func() time.Time { return time.Unix(0, t.Add(int64(100*time.Millisecond))).UTC() }
+	visits, newKeys := client.Rate{Events: 10, Per: time.Second}, client.Rate{Events: 100, Per: time.Hour}
+	s.rules = Rules{
+		Trusted: &client.Proxies{},
+		Limiter: client.NewLimiter(client.LimiterOptions{Visits: visits, Burst: 20, NewKeys: newKeys}),
+		NewKeys: newKeys,
+		Bots:    defaultBots(),
+	}
+}
+
+// defaultBots is one detector for every test: building one takes 5ms.
+var defaultBots = sync.OnceValue(bots.New)
