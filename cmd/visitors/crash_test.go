@@ -148,8 +148,8 @@ func crashCycles(t *testing.T, durability string) {
 		}
 
 		p = servertest.Start(t, bin, rulesOff, args...) // refuses to start if SIGKILL corrupted anything
-		got := probe(t, p) - 1                     // what survived, without this probe
-		want := count + visits                     // every acknowledged visit
+		got := probe(t, p) - 1                          // what survived, without this probe
+		want := count + visits                          // every acknowledged visit
 		lost := int64(want) - int64(got)
 		t.Logf("cycle %d: %d acks, %d /hello visits acked, %d survived of %d, lost %d (%d acked in the last %v)", cycle, len(acks), visits, got, want, lost, late, window)
 		switch {

@@ -1,9 +1,9 @@
 package web
 
 import (
-	"fmt"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"slices"
