@@ -14,6 +14,7 @@ package bots
 
 import (
 	_ "embed"
+	"hash/maphash"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -56,6 +57,7 @@ type Detector struct {
 	literals map[[3]byte][]string // the literals, by their first three bytes
 	prefixes []string             // literals a User-Agent must start with
 	suffixes []string             // literals a User-Agent must end with
+	seed     maphash.Seed // spreads User-Agents over the cache's shards
 	shards   [numShards]cacheShard
 }
 
@@ -80,7 +82,7 @@ func Patterns() []string {
 // New returns a Detector for [Patterns]. It panics if a pattern does not
 // compile: the list is checked by the package's tests.
 func New() *Detector {
-	d := &Detector{literals: make(map[[3]byte][]string)}
+	d := &Detector{literals: make(map[[3]byte][]string), seed: maphash.MakeSeed()}
 	var res []string
 	var ps []string
 	for _, p := range Patterns() {
@@ -269,7 +271,7 @@ func (d *Detector) Is(ua string) bool {
 	if len(ua) > MaxUserAgent {
 		return d.match(ua)
 	}
-	sh := &d.shards[fnv(ua)%numShards]
+	sh := &d.shards[maphash.String(d.seed, ua)%numShards]
 	sh.mu.RLock()
 	v, ok := sh.m[ua]
 	sh.mu.RUnlock()
@@ -298,10 +300,3 @@ func (d *Detector) Cached() int {
 	return n
 }
 
-func fnv(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint32(s[i])) * 16777619
-	}
-	return h
-}

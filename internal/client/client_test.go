@@ -232,8 +232,8 @@ func FuzzProxiesAndRate(f *testing.F) {
 			if err := q.Set(r.String()); err != nil || q != r {
 				t.Fatalf("Rate %q: String %q does not parse back: %v", s, r.String(), err)
 			}
-			if !r.Off() && !(r.Limit() > 0) {
-				t.Fatalf("Rate %q: limit %v", s, r.Limit())
+			if !r.Off() && !(r.PerSecond() > 0) {
+				t.Fatalf("Rate %q: %v per second", s, r.PerSecond())
 			}
 		}
 	})

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"net/netip"
@@ -9,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 )
 
 // Rate is how many events are allowed per period, as a flag gives it:
@@ -23,12 +23,12 @@ type Rate struct {
 // Off reports whether r sets no limit.
 func (r Rate) Off() bool { return r.Events == 0 }
 
-// Limit returns r as x/time/rate's events per second.
-func (r Rate) Limit() rate.Limit {
+// PerSecond returns r in events per second; +Inf when r is off.
+func (r Rate) PerSecond() float64 {
 	if r.Off() {
-		return rate.Inf
+		return math.Inf(1)
 	}
-	return rate.Limit(r.Events / r.Per.Seconds())
+	return r.Events / r.Per.Seconds()
 }
 
 // String returns r as Set takes it.
@@ -79,8 +79,15 @@ type LimiterOptions struct {
 // are full again (a full bucket is what a new client gets, so forgetting
 // it changes nothing), then, if every remembered client is active, some
 // chosen at random. A Limiter may be used concurrently.
+//
+// The buckets are two numbers each under the lock of their part of the
+// table: golang.org/x/time/rate's Limiter, tried first, took 220 ns per
+// visit for the two buckets (its own mutex and time.Time arithmetic each),
+// a fifth of what the rules add to a counted badge (docs/performance.md).
 type Limiter struct {
 	o        LimiterOptions
+	visits   bucketRate
+	newKeys  bucketRate
 	perShard int
 	shards   [numShards]shard
 }
@@ -91,10 +98,46 @@ type shard struct {
 	_  [40]byte // a cache line each
 }
 
-// entry is one client's buckets; nil when its rule is off.
+// bucketRate is a bucket's refill and size; per is 0 when its rule is off.
+type bucketRate struct {
+	events float64 // tokens per period
+	period float64 // in nanoseconds
+	size   float64 // the burst
+}
+
+// bucket is a token bucket: tokens as of last (Unix ns).
+type bucket struct {
+	tokens float64
+	last   int64
+}
+
+// fill returns b's tokens at now without changing b.
+func (b *bucket) fill(r bucketRate, now int64) float64 {
+	if r.period == 0 { // the rule is off
+		return r.size
+	}
+	if now <= b.last {
+		return b.tokens
+	}
+	return min(r.size, b.tokens+float64(now-b.last)*r.events/r.period)
+}
+
+// take takes a token from b at now and reports whether there was one.
+func (b *bucket) take(r bucketRate, now int64) bool {
+	t := b.fill(r, now)
+	b.last = max(b.last, now)
+	if t < 1 {
+		b.tokens = t
+		return false
+	}
+	b.tokens = t - 1
+	return true
+}
+
+// entry is one client's buckets.
 type entry struct {
-	visits  *rate.Limiter
-	newKeys *rate.Limiter
+	visits  bucket
+	newKeys bucket
 }
 
 // NewLimiter returns a Limiter for o.
@@ -106,25 +149,22 @@ func NewLimiter(o LimiterOptions) *Limiter {
 		o.Burst = 1
 	}
 	l := &Limiter{o: o, perShard: max(1, o.MaxClients/numShards)}
+	if !o.Visits.Off() {
+		l.visits = bucketRate{events: o.Visits.Events, period: float64(o.Visits.Per), size: float64(o.Burst)}
+	}
+	if !o.NewKeys.Off() {
+		l.newKeys = bucketRate{events: o.NewKeys.Events, period: float64(o.NewKeys.Per), size: float64(max(1, int(o.NewKeys.Events)))}
+	}
 	for i := range l.shards {
 		l.shards[i].m = make(map[netip.Addr]*entry)
 	}
 	return l
 }
 
-// newKeysBurst is the new-key bucket's size: the count per period.
-func (l *Limiter) newKeysBurst() int { return max(1, int(l.o.NewKeys.Events)) }
-
 func (l *Limiter) shardOf(id netip.Addr) *shard {
 	b := id.As16()
-	h := uint32(2166136261)
-	for _, c := range b[8:] { // IPv6 identities differ in their /64; IPv4 in the last bytes
-		h = (h ^ uint32(c)) * 16777619
-	}
-	for _, c := range b[:8] {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	return &l.shards[h%numShards]
+	h := binary.LittleEndian.Uint64(b[:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(b[8:])*0xc2b2ae3d27d4eb4f
+	return &l.shards[(h>>32)%numShards]
 }
 
 // Visit takes a token from id's visit bucket at now and reports whether
@@ -135,15 +175,16 @@ func (l *Limiter) Visit(id netip.Addr, now time.Time, exempt bool) (allowed, may
 	if l == nil || (l.o.Visits.Off() || exempt) && l.o.NewKeys.Off() {
 		return true, true
 	}
+	t := now.UnixNano()
 	sh := l.shardOf(id)
 	sh.mu.Lock()
-	e := l.lookup(sh, id, now)
+	e := l.lookup(sh, id, t)
 	allowed, mayCreate = true, true
-	if e.visits != nil && !exempt {
-		allowed = e.visits.AllowN(now, 1)
+	if !l.o.Visits.Off() && !exempt {
+		allowed = e.visits.take(l.visits, t)
 	}
-	if e.newKeys != nil {
-		mayCreate = e.newKeys.TokensAt(now) >= 1
+	if !l.o.NewKeys.Off() {
+		mayCreate = e.newKeys.fill(l.newKeys, t) >= 1
 	}
 	sh.mu.Unlock()
 	return allowed, mayCreate
@@ -156,14 +197,15 @@ func (l *Limiter) Created(id netip.Addr, now time.Time) (ok bool, retry time.Dur
 	if l == nil || l.o.NewKeys.Off() {
 		return true, 0
 	}
+	t := now.UnixNano()
 	sh := l.shardOf(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := l.lookup(sh, id, now)
-	if e.newKeys.AllowN(now, 1) {
+	e := l.lookup(sh, id, t)
+	if e.newKeys.take(l.newKeys, t) {
 		return true, 0
 	}
-	return false, l.retry(e, now)
+	return false, l.retry(e, t)
 }
 
 // CreateRefused returns how long id must wait until it may create a key.
@@ -171,50 +213,47 @@ func (l *Limiter) CreateRefused(id netip.Addr, now time.Time) time.Duration {
 	if l == nil || l.o.NewKeys.Off() {
 		return 0
 	}
+	t := now.UnixNano()
 	sh := l.shardOf(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return l.retry(l.lookup(sh, id, now), now)
+	return l.retry(l.lookup(sh, id, t), t)
 }
 
-func (l *Limiter) retry(e *entry, now time.Time) time.Duration {
-	missing := 1 - e.newKeys.TokensAt(now)
+func (l *Limiter) retry(e *entry, now int64) time.Duration {
+	missing := 1 - e.newKeys.fill(l.newKeys, now)
 	if missing <= 0 {
 		return 0
 	}
-	return time.Duration(missing / float64(e.newKeys.Limit()) * float64(time.Second))
+	return time.Duration(math.Ceil(missing * l.newKeys.period / l.newKeys.events))
 }
 
 // lookup returns id's entry in sh, making room for it if needed.
 // sh.mu must be held.
-func (l *Limiter) lookup(sh *shard, id netip.Addr, now time.Time) *entry {
+func (l *Limiter) lookup(sh *shard, id netip.Addr, now int64) *entry {
 	if e := sh.m[id]; e != nil {
 		return e
 	}
 	if len(sh.m) >= l.perShard {
 		l.evict(sh, now)
 	}
-	e := &entry{}
-	if !l.o.Visits.Off() {
-		e.visits = rate.NewLimiter(l.o.Visits.Limit(), l.o.Burst)
-		e.visits.SetLimitAt(now, l.o.Visits.Limit()) // start the clock at now, not at the zero time
-	}
-	if !l.o.NewKeys.Off() {
-		e.newKeys = rate.NewLimiter(l.o.NewKeys.Limit(), l.newKeysBurst())
-		e.newKeys.SetLimitAt(now, l.o.NewKeys.Limit())
-	}
+	e := &entry{visits: bucket{tokens: l.visits.size, last: now}, newKeys: bucket{tokens: l.newKeys.size, last: now}}
 	sh.m[id] = e
 	return e
+}
+
+// idle reports whether e's buckets are full: e is what a new client gets.
+func (l *Limiter) idle(e *entry, now int64) bool {
+	return e.visits.fill(l.visits, now) >= l.visits.size && e.newKeys.fill(l.newKeys, now) >= l.newKeys.size
 }
 
 // evict forgets the clients of sh whose buckets are full or, if none
 // is, an eighth of its clients chosen at random, so that a flood of new
 // clients pays for a sweep once per many arrivals. sh.mu must be held.
-func (l *Limiter) evict(sh *shard, now time.Time) {
+func (l *Limiter) evict(sh *shard, now int64) {
 	n := len(sh.m)
 	for id, e := range sh.m {
-		if (e.visits == nil || e.visits.TokensAt(now) >= float64(l.o.Burst)) &&
-			(e.newKeys == nil || e.newKeys.TokensAt(now) >= float64(l.newKeysBurst())) {
+		if l.idle(e, now) {
 			delete(sh.m, id)
 		}
 	}

@@ -242,23 +242,32 @@ func (c *Counter) lock(now time.Time) {
 	}
 }
 
-// Hash returns the visitor of identity id with User-Agent ua, under the
-// day's key of now, and the key seen by a repeat table: hash of the
-// visitor and the counter key.
-func (c *Counter) Hash(id netip.Addr, ua string, key []byte, now time.Time) (visitor, visit uint64) {
+// Hash returns the visitor of identity id with User-Agent ua under the
+// key of now's day: a SipHash-2-4 of the identity and of the
+// User-Agent's own SipHash.
+func (c *Counter) Hash(id netip.Addr, ua string, now time.Time) uint64 {
 	c.lock(now)
 	k0, k1 := c.k0, c.k1
 	c.mu.RUnlock()
-	var buf [24 + store.MaxKeyBytes]byte
+	var buf [24]byte
 	a := id.As16()
 	copy(buf[:16], a[:])
 	// The User-Agent's bytes, read in place: []byte(ua) would copy one
 	// longer than 32 bytes to the heap. siphash.Hash only reads them.
 	binary.LittleEndian.PutUint64(buf[16:24], siphash.Hash(k0, k1, unsafe.Slice(unsafe.StringData(ua), len(ua))))
-	visitor = siphash.Hash(k0, k1, buf[:24])
-	n := copy(buf[24:], key)
-	visit = siphash.Hash(k1, k0, buf[:24+n])
-	return visitor, visit
+	return siphash.Hash(k0, k1, buf[:])
+}
+
+// Pair returns the hash of visitor v's views of key under the key of
+// now's day, for a [Repeats].
+func (c *Counter) Pair(v uint64, key []byte, now time.Time) uint64 {
+	c.lock(now)
+	k0, k1 := c.k0, c.k1
+	c.mu.RUnlock()
+	var buf [8 + store.MaxKeyBytes]byte
+	binary.LittleEndian.PutUint64(buf[:8], v)
+	n := copy(buf[8:], key)
+	return siphash.Hash(k1, k0, buf[:8+n])
 }
 
 // Add records visitor v (from [Counter.Hash]) as a visitor of key today.

@@ -141,9 +141,8 @@ func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 	}
 	var visitor uint64
 	if !camo {
-		var pair uint64
-		visitor, pair = s.uniques.Hash(id, ua, v.key, now)
-		if s.rules.Repeats != nil && s.rules.Repeats.Seen(pair, now) {
+		visitor = s.uniques.Hash(id, ua, now)
+		if s.rules.Repeats != nil && s.rules.Repeats.Seen(s.uniques.Pair(visitor, v.key, now), now) {
 			return s.refuse(v, now, metrics.Repeat)
 		}
 	}
