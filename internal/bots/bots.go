@@ -57,7 +57,7 @@ type Detector struct {
 	literals map[[3]byte][]string // the literals, by their first three bytes
 	prefixes []string             // literals a User-Agent must start with
 	suffixes []string             // literals a User-Agent must end with
-	seed     maphash.Seed // spreads User-Agents over the cache's shards
+	seed     maphash.Seed         // spreads User-Agents over the cache's shards
 	shards   [numShards]cacheShard
 }
 
@@ -299,4 +299,3 @@ func (d *Detector) Cached() int {
 	}
 	return n
 }
-

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // Rate is how many events are allowed per period, as a flag gives it:
