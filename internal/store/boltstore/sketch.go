@@ -84,7 +84,7 @@ func (s *Store) LoadSketches(d store.Day, fn func(key, data []byte) error) error
 		}
 		prefix := binary.BigEndian.AppendUint32(nil, uint32(d))
 		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && len(k) > 4 && string(k[:4]) == string(prefix); k, v = c.Next() {
+		for k, v := c.Seek(prefix); len(k) > 4 && string(k[:4]) == string(prefix); k, v = c.Next() {
 			key, err := splitTotalKey(k[4:])
 			if err != nil {
 				return fmt.Errorf("sketch key %x: %w", k, err)
