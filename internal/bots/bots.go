@@ -43,10 +43,6 @@ var LinkPreviews = []string{
 // of; past it a part of the cache is dropped and filled again.
 const MaxCached = 1 << 14
 
-// MaxUserAgent is the longest User-Agent whose verdict is cached; a
-// longer one is matched each time (no browser sends one).
-const MaxUserAgent = 512
-
 const numShards = 16
 
 // Detector reports whether a User-Agent is a bot. It may be used
@@ -61,9 +57,11 @@ type Detector struct {
 	shards   [numShards]cacheShard
 }
 
+// cacheShard holds verdicts by the User-Agent's maphash: its seed is
+// random per process, so no client can aim a collision.
 type cacheShard struct {
 	mu sync.RWMutex // guards m
-	m  map[string]bool
+	m  map[uint64]bool
 }
 
 // Patterns returns the patterns a [Detector] matches: the list's, then
@@ -113,7 +111,7 @@ func New() *Detector {
 		d.res = append(d.res, regexp.MustCompile(p))
 	}
 	for i := range d.shards {
-		d.shards[i].m = make(map[string]bool)
+		d.shards[i].m = make(map[uint64]bool)
 	}
 	return d
 }
@@ -263,17 +261,15 @@ func (d *Detector) match(ua string) bool {
 }
 
 // Is reports whether ua is a known crawler or link-preview fetcher. An
-// empty User-Agent is not. Is allocates only the first time it sees ua.
+// empty User-Agent is not. Is allocates nothing once ua is cached.
 func (d *Detector) Is(ua string) bool {
 	if ua == "" {
 		return false
 	}
-	if len(ua) > MaxUserAgent {
-		return d.match(ua)
-	}
-	sh := &d.shards[maphash.String(d.seed, ua)%numShards]
+	h := maphash.String(d.seed, ua)
+	sh := &d.shards[h%numShards]
 	sh.mu.RLock()
-	v, ok := sh.m[ua]
+	v, ok := sh.m[h]
 	sh.mu.RUnlock()
 	if ok {
 		return v
@@ -283,7 +279,7 @@ func (d *Detector) Is(ua string) bool {
 	if len(sh.m) >= MaxCached/numShards {
 		clear(sh.m)
 	}
-	sh.m[strings.Clone(ua)] = v
+	sh.m[h] = v
 	sh.mu.Unlock()
 	return v
 }

@@ -2,7 +2,8 @@
 // without keeping who they were.
 //
 // A visitor is a client identity and a User-Agent. Neither is stored:
-// each visit is reduced to a 64-bit SipHash-2-4 of the two under a key
+// each visit is reduced to a 64-bit SipHash-2-4 of the two (the
+// User-Agent by its xxHash64) under a key
 // that is random for each UTC day, and that hash goes into the key's
 // HyperLogLog sketch of the day (github.com/axiomhq/hyperloglog,
 // precision 14: 16,384 registers, 0.8% standard error; a sketch holds
@@ -33,6 +34,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/netip"
 	"os"
@@ -40,9 +42,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/axiomhq/hyperloglog"
+	"github.com/cespare/xxhash/v2"
 	"github.com/dchest/siphash"
 	"github.com/rs/zerolog"
 
@@ -78,18 +80,25 @@ type Options struct {
 // Counter counts unique visitors per key and day. It may be used
 // concurrently.
 type Counter struct {
-	o   Options
-	st  store.Sketches
-	day atomic.Uint32 // the current store.Day; changes under mu
+	o    Options
+	st   store.Sketches
+	seed maphash.Seed  // spreads keys over the shards
+	day  atomic.Uint32 // the current store.Day; changes under mu
 
-	mu     sync.RWMutex // held for reading by every visit; for writing by a day change
-	k0, k1 uint64       // the day's SipHash key; guarded by mu
+	mu     sync.RWMutex           // held for reading by every visit; for writing by a day change
+	key    atomic.Pointer[dayKey] // the current day's; replaced under mu
 	shards [numShards]shard
 
 	flushMu sync.Mutex // one flush at a time
 	stop    chan struct{}
 	done    chan struct{}
 	closed  sync.Once
+}
+
+// dayKey is one UTC day's SipHash key.
+type dayKey struct {
+	day    store.Day
+	k0, k1 uint64
 }
 
 type shard struct {
@@ -118,7 +127,7 @@ func New(o Options) (*Counter, error) {
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = time.Second
 	}
-	c := &Counter{o: o, st: o.Store, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Counter{o: o, st: o.Store, seed: maphash.MakeSeed(), stop: make(chan struct{}), done: make(chan struct{})}
 	if c.st == nil {
 		c.st = NewMemory()
 	}
@@ -167,7 +176,7 @@ func (c *Counter) setDay(d store.Day, resume bool) error {
 		}
 	}
 	k := sha256.Sum256(append([]byte("visitors unique-visitor key\x00"), seed[:]...))
-	c.k0, c.k1 = binary.LittleEndian.Uint64(k[:8]), binary.LittleEndian.Uint64(k[8:16])
+	c.key.Store(&dayKey{day: d, k0: binary.LittleEndian.Uint64(k[:8]), k1: binary.LittleEndian.Uint64(k[8:16])})
 	c.day.Store(uint32(d))
 	return nil
 }
@@ -218,11 +227,7 @@ func writeSeed(path string, d store.Day, seed *[32]byte) error {
 }
 
 func (c *Counter) shardOf(key []byte) *shard {
-	h := uint32(2166136261)
-	for _, b := range key {
-		h = (h ^ uint32(b)) * 16777619
-	}
-	return &c.shards[h%numShards]
+	return &c.shards[maphash.Bytes(c.seed, key)%numShards]
 }
 
 // Visitor is a visitor's hash under the current day's key.
@@ -246,28 +251,38 @@ func (c *Counter) lock(now time.Time) {
 // key of now's day: a SipHash-2-4 of the identity and of the
 // User-Agent's own SipHash.
 func (c *Counter) Hash(id netip.Addr, ua string, now time.Time) uint64 {
-	c.lock(now)
-	k0, k1 := c.k0, c.k1
-	c.mu.RUnlock()
+	k := c.keyOf(now)
 	var buf [24]byte
 	a := id.As16()
 	copy(buf[:16], a[:])
-	// The User-Agent's bytes, read in place: []byte(ua) would copy one
-	// longer than 32 bytes to the heap. siphash.Hash only reads them.
-	binary.LittleEndian.PutUint64(buf[16:24], siphash.Hash(k0, k1, unsafe.Slice(unsafe.StringData(ua), len(ua))))
-	return siphash.Hash(k0, k1, buf[:])
+	// The User-Agent enters the keyed hash as its xxHash64: unkeyed, but
+	// only ever in memory, and four times as fast over a browser's 100
+	// bytes as a second SipHash.
+	binary.LittleEndian.PutUint64(buf[16:24], xxhash.Sum64String(ua))
+	return siphash.Hash(k.k0, k.k1, buf[:])
+}
+
+// keyOf returns the key of now's day, moving to that day first if it is
+// a new one.
+func (c *Counter) keyOf(now time.Time) *dayKey {
+	k := c.key.Load()
+	if store.DayOf(now) <= k.day {
+		return k
+	}
+	c.lock(now)
+	k = c.key.Load()
+	c.mu.RUnlock()
+	return k
 }
 
 // Pair returns the hash of visitor v's views of key under the key of
 // now's day, for a [Repeats].
 func (c *Counter) Pair(v uint64, key []byte, now time.Time) uint64 {
-	c.lock(now)
-	k0, k1 := c.k0, c.k1
-	c.mu.RUnlock()
+	k := c.keyOf(now)
 	var buf [8 + store.MaxKeyBytes]byte
 	binary.LittleEndian.PutUint64(buf[:8], v)
 	n := copy(buf[8:], key)
-	return siphash.Hash(k1, k0, buf[:8+n])
+	return siphash.Hash(k.k1, k.k0, buf[:8+n])
 }
 
 // Add records visitor v (from [Counter.Hash]) as a visitor of key today.

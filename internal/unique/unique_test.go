@@ -90,7 +90,7 @@ func TestRestartMidDay(t *testing.T) {
 	}
 	before := c.Today([]byte("k"), now)
 	v1 := c.Hash(addr(1), "ua", now)
-	k0, k1 := c.k0, c.k1
+	k0, k1 := c.key.Load().k0, c.key.Load().k1
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
