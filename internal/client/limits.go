@@ -1,8 +1,8 @@
 package client
 
 import (
-	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"net/netip"
 	"strconv"
@@ -88,12 +88,16 @@ type Limiter struct {
 	visits   bucketRate
 	newKeys  bucketRate
 	perShard int
+	seed     maphash.Seed
 	shards   [numShards]shard
 }
 
+// shard holds its clients by their identity's maphash: one hash picks
+// the shard and keys the map. The seed is random per process, so no
+// client can aim a collision with another's bucket.
 type shard struct {
 	mu sync.Mutex // guards m
-	m  map[netip.Addr]*entry
+	m  map[uint64]*entry
 	_  [40]byte // a cache line each
 }
 
@@ -147,7 +151,7 @@ func NewLimiter(o LimiterOptions) *Limiter {
 	if o.Burst < 1 {
 		o.Burst = 1
 	}
-	l := &Limiter{o: o, perShard: max(1, o.MaxClients/numShards)}
+	l := &Limiter{o: o, perShard: max(1, o.MaxClients/numShards), seed: maphash.MakeSeed()}
 	if !o.Visits.Off() {
 		l.visits = bucketRate{events: o.Visits.Events, period: float64(o.Visits.Per), size: float64(o.Burst)}
 	}
@@ -155,15 +159,15 @@ func NewLimiter(o LimiterOptions) *Limiter {
 		l.newKeys = bucketRate{events: o.NewKeys.Events, period: float64(o.NewKeys.Per), size: float64(max(1, int(o.NewKeys.Events)))}
 	}
 	for i := range l.shards {
-		l.shards[i].m = make(map[netip.Addr]*entry)
+		l.shards[i].m = make(map[uint64]*entry)
 	}
 	return l
 }
 
-func (l *Limiter) shardOf(id netip.Addr) *shard {
-	b := id.As16()
-	h := binary.LittleEndian.Uint64(b[:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(b[8:])*0xc2b2ae3d27d4eb4f
-	return &l.shards[(h>>32)%numShards]
+// shardOf returns id's shard and key in it.
+func (l *Limiter) shardOf(id netip.Addr) (*shard, uint64) {
+	h := maphash.Comparable(l.seed, id)
+	return &l.shards[h%numShards], h
 }
 
 // Visit takes a token from id's visit bucket at now and reports whether
@@ -175,9 +179,9 @@ func (l *Limiter) Visit(id netip.Addr, now time.Time, exempt bool) (allowed, may
 		return true, true
 	}
 	t := now.UnixNano()
-	sh := l.shardOf(id)
+	sh, key := l.shardOf(id)
 	sh.mu.Lock()
-	e := l.lookup(sh, id, t)
+	e := l.lookup(sh, key, t)
 	allowed, mayCreate = true, true
 	if !l.o.Visits.Off() && !exempt {
 		allowed = e.visits.take(l.visits, t)
@@ -197,10 +201,10 @@ func (l *Limiter) Created(id netip.Addr, now time.Time) (ok bool, retry time.Dur
 		return true, 0
 	}
 	t := now.UnixNano()
-	sh := l.shardOf(id)
+	sh, key := l.shardOf(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := l.lookup(sh, id, t)
+	e := l.lookup(sh, key, t)
 	if e.newKeys.take(l.newKeys, t) {
 		return true, 0
 	}
@@ -213,10 +217,10 @@ func (l *Limiter) CreateRefused(id netip.Addr, now time.Time) time.Duration {
 		return 0
 	}
 	t := now.UnixNano()
-	sh := l.shardOf(id)
+	sh, key := l.shardOf(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return l.retry(l.lookup(sh, id, t), t)
+	return l.retry(l.lookup(sh, key, t), t)
 }
 
 func (l *Limiter) retry(e *entry, now int64) time.Duration {
@@ -229,15 +233,15 @@ func (l *Limiter) retry(e *entry, now int64) time.Duration {
 
 // lookup returns id's entry in sh, making room for it if needed.
 // sh.mu must be held.
-func (l *Limiter) lookup(sh *shard, id netip.Addr, now int64) *entry {
-	if e := sh.m[id]; e != nil {
+func (l *Limiter) lookup(sh *shard, key uint64, now int64) *entry {
+	if e := sh.m[key]; e != nil {
 		return e
 	}
 	if len(sh.m) >= l.perShard {
 		l.evict(sh, now)
 	}
 	e := &entry{visits: bucket{tokens: l.visits.size, last: now}, newKeys: bucket{tokens: l.newKeys.size, last: now}}
-	sh.m[id] = e
+	sh.m[key] = e
 	return e
 }
 

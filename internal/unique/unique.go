@@ -103,12 +103,13 @@ type dayKey struct {
 
 type shard struct {
 	mu sync.Mutex // guards m
-	m  map[string]*sketch
+	m  map[uint64]*sketch // by the key's maphash (seeded per process: no aimed collision)
 	_  [48]byte
 }
 
 // sketch is one key's sketch of the current day.
 type sketch struct {
+	key    string
 	hll    *hyperloglog.Sketch
 	recent [4]uint64 // the last visitors added: adding one again changes nothing
 	next   uint8     // where the next recent visitor goes
@@ -132,7 +133,7 @@ func New(o Options) (*Counter, error) {
 		c.st = NewMemory()
 	}
 	for i := range c.shards {
-		c.shards[i].m = make(map[string]*sketch)
+		c.shards[i].m = make(map[uint64]*sketch)
 	}
 	today := store.DayOf(o.Now())
 	if err := c.setDay(today, true); err != nil {
@@ -143,7 +144,8 @@ func New(o Options) (*Counter, error) {
 		if err := h.UnmarshalBinary(data); err != nil {
 			return fmt.Errorf("the sketch of key %q: %w", key, err)
 		}
-		c.shardOf(key).m[string(key)] = &sketch{hll: h, stale: true}
+		sh, k := c.shardOf(key)
+		sh.m[k] = &sketch{key: string(key), hll: h, stale: true}
 		return nil
 	})
 	if err != nil { // count on from what loaded: a damaged sketch costs its key today's count, not the service
@@ -226,8 +228,10 @@ func writeSeed(path string, d store.Day, seed *[32]byte) error {
 	return nil
 }
 
-func (c *Counter) shardOf(key []byte) *shard {
-	return &c.shards[maphash.Bytes(c.seed, key)%numShards]
+// shardOf returns key's shard and its key in the shard's map.
+func (c *Counter) shardOf(key []byte) (*shard, uint64) {
+	h := maphash.Bytes(c.seed, key)
+	return &c.shards[h%numShards], h
 }
 
 // Visitor is a visitor's hash under the current day's key.
@@ -292,12 +296,12 @@ func (c *Counter) Add(key []byte, v uint64, now time.Time) {
 	}
 	c.lock(now)
 	defer c.mu.RUnlock()
-	sh := c.shardOf(key)
+	sh, k := c.shardOf(key)
 	sh.mu.Lock()
-	s := sh.m[string(key)]
+	s := sh.m[k]
 	if s == nil {
-		s = &sketch{hll: hyperloglog.New14()}
-		sh.m[string(key)] = s
+		s = &sketch{key: string(key), hll: hyperloglog.New14()}
+		sh.m[k] = s
 	} else if s.recent[0] == v || s.recent[1] == v || s.recent[2] == v || s.recent[3] == v {
 		sh.mu.Unlock() // a sketch is idempotent: the same hash again changes nothing
 		return
@@ -316,10 +320,10 @@ func (c *Counter) Today(key []byte, now time.Time) uint64 {
 	}
 	c.lock(now)
 	defer c.mu.RUnlock()
-	sh := c.shardOf(key)
+	sh, k := c.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.m[string(key)]
+	s := sh.m[k]
 	if s == nil {
 		return 0
 	}
@@ -398,17 +402,17 @@ func (c *Counter) flushLocked(d store.Day) error {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		for k, s := range sh.m {
+		for _, s := range sh.m {
 			if !s.dirty {
 				continue
 			}
 			data, err := s.hll.MarshalBinary()
 			if err != nil {
 				sh.mu.Unlock()
-				return fmt.Errorf("encode the sketch of key %q: %w", k, err)
+				return fmt.Errorf("encode the sketch of key %q: %w", s.key, err)
 			}
 			s.dirty = false
-			batch = append(batch, store.Sketch{Key: []byte(k), Data: data})
+			batch = append(batch, store.Sketch{Key: []byte(s.key), Data: data})
 			marked = append(marked, mark{sh, s})
 		}
 		sh.mu.Unlock()
