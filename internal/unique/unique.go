@@ -102,7 +102,7 @@ type dayKey struct {
 }
 
 type shard struct {
-	mu sync.Mutex // guards m
+	mu sync.Mutex         // guards m
 	m  map[uint64]*sketch // by the key's maphash (seeded per process: no aimed collision)
 	_  [48]byte
 }
