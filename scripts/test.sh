@@ -49,6 +49,9 @@ go test -count=1 -run 'Allocs|Allocate' ./...
 step "fuzz: every visit the web layer acknowledges reaches the embedded store's disk (10s)"
 go test -run '^$' -fuzz '^FuzzVisitsReachDisk$' -fuzztime 10s ./internal/web
 
+step "fuzz: client identity through forwarding headers (5s)"
+go test -run '^$' -fuzz '^FuzzIdentify$' -fuzztime 5s ./internal/client
+
 step "every benchmark once"
 go test -run='^$' -bench=. -benchtime=1x ./...
 
@@ -62,6 +65,7 @@ rm -rf "$labout"
 
 step "load test harness smoke run (1 round of 1s; no figures are asserted)"
 go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 1s -servers classic,bare,visitors,visitors-redis,visitors-redis-sync > /dev/null
+go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 0 -clients -path /counter/smoke.svg -servers visitors,visitors-rules0,visitors-hi > /dev/null
 
 if $slow; then
 	step "mutation testing (slow mode)"

@@ -69,7 +69,7 @@ func rgb(hex uint32) color.RGBA {
 // drawing's own fill colors over a good part of it — a blank page, a
 // broken image, an XML error page or a 404 text has none of them.
 func TestBadgeAndGraphRenderInChromium(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off")
+	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off")
 	for range 5 {
 		mustGet(t, p.URL("/counter/browser-test.svg"))
 	}

@@ -118,7 +118,7 @@ func crashCycles(t *testing.T, durability string) {
 	args := []string{"-data", dir, "-durability", durability, "-flush-interval", interval.String(), "-log-level", "warn"}
 	numbers := map[uint64]bool{}
 
-	p := servertest.Start(t, bin, nil, args...)
+	p := servertest.Start(t, bin, rulesOff, args...)
 	count := probe(t, p) // the name's count, this probe included
 	for cycle := range cycles {
 		stop := make(chan struct{})
@@ -147,9 +147,9 @@ func crashCycles(t *testing.T, durability string) {
 			}
 		}
 
-		p = servertest.Start(t, bin, nil, args...) // refuses to start if SIGKILL corrupted anything
-		got := probe(t, p) - 1                     // what survived, without this probe
-		want := count + visits                     // every acknowledged visit
+		p = servertest.Start(t, bin, rulesOff, args...) // refuses to start if SIGKILL corrupted anything
+		got := probe(t, p) - 1                          // what survived, without this probe
+		want := count + visits                          // every acknowledged visit
 		lost := int64(want) - int64(got)
 		t.Logf("cycle %d: %d acks, %d /hello visits acked, %d survived of %d, lost %d (%d acked in the last %v)", cycle, len(acks), visits, got, want, lost, late, window)
 		switch {

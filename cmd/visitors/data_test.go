@@ -31,7 +31,7 @@ func TestBinaryRefusesBadDataDirectory(t *testing.T) {
 		}, "not a visitors data file"},
 		{"corrupted", func(t *testing.T) string {
 			dir := t.TempDir()
-			p := servertest.Start(t, bin, nil, "-data", dir, "-log-level", "off")
+			p := servertest.Start(t, bin, rulesOff, "-data", dir, "-log-level", "off")
 			mustGet(t, p.URL("/hello?name=x"))
 			if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
 				t.Fatal(err)
@@ -61,7 +61,7 @@ func TestBinaryRefusesBadDataDirectory(t *testing.T) {
 
 func TestBinaryRefusesASecondProcessOnTheSameData(t *testing.T) {
 	dir := t.TempDir()
-	servertest.Start(t, bin, nil, "-data", dir, "-log-level", "off")
+	servertest.Start(t, bin, rulesOff, "-data", dir, "-log-level", "off")
 	out, err := exec.Command(bin, "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", dir).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("second process: exit = %v, want status 1; output:\n%s", err, out)
@@ -73,7 +73,7 @@ func TestBinaryRefusesASecondProcessOnTheSameData(t *testing.T) {
 
 func TestBinaryExportImport(t *testing.T) {
 	src := t.TempDir()
-	p := servertest.Start(t, bin, nil, "-data", src, "-log-level", "off")
+	p := servertest.Start(t, bin, rulesOff, "-data", src, "-log-level", "off")
 	for _, n := range []string{"a", "b", "a"} {
 		mustGet(t, p.URL("/hello?name="+n))
 	}
@@ -99,7 +99,7 @@ func TestBinaryExportImport(t *testing.T) {
 		t.Errorf("export → import → export differs:\n%s\n%s", dump, again)
 	}
 	// The imported store serves on: /hi continues past the old numbers.
-	p = servertest.Start(t, bin, nil, "-data", dst, "-log-level", "off")
+	p = servertest.Start(t, bin, rulesOff, "-data", dst, "-log-level", "off")
 	if _, _, body := mustGet(t, p.URL("/hello?name=a")); !strings.HasSuffix(body, "<p>Count: 3</p>") {
 		t.Errorf("imported a, one more visit = %q, want count 3", body)
 	}

@@ -44,7 +44,7 @@ func TestDiskFull(t *testing.T) {
 func diskFull(t *testing.T, durability string) {
 	dir := t.TempDir()
 	wrapper := []string{"unshare", "--user", "--map-root-user", "--mount", "sh", "-c", diskFullScript, "sh", dir}
-	p := servertest.StartWrapped(t, wrapper, bin, nil, "-data", dir, "-durability", durability, "-log-level", "warn")
+	p := servertest.StartWrapped(t, wrapper, bin, rulesOff, "-data", dir, "-durability", durability, "-log-level", "warn")
 	// The tmpfs exists only in the process's mount namespace; reach it
 	// through /proc.
 	inside := filepath.Join(fmt.Sprintf("/proc/%d/root", p.Cmd.Process.Pid), dir)

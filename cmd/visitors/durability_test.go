@@ -24,7 +24,7 @@ import (
 // real binary: /hello with no name must not stop counts reaching disk.
 func TestEmptyNameKeepsCountsDurable(t *testing.T) {
 	data := t.TempDir()
-	p := servertest.Start(t, bin, nil, "-data", data, "-log-level", "warn")
+	p := servertest.Start(t, bin, rulesOff, "-data", data, "-log-level", "warn")
 	if code, _, body := mustGet(t, p.URL("/counter/a.json")); code != 200 || !strings.Contains(body, `"total":1`) {
 		t.Fatalf("/counter/a.json = %d %s", code, body)
 	}
@@ -36,7 +36,7 @@ func TestEmptyNameKeepsCountsDurable(t *testing.T) {
 		t.Fatalf("/healthz after /hello with no name = %d %s, want 200", code, body)
 	}
 	stop(t, p)
-	p = servertest.Start(t, bin, nil, "-data", data, "-log-level", "warn")
+	p = servertest.Start(t, bin, rulesOff, "-data", data, "-log-level", "warn")
 	if code, _, body := mustGet(t, p.URL("/counter/a.json?count=false")); !strings.Contains(body, `"total":1`) {
 		t.Errorf("after a restart /counter/a.json?count=false = %d %s, want total 1", code, body)
 	}
@@ -83,7 +83,7 @@ func TestEveryInputClassThroughEveryBackend(t *testing.T) {
 			if strings.HasPrefix(b.name, "redis") {
 				args = append(args, redisArgs(t, strings.HasPrefix(b.name, "redis-cluster"))...)
 			}
-			p := servertest.Start(t, bin, nil, args...)
+			p := servertest.Start(t, bin, rulesOff, args...)
 			for i, n := range names {
 				for j := range i + 1 {
 					code, _, body := mustGet(t, p.URL("/hello?name="+url.QueryEscape(n)))
@@ -135,10 +135,10 @@ func TestEveryInputClassThroughEveryBackend(t *testing.T) {
 				return
 			}
 			stop(t, p)
-			p = servertest.Start(t, bin, nil, args...)
+			p = servertest.Start(t, bin, rulesOff, args...)
 			defer stop(t, p)
 			for i, k := range keys {
-				want := fmt.Sprintf(`"total":%d,"today":%d}`, i+1, i+1)
+				want := fmt.Sprintf(`"total":%d,"today":%d,"unique_today":1}`, i+1, i+1) // one visitor, its sketch kept
 				if code, _, body := mustGet(t, p.URL("/counter/"+k+".json?count=false")); code != 200 || !strings.Contains(body, want) {
 					t.Errorf("after a restart /counter/%s.json?count=false = %d %s, want %s", k, code, body, want)
 				}
@@ -163,7 +163,7 @@ func TestEveryInputClassThroughEveryBackend(t *testing.T) {
 // says in one line which file and what to do, and leaves it unchanged.
 func TestBinaryRefusesDamagedFiles(t *testing.T) {
 	sound := t.TempDir()
-	p := servertest.Start(t, bin, nil, "-data", sound, "-log-level", "off")
+	p := servertest.Start(t, bin, rulesOff, "-data", sound, "-log-level", "off")
 	for i := range 300 {
 		mustGet(t, p.URL(fmt.Sprintf("/hello?name=name-%d", i)))
 	}

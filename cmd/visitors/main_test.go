@@ -18,6 +18,12 @@ import (
 // bin is the real visitors binary, built once by TestMain.
 var bin string
 
+// rulesOff is the environment that turns the fairness rules off: the
+// tests that start the binary with it test something else (durability,
+// crashes, a full disk) with Go's HTTP client, which the bot list names,
+// from one address. fair_test.go tests the rules, with their defaults.
+var rulesOff = []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0"}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "visitors-e2e")
 	if err != nil {
@@ -57,7 +63,7 @@ func mustGet(tb testing.TB, url string, hdr ...string) (int, http.Header, string
 }
 
 func TestBinaryServesAndShutsDownCleanly(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-data", t.TempDir())
+	p := servertest.Start(t, bin, rulesOff, "-data", t.TempDir())
 	tests := []struct {
 		url      string
 		wantCode int
@@ -122,7 +128,7 @@ func TestBinaryServesAndShutsDownCleanly(t *testing.T) {
 }
 
 func TestBinaryTakesConfigFromEnvironment(t *testing.T) {
-	p := servertest.Start(t, bin, []string{"VISITORS_MAX_KEYS=1", "VISITORS_LOG_LEVEL=off", "VISITORS_STORE=memory"})
+	p := servertest.Start(t, bin, append(rulesOff, "VISITORS_MAX_KEYS=1", "VISITORS_LOG_LEVEL=off", "VISITORS_STORE=memory"))
 	if code, _, _ := mustGet(t, p.URL("/hello?name=first")); code != 200 {
 		t.Fatalf("first name = %d, want 200", code)
 	}

@@ -72,7 +72,7 @@ func valueOf(mfs map[string]*dto.MetricFamily, name string) float64 {
 // after a known set of requests and checks that each counter moved by
 // exactly what was sent.
 func TestMetricsMoveByTheRequestsSent(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-data", t.TempDir(), "-max-keys", "1")
+	p := servertest.Start(t, bin, rulesOff, "-data", t.TempDir(), "-max-keys", "1")
 	type series struct {
 		name   string
 		labels []string
@@ -177,7 +177,7 @@ func TestMetricsMoveByTheRequestsSent(t *testing.T) {
 // TestDebugVarsIsExpvar checks /debug/vars on the real binary: expvar's
 // own cmdline and memstats beside the service's counters.
 func TestDebugVarsIsExpvar(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-data", t.TempDir())
+	p := servertest.Start(t, bin, rulesOff, "-data", t.TempDir())
 	mustGet(t, p.URL("/hello?name=x"))
 	_, _, body := mustGet(t, p.AdminURL("/debug/vars"))
 	var vars struct {

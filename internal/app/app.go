@@ -104,6 +104,15 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			log.Error().Err(err).Msg("close the store: counts not yet on disk are lost")
 		}
 	}()
+	rules, closeRules, err := fairRules(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	defer func() { // after the listeners stop, before the store closes
+		if err := closeRules(); err != nil {
+			log.Error().Err(err).Msg("write unique visitors: the last second's may be counted again")
+		}
+	}()
 	if cfg.Test != nil && cfg.Test.WrapStore != nil {
 		st = cfg.Test.WrapStore(st)
 	}
@@ -138,8 +147,9 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
+	pub = limitListener(pub, cfg.Fair.MaxConns)
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests}),
+		Handler:           web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, Rules: rules}),
 		ReadHeaderTimeout: to.ReadHeader,
 		ReadTimeout:       to.Read,
 		WriteTimeout:      to.Write,

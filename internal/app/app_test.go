@@ -10,15 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"visitors/internal/client"
 	"visitors/internal/servertest"
 	"visitors/internal/store"
 )
+
+// defFair are the default fairness rules.
+var defFair = Fair{ClientRate: client.Rate{Events: 10, Per: time.Second}, ClientBurst: 20,
+	ClientNewKeys: client.Rate{Events: 100, Per: time.Hour}, Unique: true, MaxConns: 10000}
 
 func TestParseFlags(t *testing.T) {
 	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
 		Store: "embedded", Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
-		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10,
+		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair,
 		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"}}
 	with := func(f func(*Config)) Config { c := def; f(&c); return c }
 	tests := []struct {
@@ -33,7 +38,7 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) {
 				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
 					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
-					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10,
+					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair,
 					Redis: def.Redis}
 			})},
 		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,
@@ -43,6 +48,17 @@ func TestParseFlags(t *testing.T) {
 		{"redis env", nil, map[string]string{"VISITORS_STORE": "redis", "VISITORS_REDIS_URL": "redis://h:1/0", "VISITORS_REDIS_CLUSTER": "c:3", "VISITORS_REDIS_PREFIX": "q:", "VISITORS_REDIS_PASSWORD": "s3cret"},
 			with(func(c *Config) {
 				c.Store, c.Redis = "redis", RedisConfig{URL: "redis://h:1/0", Cluster: []string{"c:3"}, Prefix: "q:", Password: "s3cret"}
+			})},
+		{"fair flags", []string{"-trusted-proxies", "10.0.0.0/8, 2001:db8::/32,192.0.2.1", "-client-rate", "5/m", "-client-burst", "3", "-client-new-keys", "0",
+			"-repeat-window", "30m", "-unique=false", "-max-conns", "7", "-count-bots"}, nil,
+			with(func(c *Config) {
+				c.Fair = Fair{ClientRate: client.Rate{Events: 5, Per: time.Minute}, ClientBurst: 3, RepeatWindow: 30 * time.Minute, MaxConns: 7, CountBots: true}
+				c.Fair.TrustedProxies.Set("10.0.0.0/8,2001:db8::/32,192.0.2.1/32")
+			})},
+		{"fair env", nil, map[string]string{"VISITORS_CLIENT_RATE": "0", "VISITORS_CLIENT_NEW_KEYS": "2.5/d", "VISITORS_TRUSTED_PROXIES": "127.0.0.1"},
+			with(func(c *Config) {
+				c.Fair.ClientRate, c.Fair.ClientNewKeys = client.Rate{}, client.Rate{Events: 2.5, Per: 24 * time.Hour}
+				c.Fair.TrustedProxies.Set("127.0.0.1")
 			})},
 		{"observability flags", []string{"-metrics=false", "-flight-recorder=false", "-flight-recorder-window", "3s", "-flight-recorder-max-bytes", "1048576",
 			"-slow-request", "1s", "-trace-dir", "/t", "-trace-every", "5s", "-trace-keep", "2"}, nil,
@@ -93,6 +109,14 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"trace every", []string{"-trace-every", "0s"}, nil, "-trace-every must be positive"},
 		{"trace keep", []string{"-trace-keep", "0"}, nil, "-trace-keep must be at least 1"},
 		{"no trace dir", []string{"-store", "memory", "-data", ""}, nil, "-trace-dir or -data must name a directory"},
+		{"proxy range", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, `trusted proxy "10.0.0.0/33"`},
+		{"proxy name", []string{"-trusted-proxies", "proxy.local"}, nil, `trusted proxy "proxy.local"`},
+		{"rate unit", []string{"-client-rate", "10/week"}, nil, `rate "10/week"`},
+		{"rate negative", []string{"-client-rate", "-1/s"}, nil, `rate "-1/s"`},
+		{"rate NaN", []string{"-client-new-keys", "NaN/h"}, nil, `rate "NaN/h"`},
+		{"burst", []string{"-client-burst", "0"}, nil, "-client-burst must be at least 1"},
+		{"repeat window", []string{"-repeat-window", "-1s"}, nil, "-repeat-window must not be negative"},
+		{"max conns", []string{"-max-conns", "-1"}, nil, "-max-conns must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

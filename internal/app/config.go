@@ -42,6 +42,7 @@ type Config struct {
 	TraceDir             string           // where snapshots go; "" means Data/traces
 	TraceEvery           time.Duration    // at most one slow-request snapshot per this long
 	TraceKeep            int              // snapshots kept in TraceDir, the newest
+	Fair                 Fair             // the fairness rules of the keyed counters
 
 	// Test holds hooks for tests. No flag sets it; it is nil in the
 	// binary.
@@ -125,6 +126,7 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&c.TraceDir, "trace-dir", "", "`directory` for flight-recorder snapshots (default: <-data>/traces)")
 	fs.DurationVar(&c.TraceEvery, "trace-every", time.Minute, "at most one slow-request snapshot per this long")
 	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
+	c.Fair.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir | -store redis ...]\n                                    write every count as JSON to stdout\n  visitors import [-data dir | -store redis ...] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -182,6 +184,9 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	}
 	if c.Store == "embedded" && c.Data == "" {
 		return c, errors.New("-data must name a directory for the embedded store")
+	}
+	if err := c.Fair.check(); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -38,8 +38,10 @@ type running struct {
 
 // testConfig is a configuration for tests: memory store, info logs, an
 // admin listener.
+// Its fairness rules are off (the zero Fair) but for bots, which count:
+// the tests here use Go's HTTP client, a bot by its User-Agent.
 func testConfig() Config {
-	return Config{LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", AdminAddr: "127.0.0.1:0"}
+	return Config{LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", AdminAddr: "127.0.0.1:0", Fair: Fair{CountBots: true}}
 }
 
 // mustStart starts Run with cfg in the background, on listeners on free

@@ -39,8 +39,8 @@ func (r Route) String() string { return routeNames[r] }
 // label of visitors_visits_not_counted_total.
 type Reason uint8
 
-// The reasons a visit is not counted. RateLimited, Repeat, Bot and Locked
-// are registered so that their series exist; no rule produces them yet.
+// The reasons a visit is not counted. Locked is registered so that its
+// series exists; no rule produces it yet.
 const (
 	RateLimited Reason = iota // too many visits from one client
 	Repeat                    // the same visitor again, within the repeat window

@@ -15,6 +15,9 @@ func benchServe(b *testing.B, target string) {
 	benchServeObs(b, target, obsAll)
 }
 
+// benchUA is a browser's User-Agent: not a bot.
+const benchUA = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+
 // What a benchmark observes: nothing, the metrics, or the metrics and
 // the flight recorder (the service's default).
 const (
@@ -26,12 +29,24 @@ const (
 var obsNames = []string{"none", "metrics", "metrics+flightrecorder"}
 
 func benchServeObs(b *testing.B, target string, obs int) {
+	benchServeWith(b, target, obs, false)
+}
+
+// benchServeRules is benchServe with the default fairness rules or none.
+func benchServeRules(b *testing.B, target string, rules bool) {
+	benchServeWith(b, target, obsAll, rules)
+}
+
+func benchServeWith(b *testing.B, target string, obs int, rules bool) {
 	s, _ := mustServerObserved(b, nil, obs >= obsMetrics)
+	if rules {
+		withDefaultRules(b, s)
+	}
 	if obs == obsAll {
 		mustFlightRecorder(b)
 	}
 	r := httptest.NewRequest("GET", target, nil)
-	r.Header.Set("User-Agent", "bench/1.0")
+	r.Header.Set("User-Agent", benchUA)
 	w := webtest.NewResponseWriter()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -50,7 +65,18 @@ func benchServeParallel(b *testing.B, target string) {
 }
 
 func benchServeParallelObs(b *testing.B, target string, obs int) {
+	benchServeParallelWith(b, target, obs, false)
+}
+
+func benchServeParallelRules(b *testing.B, target string, rules bool) {
+	benchServeParallelWith(b, target, obsAll, rules)
+}
+
+func benchServeParallelWith(b *testing.B, target string, obs int, rules bool) {
 	s, _ := mustServerObserved(b, nil, obs >= obsMetrics)
+	if rules {
+		withDefaultRules(b, s)
+	}
 	if obs == obsAll {
 		mustFlightRecorder(b)
 	}
@@ -58,7 +84,7 @@ func benchServeParallelObs(b *testing.B, target string, obs int) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		r := httptest.NewRequest("GET", target, nil)
-		r.Header.Set("User-Agent", "bench/1.0")
+		r.Header.Set("User-Agent", benchUA)
 		w := webtest.NewResponseWriter()
 		for pb.Next() {
 			w.Reset()

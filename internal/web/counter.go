@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"hash/fnv"
 	"net/http"
 	"strconv"
@@ -21,14 +22,19 @@ const (
 	defaultDays   = 30
 )
 
+// Client messages of the counter API that quote a limit, from its
+// constant.
+var (
+	msgKey   = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment", MaxKeyBytes)
+	msgLabel = fmt.Sprintf("Optional label must be at most %d characters of valid UTF-8", MaxLabelRunes)
+	msgDays  = fmt.Sprintf("Optional days must be a whole number from 1 to %d", MaxDays)
+)
+
 // Client messages of the counter API.
 const (
-	msgKey      = "Key must be 1-128 bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment"
-	msgLabel    = "Optional label must be at most 64 characters of valid UTF-8"
 	msgCount    = "Optional count must be true or false"
 	msgAbbr     = "Optional abbreviated must be true or false"
-	msgShow     = "Optional show must be total or today"
-	msgDays     = "Optional days must be a whole number from 1 to 365"
+	msgShow     = "Optional show must be total, today or unique"
 	msgEscape   = "Query string is not valid URL encoding"
 	defaultText = "visitors"
 )
@@ -111,6 +117,7 @@ type counterQuery struct {
 	count       bool
 	abbreviated bool
 	today       bool
+	unique      bool // show=unique: today's unique visitors
 	days        int
 	b           badge.Badge
 }
@@ -142,6 +149,8 @@ func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	case "", "total":
 	case "today":
 		cq.today = true
+	case "unique":
+		cq.unique = true
 	default:
 		return cq, msgShow
 	}
@@ -211,49 +220,54 @@ func parseColorParam(buf *[]byte, q, key string, def []byte) ([]byte, string) {
 // /graph.svg.
 func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	key, kind, ok := splitCounterPath(r.URL.Path[len("/counter/"):])
+	svg := kind == kindBadge || kind == kindGraph
 	if !ok {
-		return writeError(w, http.StatusNotFound, msgNotFound)
+		return s.fail(w, r, svg, errNotFound)
 	}
 	if !validKey(key) {
-		return writeError(w, http.StatusBadRequest, msgKey)
+		return s.fail(w, r, svg, errKey)
 	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 	cq, msg := parseCounterQuery(sc, r.URL.RawQuery)
 	if msg != "" {
-		return writeError(w, http.StatusBadRequest, msg)
+		return s.fail(w, r, svg, badRequest(msg, "invalid query"))
 	}
 	sc.name = append(sc.name[:0], key...)
 	switch kind {
 	case kindDaily, kindGraph:
 		d, err := s.store.Days(r.Context(), sc.name, cq.days)
 		if err != nil {
-			return s.storeError(w, err)
+			return s.fail(w, r, svg, s.storeError(err))
 		}
 		if kind == kindDaily {
-			return s.writeDaily(w, r, key, d)
+			u, err := s.uniques.Days(sc.name, s.now(), cq.days)
+			if err != nil {
+				return s.fail(w, r, svg, s.storeError(err))
+			}
+			return s.writeDaily(w, r, key, d, u)
 		}
 		return s.writeGraph(w, r, key, d)
 	}
 
-	var c store.Counts
-	var err error
-	visit := 0
-	if cq.count && r.Method != http.MethodHead {
-		c, err = s.store.Incr(r.Context(), sc.name)
-		visit = s.visited(err)
-	} else {
-		c, err = s.store.Get(r.Context(), sc.name)
+	v := countReq{key: sc.name, count: cq.count && r.Method != http.MethodHead, unique: cq.unique || kind == kindJSON, r: r}
+	o, herr := s.record(&v)
+	if herr != nil {
+		return s.fail(w, r, svg, herr)
 	}
-	if err != nil {
-		return s.storeError(w, err)
-	}
+	c := o.counts
 	n := c.Total
-	if cq.today {
+	switch {
+	case cq.today:
 		n = c.Today
+	case cq.unique:
+		n = o.unique
 	}
 	b := sc.body[:0]
 	h := w.Header()
+	if o.refused {
+		markRefused(h)
+	}
 	if kind == kindJSON {
 		b = append(b, `{"key":`...)
 		b = appendJSON(b, key)
@@ -261,6 +275,8 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		b = strconv.AppendUint(b, c.Total, 10)
 		b = append(b, `,"today":`...)
 		b = strconv.AppendUint(b, c.Today, 10)
+		b = append(b, `,"unique_today":`...)
+		b = strconv.AppendUint(b, o.unique, 10)
 		b = append(b, "}\n"...)
 		h["Content-Type"] = ctJSON
 		h["Access-Control-Allow-Origin"] = anyOrigin
@@ -277,7 +293,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		return http.StatusNotModified
 	}
 	w.Write(b)
-	return http.StatusOK | visit
+	return http.StatusOK | o.visit
 }
 
 // setImageHeaders marks an SVG image that no proxy may keep: GitHub's
@@ -312,8 +328,9 @@ func etagMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	return false
 }
 
-// writeDaily writes d as JSON: {"key":…,"days":[{"date":…,"count":N},…]}.
-func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, d store.Daily) int {
+// writeDaily writes d and the unique visitors u of the same days as
+// JSON: {"key":…,"days":[{"date":…,"count":N,"unique":U},…]}.
+func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, d store.Daily, u []uint64) int {
 	var b bytes.Buffer
 	b.WriteString(`{"key":`)
 	b.Write(appendJSON(nil, key))
@@ -327,6 +344,8 @@ func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, 
 		b.WriteString(first.AddDate(0, 0, i).Format("2006-01-02"))
 		b.WriteString(`","count":`)
 		b.WriteString(strconv.FormatUint(n, 10))
+		b.WriteString(`,"unique":`)
+		b.WriteString(strconv.FormatUint(u[i], 10))
 		b.WriteByte('}')
 	}
 	b.WriteString("]}\n")

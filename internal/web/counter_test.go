@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -64,7 +65,7 @@ func TestCounterParams(t *testing.T) {
 		}
 	}
 	w := get(s, "GET", "/counter/big.json?count=false")
-	if w.Body.String() != `{"key":"big","total":1234,"today":1234}`+"\n" || w.Header().Get("Access-Control-Allow-Origin") != "*" {
+	if w.Body.String() != `{"key":"big","total":1234,"today":1234,"unique_today":1}`+"\n" || w.Header().Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("json = %q with ACAO %q", w.Body, w.Header().Get("Access-Control-Allow-Origin"))
 	}
 }
@@ -113,8 +114,8 @@ func TestCounterRejects(t *testing.T) {
 		if tt.code != 200 && st.Keys() != 0 {
 			t.Errorf("GET %s was rejected but counted a visit", tt.target)
 		}
-		if tt.code == 400 && strings.Contains(w.Body.String(), "<") {
-			t.Errorf("GET %s: 400 body reflects markup: %q", tt.target, w.Body)
+		if msg := errorMessage(t, w); tt.code == 400 && (strings.Contains(msg, "<") || msg == "") {
+			t.Errorf("GET %s: 400 message %q is empty or reflects markup", tt.target, msg)
 		}
 	}
 }
@@ -181,30 +182,56 @@ func TestLanding(t *testing.T) {
 // TestCounterAllocs: serving a badge allocates at most once beyond the
 // response (the budget of the issue); counting and rendering allocate
 // nothing.
+// With the default fairness rules (see withDefaultRules), every request
+// is counted: each takes the whole counting path.
 func TestCounterAllocs(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation budgets are checked without -race")
 	}
-	s, _ := mustServer(t, nil)
-	for _, target := range []string{"/counter/octocat/hello-world.svg", "/counter/k.svg?style=for-the-badge&label=page%20views&color=blue&abbreviated=true", "/counter/k.json"} {
-		r := httptest.NewRequest("GET", target, nil)
-		w := webtest.NewResponseWriter()
-		s.ServeHTTP(w, r)
-		if got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) }); got > 1 {
-			t.Errorf("GET %s allocs = %v, want at most 1", target, got)
+	for _, rules := range []bool{false, true} {
+		s, st := mustServer(t, nil)
+		if rules {
+			withDefaultRules(t, s)
 		}
-		if w.Code != 200 {
-			t.Errorf("GET %s = %d", target, w.Code)
+		for _, target := range []string{"/counter/octocat/hello-world.svg", "/counter/k.svg?style=for-the-badge&label=page%20views&color=blue&abbreviated=true", "/counter/k.json", "/counter/k.svg?show=unique", "/hello?name=gopher"} {
+			r := httptest.NewRequest("GET", target, nil)
+			r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+			w := webtest.NewResponseWriter()
+			s.ServeHTTP(w, r)
+			key := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(strings.SplitN(target, "?", 2)[0], "/counter/"), ".svg"), ".json")
+			if strings.HasPrefix(target, "/hello") {
+				key = "gopher"
+			}
+			before := mustCount(t, st, key).Total
+			if got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) }); got > 1 {
+				t.Errorf("rules %v: GET %s allocs = %v, want at most 1", rules, target, got)
+			}
+			if w.Code != 200 {
+				t.Errorf("rules %v: GET %s = %d", rules, target, w.Code)
+			}
+			if got := mustCount(t, st, key).Total - before; got != 501 {
+				t.Errorf("rules %v: GET %s counted %d of 501 requests", rules, target, got)
+			}
 		}
 	}
 }
 
+// BenchmarkCounterBadge serves a counting badge request with the
+// default fairness rules, as the service runs.
 func BenchmarkCounterBadge(b *testing.B) {
-	benchServe(b, "/counter/octocat/hello-world.svg")
+	benchServeRules(b, "/counter/octocat/hello-world.svg", true)
 }
 
 func BenchmarkCounterBadgeParallel(b *testing.B) {
-	benchServeParallel(b, "/counter/octocat/hello-world.svg")
+	benchServeParallelRules(b, "/counter/octocat/hello-world.svg", true)
+}
+
+// BenchmarkCounterRules prices the fairness rules side by side in one
+// run: compare with benchstat -col /rules.
+func BenchmarkCounterRules(b *testing.B) {
+	for _, rules := range []bool{false, true} {
+		b.Run(fmt.Sprintf("rules=%v", rules), func(b *testing.B) { benchServeRules(b, "/counter/octocat/hello-world.svg", rules) })
+	}
 }
 
 // FuzzCounter: whatever the path and query, a response is a 200, a 400
@@ -213,7 +240,7 @@ func BenchmarkCounterBadgeParallel(b *testing.B) {
 // unless count is false, and daily.json and graph.svg count none.
 func FuzzCounter(f *testing.F) {
 	for _, s := range []string{"k.svg|label=x", "a/b.json|count=false", "k/daily.json|days=3", "k.svg|label=%3Cscript%3E&color=%22", "../x.svg|", "k.svg|style=%00",
-		"k.json|", "k.json|count=0", "k.svg|c%6Funt=false", "k/graph.svg|days=365", "x/daily.json|count=true", "k.json|count=1&count=false", "k.json|a;b"} {
+		"k.json|", "k.json|count=0", "k.svg|c%6Funt=false", "k.svg|show=unique&count=false", "k.json|show=unique", "k/graph.svg|days=365", "x/daily.json|count=true", "k.json|count=1&count=false", "k.json|a;b"} {
 		f.Add(s)
 	}
 	s, st := mustServer(f, nil)
@@ -279,8 +306,8 @@ func FuzzCounter(f *testing.F) {
 			if st.Keys() != keys || counted != 0 {
 				t.Fatalf("%q: rejected with %d but counted %d visits and %d new keys", in, w.Code, counted, st.Keys()-keys)
 			}
-			if strings.ContainsAny(w.Body.String(), "<>") {
-				t.Fatalf("%q: %d body reflects markup: %q", in, w.Code, w.Body)
+			if msg := errorMessage(t, w); strings.ContainsAny(msg, "<>") {
+				t.Fatalf("%q: %d message reflects markup: %q", in, w.Code, msg)
 			}
 		default:
 			t.Fatalf("%q: status %d", in, w.Code)

@@ -2,15 +2,21 @@ package web
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/bots"
+	"visitors/internal/client"
 	"visitors/internal/coarse"
 	"visitors/internal/flightrec"
 	"visitors/internal/logsink"
@@ -116,3 +122,42 @@ func mustCount(tb testing.TB, st store.Store, key string) store.Counts {
 	}
 	return c
 }
+
+// errorMessage returns the client's message of an error response: the
+// body of a plain-text one, the Visitors-Error header of an error badge,
+// which must be a well-formed SVG without markup of the request's.
+func errorMessage(tb testing.TB, w *httptest.ResponseRecorder) string {
+	tb.Helper()
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "image/svg+xml") {
+		return w.Body.String()
+	}
+	if err := xml.Unmarshal(w.Body.Bytes(), new(struct{})); err != nil {
+		tb.Errorf("error badge is not well-formed: %v", err)
+	}
+	if strings.Contains(w.Body.String(), "<script") || w.Header().Get("Cache-Control") != noCache[0] {
+		tb.Errorf("error badge reflects markup or may be cached: %v %q", w.Header(), w.Body)
+	}
+	return w.Header().Get("Visitors-Error")
+}
+
+// withDefaultRules gives s the service's default fairness rules (no
+// trusted proxy, 10 visits/s with a burst of 20, 100 new keys/h, bots
+// not counted, unique visitors) and a clock that moves 100ms on every
+// reading, so that one client repeating a request refills its bucket as
+// fast as it spends it: every request takes the whole counting path.
+func withDefaultRules(tb testing.TB, s *Server) {
+	tb.Helper()
+	var t atomic.Int64
+	t.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
+	s.now = func() time.Time { return time.Unix(0, t.Add(int64(100*time.Millisecond))).UTC() }
+	visits, newKeys := client.Rate{Events: 10, Per: time.Second}, client.Rate{Events: 100, Per: time.Hour}
+	s.rules = Rules{
+		Trusted: &client.Proxies{},
+		Limiter: client.NewLimiter(client.LimiterOptions{Visits: visits, Burst: 20, NewKeys: newKeys}),
+		NewKeys: newKeys,
+		Bots:    defaultBots(),
+	}
+}
+
+// defaultBots is one detector for every test: building one takes 5ms.
+var defaultBots = sync.OnceValue(bots.New)

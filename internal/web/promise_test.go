@@ -34,7 +34,7 @@ func mustClockServer(tb testing.TB) (s *Server, st *memstore.Store, nextDay func
 		clock.Add(24 * time.Hour)
 		st.Rollover()
 	}
-	return New(Config{Store: st, Hostname: "testhost"}), st, nextDay
+	return New(Config{Store: st, Hostname: "testhost", Now: clock.Now}), st, nextDay
 }
 
 // visit serves GET target n times and fails unless each is a 200.
@@ -113,8 +113,8 @@ func TestCounterDaysRange(t *testing.T) {
 				t.Errorf("GET %s counted a visit", target)
 			}
 			if tt.wantCode != 200 {
-				if w.Body.String() != msgDays {
-					t.Errorf("GET %s body = %q, want %q", target, w.Body, msgDays)
+				if got := errorMessage(t, w); got != msgDays {
+					t.Errorf("GET %s message = %q, want %q", target, got, msgDays)
 				}
 				continue
 			}
@@ -160,7 +160,7 @@ func TestCounterShowToday(t *testing.T) {
 		{"/counter/t.svg?count=false&show=total", `aria-label="visitors: 4"`},
 		{"/counter/t.svg?count=false", `aria-label="visitors: 4"`},
 		{"/counter/t.svg?count=false&show=today&abbreviated=true", `aria-label="visitors: 1"`},
-		{"/counter/t.json?count=false&show=today", `{"key":"t","total":4,"today":1}`},
+		{"/counter/t.json?count=false&show=today", `{"key":"t","total":4,"today":1,"unique_today":1}`},
 		{"/counter/t.svg?show=today", `aria-label="visitors: 2"`}, // counts, then shows today
 	}
 	for _, tt := range tests {
@@ -179,12 +179,12 @@ func TestCounterDailyDates(t *testing.T) {
 	nextDay()
 	visit(t, s, "/counter/d.json", 1) // 2026-11-23
 	w := get(s, "GET", "/counter/d/daily.json?days=4")
-	want := `{"key":"d","days":[{"date":"2026-11-20","count":0},{"date":"2026-11-21","count":2},{"date":"2026-11-22","count":0},{"date":"2026-11-23","count":1}]}` + "\n"
+	want := `{"key":"d","days":[{"date":"2026-11-20","count":0,"unique":0},{"date":"2026-11-21","count":2,"unique":1},{"date":"2026-11-22","count":0,"unique":0},{"date":"2026-11-23","count":1,"unique":1}]}` + "\n"
 	if w.Code != 200 || w.Body.String() != want {
 		t.Errorf("daily.json?days=4 = %d %s, want 200 %s", w.Code, w.Body, want)
 	}
 	w = get(s, "GET", "/counter/d/daily.json?days=1")
-	if want := `{"key":"d","days":[{"date":"2026-11-23","count":1}]}` + "\n"; w.Body.String() != want {
+	if want := `{"key":"d","days":[{"date":"2026-11-23","count":1,"unique":1}]}` + "\n"; w.Body.String() != want {
 		t.Errorf("daily.json?days=1 = %s, want %s", w.Body, want)
 	}
 }
@@ -304,8 +304,12 @@ func TestInputLimitsAfterUnescaping(t *testing.T) {
 	for _, tt := range tests {
 		s, _ := mustServer(t, nil)
 		w := get(s, "GET", tt.target)
-		if w.Code != tt.wantCode || !strings.Contains(w.Body.String(), tt.wantBody) {
-			t.Errorf("GET %.60s… = %d %.200q, want %d with %q", tt.target, w.Code, w.Body, tt.wantCode, tt.wantBody)
+		got := w.Body.String()
+		if w.Code != 200 {
+			got = errorMessage(t, w)
+		}
+		if w.Code != tt.wantCode || !strings.Contains(got, tt.wantBody) {
+			t.Errorf("GET %.60s… = %d %.200q, want %d with %q", tt.target, w.Code, got, tt.wantCode, tt.wantBody)
 		}
 	}
 }

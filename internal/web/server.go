@@ -1,7 +1,7 @@
 package web
 
 import (
-	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -14,6 +14,7 @@ import (
 
 	"visitors/internal/metrics"
 	"visitors/internal/store"
+	"visitors/internal/unique"
 )
 
 // Limits on user input. Longer values get 400.
@@ -22,10 +23,13 @@ const (
 	MaxNameBytes  = store.MaxKeyBytes // the name parameter, after unescaping
 )
 
+// Messages sent to clients with a 4xx or 5xx status. Those that quote a
+// limit take it from its constant.
+var msgName = fmt.Sprintf("Name must be at most %d bytes of valid UTF-8", MaxNameBytes)
+
 // Messages sent to clients with a 4xx or 5xx status.
 const (
 	msgColor       = "Optional color is invalid"
-	msgName        = "Name must be at most 128 bytes of valid UTF-8"
 	msgNameEscape  = "Name is not valid URL encoding"
 	msgFormat      = "Optional format must be text or json"
 	msgTooManyKeys = "Too many distinct names: a new name cannot be counted now; names already seen still count"
@@ -58,6 +62,8 @@ type Config struct {
 	// Requests, if set, is told of every request (its route, status and
 	// duration) and of every visit counted or not. nil costs nothing.
 	Requests *metrics.Requests
+	// Rules decide which visits to the keyed counters count.
+	Rules Rules
 }
 
 // Server serves the public endpoints /hi, /hello and /whoami.
@@ -68,7 +74,9 @@ type Server struct {
 	hostname string
 	now      func() time.Time
 	req      *metrics.Requests // nil: not observed
-	scratch  sync.Pool         // of *scratch
+	rules    Rules
+	uniques  *unique.Counter // rules.Uniques, or one of the Server's own
+	scratch  sync.Pool       // of *scratch
 }
 
 // scratch holds the buffers one request needs, reused through a pool.
@@ -81,11 +89,20 @@ type scratch struct {
 	value      []byte
 }
 
-// New returns a Server for c.
+// New returns a Server for c. Without c.Rules.Uniques it counts unique
+// visitors in memory, with a flusher of its own that runs until the
+// process ends.
 func New(c Config) *Server {
-	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests}
+	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, rules: c.Rules, uniques: c.Rules.Uniques}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.uniques == nil {
+		u, err := unique.New(unique.Options{Now: s.now, Log: c.Log})
+		if err != nil { // only a seed file fails, and there is none
+			panic(err)
+		}
+		s.uniques = u
 	}
 	s.scratch.New = func() any {
 		return &scratch{
@@ -128,12 +145,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		start = s.req.Start()
 	}
 	var code int
+	svg := strings.HasSuffix(r.URL.Path, ".svg") && strings.HasPrefix(r.URL.Path, "/counter/")
 	switch {
 	case h == nil:
-		code = writeError(w, http.StatusNotFound, msgNotFound) // whatever the method
+		code = s.fail(w, r, svg, errNotFound) // whatever the method
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		w.Header()["Allow"] = allowGetHead
-		code = writeError(w, http.StatusMethodNotAllowed, msgMethod)
+		code = s.fail(w, r, svg, errMethod)
 	default:
 		code = h(s, w, r)
 	}
@@ -143,43 +161,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.req.Count(route, code, start) {
 		s.req.Done(route, code, start, r)
 	}
-	if code >= 400 && code < 500 && counts(route) && r.Method != http.MethodHead {
-		s.notCounted(errInvalid)
+	if code >= 400 && code < 500 && code != http.StatusTooManyRequests && counts(route) && r.Method != http.MethodHead {
+		s.notCounted(metrics.Invalid) // a 429 was reported by the counting path
 	}
 }
 
 // counts reports whether a request to route is a visit to count.
 func counts(route metrics.Route) bool {
 	return route == metrics.Hi || route == metrics.Hello || route == metrics.CounterSVG || route == metrics.CounterJSON
-}
-
-// errInvalid stands for a visit refused as invalid (a 4xx), for visited.
-var errInvalid = errors.New("invalid visit")
-
-// visited records the outcome of one visit: counted when err is nil, or
-// not counted and why. Every counting path reports through it. For a
-// counted visit it returns [metrics.Visit], for the handler to add to
-// the status it returns: the visit is then counted with the request, in
-// one atomic add.
-func (s *Server) visited(err error) int {
-	if err == nil {
-		return metrics.Visit
-	}
-	s.notCounted(err)
-	return 0
-}
-
-// notCounted records a visit not counted, with the reason err gives.
-func (s *Server) notCounted(err error) {
-	switch {
-	case s.req == nil:
-	case err == errInvalid:
-		s.req.NotCounted(metrics.Invalid)
-	case errors.Is(err, store.ErrTooManyKeys):
-		s.req.NotCounted(metrics.Full)
-	default:
-		s.req.NotCounted(metrics.StoreError)
-	}
 }
 
 // handleHi serves /hi?color=C: the global visitor number.
@@ -189,25 +178,25 @@ func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) int {
 	color, ok := parseColor(sc.color[:0], r.URL.RawQuery)
 	sc.color = color
 	if !ok {
-		return writeError(w, http.StatusBadRequest, msgColor)
+		return s.fail(w, r, false, errColor)
 	}
 	if r.Method == http.MethodHead { // a HEAD is not a visit
 		setHTML(w)
 		return http.StatusOK
 	}
-	n, err := s.store.Hit(r.Context())
-	visit := s.visited(err)
-	if err != nil {
-		return s.storeError(w, err)
+	v := countReq{global: true, count: true, r: r}
+	o, herr := s.record(&v)
+	if herr != nil {
+		return s.fail(w, r, false, herr)
 	}
 	b := append(sc.body[:0], "<h1 style='color: "...)
 	b = append(b, color...)
 	b = append(b, "'>Welcome!</h1>You are visitor number "...)
-	b = strconv.AppendUint(b, n, 10)
+	b = strconv.AppendUint(b, o.number, 10)
 	b = append(b, '!')
 	sc.body = b
 	w.Write(b) // net/http sniffs text/html; charset=utf-8: see setHTML
-	return http.StatusOK | visit
+	return http.StatusOK | o.visit
 }
 
 // handleHello serves /hello?name=X&color=C: a counter per name.
@@ -217,24 +206,27 @@ func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) int {
 	color, ok := parseColor(sc.color[:0], r.URL.RawQuery)
 	sc.color = color
 	if !ok {
-		return writeError(w, http.StatusBadRequest, msgColor)
+		return s.fail(w, r, false, errColor)
 	}
-	name, msg := parseName(sc.name[:0], r.URL.RawQuery)
+	name, herr := parseName(sc.name[:0], r.URL.RawQuery)
 	sc.name = name
-	if msg != "" {
-		return writeError(w, http.StatusBadRequest, msg)
+	if herr != nil {
+		return s.fail(w, r, false, herr)
 	}
 	if r.Method == http.MethodHead {
 		setHTML(w)
 		return http.StatusOK
 	}
-	c, err := s.store.Incr(r.Context(), name)
-	visit := s.visited(err)
-	if err != nil {
-		return s.storeError(w, err)
+	v := countReq{key: name, count: true, r: r}
+	o, herr := s.record(&v)
+	if herr != nil {
+		return s.fail(w, r, false, herr)
 	}
-	n := c.Total
-	s.log.Info().Bytes("name", name).Uint64("count", n).Msg("visited")
+	if o.refused {
+		markRefused(w.Header())
+	}
+	n := o.counts.Total
+	s.log.Info().Bytes("name", name).Uint64("count", n).Bool("counted", o.visit != 0).Msg("visited")
 	b := append(sc.body[:0], "<h1 style='color: "...)
 	b = append(b, color...)
 	b = append(b, "'>Welcome!</h1> <p>Name: "...)
@@ -244,7 +236,7 @@ func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) int {
 	b = append(b, "</p>"...)
 	sc.body = b
 	w.Write(b) // net/http sniffs text/html; charset=utf-8: see setHTML
-	return http.StatusOK | visit
+	return http.StatusOK | o.visit
 }
 
 // handleWhoami serves /whoami: the caller's User-Agent, this server's host
@@ -260,7 +252,7 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) int {
 	case "text":
 		asJSON = false
 	default:
-		return writeError(w, http.StatusBadRequest, msgFormat)
+		return s.fail(w, r, false, errFormat)
 	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
@@ -318,32 +310,21 @@ func isWord(c byte) bool {
 }
 
 // parseName unescapes the name parameter of query q into dst. A missing
-// name is the empty name. It returns the message for the client when the
-// name is invalid, or "".
-func parseName(dst []byte, q string) ([]byte, string) {
+// name is the empty name. It returns the client's error when the name is
+// invalid.
+func parseName(dst []byte, q string) ([]byte, *HTTPError) {
 	v, _ := queryValue(q, "name")
 	if len(v) > 3*MaxNameBytes {
-		return dst, msgName
+		return dst, errName
 	}
 	dst, err := appendUnescape(dst, v)
 	if err != nil {
-		return dst, msgNameEscape
+		return dst, errNameEscape
 	}
 	if len(dst) > MaxNameBytes || !utf8.Valid(dst) {
-		return dst, msgName
+		return dst, errName
 	}
-	return dst, ""
-}
-
-// storeError answers a request whose count failed, and returns the
-// status. The client learns only that the visit was not counted; the
-// cause goes to the log.
-func (s *Server) storeError(w http.ResponseWriter, err error) int {
-	if errors.Is(err, store.ErrTooManyKeys) {
-		return writeError(w, http.StatusServiceUnavailable, msgTooManyKeys)
-	}
-	s.log.Error().Err(err).Msg("count a visit")
-	return writeError(w, http.StatusServiceUnavailable, msgStore)
+	return dst, nil
 }
 
 // setHTML marks a response without a body, such as a HEAD's, as HTML.

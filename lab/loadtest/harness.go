@@ -35,7 +35,22 @@ type Config struct {
 	ProfileFor   time.Duration
 	SVG          string // if set, a bar chart of req/s is written here
 	RedisCPU     string // taskset list for the redis-server of the redis servers; "": LoadCPU
+	// Clients makes every wrk request come from a distinct client, named
+	// in X-Forwarded-For (visitors trusts loopback as its proxy), with a
+	// browser's User-Agent: the fairness rules then do real work.
+	Clients bool
 }
+
+// clientsScript is the wrk script of Config.Clients: the n-th request
+// names client address n, from 1.0.0.1 up.
+const clientsScript = `local n = 16777216
+request = function()
+  n = n + 1
+  local a = n
+  local ip = string.format("%d.%d.%d.%d", math.floor(a / 16777216) % 256, math.floor(a / 65536) % 256, math.floor(a / 256) % 256, a % 256)
+  return wrk.format(nil, nil, {["X-Forwarded-For"] = ip, ["User-Agent"] = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"})
+end
+`
 
 // Kinds are the servers a run can compare, by name.
 var Kinds = map[string]string{
@@ -49,6 +64,8 @@ var Kinds = map[string]string{
 	"visitors-noobs":      "visitors with -flight-recorder=false -metrics=false: nothing observed",
 	"visitors-redis":      "visitors with -store redis (batch) on a redis-server the harness starts, pinned to -redis-cpu",
 	"visitors-redis-sync": "visitors with -store redis -durability sync on that redis-server",
+	"visitors-rules0":     "visitors with every fairness rule off: -client-rate 0 -client-new-keys 0 -unique=false -count-bots",
+	"visitors-hi":         "visitors with every default, asked for /hi whatever -path says",
 }
 
 // Result is one server's measurements.
@@ -108,6 +125,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.ProfileFor, "profile-for", 20*time.Second, "length of that profile")
 	fs.StringVar(&c.SVG, "svg", "", "write a bar chart of req/s to this `file`")
 	fs.StringVar(&c.RedisCPU, "redis-cpu", "", "taskset CPU list for the redis-server that visitors-redis* use (default: -load-cpu)")
+	fs.BoolVar(&c.Clients, "clients", false, "each request from a distinct client address, through X-Forwarded-For from a trusted proxy (a wrk Lua script)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -145,6 +163,7 @@ const serveEnv = "VISITORS_LOADTEST_SERVE"
 type proc struct {
 	name  string
 	admin string // the admin listener; "" for the servers that are not visitors
+	path  string // what it is asked for
 	*servertest.Proc
 }
 
@@ -195,10 +214,21 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 			}
 		}
 	}()
+	script := ""
+	if c.Clients {
+		script = filepath.Join(tmp, "clients.lua")
+		if err := os.WriteFile(script, []byte(clientsScript), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	for i, name := range c.Servers {
 		p, err := startServer(tmp, name, c.ServerCPU, redisURL)
 		if err != nil {
 			return nil, err
+		}
+		p.path = c.Path
+		if name == "visitors-hi" {
+			p.path = "/hi"
 		}
 		procs[i] = p
 		fmt.Fprintf(log, "loadtest: started %s on %s (cpu %s)\n", name, p.Addr, c.ServerCPU)
@@ -206,14 +236,14 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 
 	// Warm up each server (JIT-free, but page cache, GC pacing, pools).
 	for _, p := range procs {
-		if _, err := runWrk(c.LoadCPU, p.URL(c.Path), c.Conns, time.Second); err != nil {
+		if _, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, time.Second, script); err != nil {
 			return nil, fmt.Errorf("%s: warm-up: %w", p.name, err)
 		}
 	}
 	results := make([]Result, len(procs))
 	for round := range c.Rounds {
 		for i, p := range procs {
-			r, err := runWrk(c.LoadCPU, p.URL(c.Path), c.Conns, c.Duration)
+			r, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, c.Duration, script)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p.name, err)
 			}
@@ -225,7 +255,7 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 	if c.RateDuration > 0 {
 		for i, p := range procs {
 			med, _, _ := results[i].Median()
-			rr, err := attack(ctx, c, p.URL(c.Path), med/2)
+			rr, err := attack(ctx, c, p.URL(p.path), med/2)
 			if err != nil {
 				return nil, fmt.Errorf("%s: constant rate: %w", p.name, err)
 			}
@@ -278,7 +308,7 @@ func profile(c Config, procs []*proc, file string, log io.Writer) error {
 	secs := max(1, int(c.ProfileFor/time.Second))
 	wrkErr := make(chan error, 1)
 	go func() {
-		_, err := runWrk(c.LoadCPU, p.URL(c.Path), c.Conns, time.Duration(secs+2)*time.Second)
+		_, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, time.Duration(secs+2)*time.Second, "")
 		wrkErr <- err
 	}()
 	time.Sleep(time.Second) // let the load reach steady state
@@ -337,8 +367,12 @@ func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
 				return nil, err
 			}
 		}
-		argv = []string{path, "-data", filepath.Join(tmp, name+"-data")}
+		// Loopback is the trusted proxy: with -clients, wrk names each
+		// request's client in X-Forwarded-For.
+		argv = []string{path, "-data", filepath.Join(tmp, name+"-data"), "-trusted-proxies", "127.0.0.1"}
 		switch name {
+		case "visitors-rules0":
+			argv = append(argv, "-client-rate", "0", "-client-new-keys", "0", "-unique=false", "-count-bots")
 		case "visitors-memory":
 			argv = append(argv, "-store", "memory")
 		case "visitors-sync":

@@ -13,8 +13,12 @@ import (
 // visitors to the classic and the bare servers when they were measured.
 func WriteTable(w io.Writer, c Config, results []Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d rounds of %v per server, %d connections, GET %s; servers on CPU %s, load on CPU %s\n\n",
-		c.Rounds, c.Duration, c.Conns, c.Path, c.ServerCPU, c.LoadCPU)
+	clients := ""
+	if c.Clients {
+		clients = " (each request from a distinct client, in X-Forwarded-For)"
+	}
+	fmt.Fprintf(&b, "%d rounds of %v per server, %d connections, GET %s%s (visitors-hi: /hi); servers on CPU %s, load on CPU %s\n\n",
+		c.Rounds, c.Duration, c.Conns, c.Path, clients, c.ServerCPU, c.LoadCPU)
 	b.WriteString("| server | req/s median | min | max | wrk p50 | wrk p99 | constant rate | p50 | p99 | p99.9 | errors |\n")
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	med := map[string]float64{}
@@ -30,7 +34,7 @@ func WriteTable(w io.Writer, c Config, results []Result) error {
 		}
 	}
 	b.WriteString("\n")
-	for _, pair := range [][2]string{{"visitors", "classic"}, {"visitors", "bare"}, {"visitors", "visitors-nopgo"}, {"visitors-memory", "visitors"}, {"visitors-sync", "visitors-memory"}, {"visitors", "visitors-memory"}, {"visitors", "visitors-noobs"}, {"visitors", "visitors-nofr"}, {"visitors-nofr", "visitors-noobs"}} {
+	for _, pair := range [][2]string{{"visitors", "classic"}, {"visitors", "bare"}, {"visitors", "visitors-nopgo"}, {"visitors-memory", "visitors"}, {"visitors-sync", "visitors-memory"}, {"visitors", "visitors-memory"}, {"visitors", "visitors-noobs"}, {"visitors", "visitors-nofr"}, {"visitors-nofr", "visitors-noobs"}, {"visitors", "visitors-rules0"}, {"visitors", "visitors-hi"}} {
 		if med[pair[0]] > 0 && med[pair[1]] > 0 {
 			fmt.Fprintf(&b, "- %s / %s = %.2f\n", pair[0], pair[1], med[pair[0]]/med[pair[1]])
 		}

@@ -17,10 +17,15 @@ type WrkResult struct {
 }
 
 // runWrk drives url with wrk, one thread and conns connections, for d,
-// pinned to cpu, and parses its report.
-func runWrk(cpu string, url string, conns int, d time.Duration) (WrkResult, error) {
-	cmd := exec.Command("taskset", "-c", cpu, "wrk", "-t1", fmt.Sprintf("-c%d", conns),
-		fmt.Sprintf("-d%ds", max(1, int(d.Round(time.Second)/time.Second))), "--latency", url)
+// pinned to cpu, with the Lua script at script if it is not "", and
+// parses its report.
+func runWrk(cpu string, url string, conns int, d time.Duration, script string) (WrkResult, error) {
+	args := []string{"-c", cpu, "wrk", "-t1", fmt.Sprintf("-c%d", conns),
+		fmt.Sprintf("-d%ds", max(1, int(d.Round(time.Second)/time.Second))), "--latency"}
+	if script != "" {
+		args = append(args, "-s", script)
+	}
+	cmd := exec.Command("taskset", append(args, url)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return WrkResult{}, fmt.Errorf("wrk %s: %v\n%s", url, err, out)

@@ -1,0 +1,100 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"net"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/net/netutil"
+
+	"visitors/internal/bots"
+	"visitors/internal/client"
+	"visitors/internal/store"
+	"visitors/internal/unique"
+	"visitors/internal/web"
+)
+
+// Fair is the configuration of the rules that keep the keyed counters
+// fair (see the README's "What is counted").
+type Fair struct {
+	TrustedProxies client.Proxies // whose X-Forwarded-For and Forwarded are believed
+	ClientRate     client.Rate    // counted visits per client; 0: no limit
+	ClientBurst    int            // visits a client may make at once
+	ClientNewKeys  client.Rate    // new keys per client; 0: no limit
+	RepeatWindow   time.Duration  // a visitor's repeat views of a key within it are not counted; 0: all are
+	Unique         bool           // count unique visitors
+	CountBots      bool           // count crawlers' visits too
+	MaxConns       int            // open public connections; past it they wait in the accept queue; 0: no limit
+}
+
+// flags defines the flags of f on fs, with their defaults.
+func (f *Fair) flags(fs *flag.FlagSet) {
+	f.ClientRate = client.Rate{Events: 10, Per: time.Second}
+	f.ClientNewKeys = client.Rate{Events: 100, Per: time.Hour}
+	fs.Var(&f.TrustedProxies, "trusted-proxies", "comma-separated `CIDR` ranges of reverse proxies whose X-Forwarded-For and Forwarded headers name the client (default: none, the peer is the client)")
+	fs.Var(&f.ClientRate, "client-rate", "counted visits per client (IP, IPv6 /64) as N/s, N/m, N/h or N/d; past it a visit is answered, not counted (0: no limit)")
+	fs.IntVar(&f.ClientBurst, "client-burst", 20, "visits a client may make at once before -client-rate applies")
+	fs.Var(&f.ClientNewKeys, "client-new-keys", "new counters a client may create, as N/h and so on; past it a new counter gets 429 (0: no limit)")
+	fs.DurationVar(&f.RepeatWindow, "repeat-window", 0, "a visitor's repeat views of a counter within this long count once toward its total (0: every view counts)")
+	fs.BoolVar(&f.Unique, "unique", true, "count unique visitors per counter and UTC day")
+	fs.BoolVar(&f.CountBots, "count-bots", false, "count the visits of crawlers, link-preview fetchers and HTTP libraries (curl, Go-http-client, …) too")
+	fs.IntVar(&f.MaxConns, "max-conns", 10000, "most open public connections; more wait in the kernel's accept queue (0: no limit)")
+}
+
+// check reports a value of f that makes no sense.
+func (f *Fair) check() error {
+	switch {
+	case f.ClientBurst < 1:
+		return errors.New("-client-burst must be at least 1")
+	case f.RepeatWindow < 0:
+		return errors.New("-repeat-window must not be negative")
+	case f.MaxConns < 0:
+		return errors.New("-max-conns must not be negative")
+	}
+	return nil
+}
+
+// fairRules returns the web layer's rules for cfg, and a func that
+// writes the unique visitors not yet written and must be called before
+// the store closes. st is the store as opened: if it keeps sketches
+// (store.Sketches), unique visitors survive a restart.
+func fairRules(cfg Config, st store.Store, log zerolog.Logger) (web.Rules, func() error, error) {
+	f := cfg.Fair
+	r := web.Rules{Trusted: &f.TrustedProxies, NewKeys: f.ClientNewKeys}
+	if !f.CountBots {
+		r.Bots = bots.New()
+	}
+	if !f.ClientRate.Off() || !f.ClientNewKeys.Off() {
+		r.Limiter = client.NewLimiter(client.LimiterOptions{Visits: f.ClientRate, Burst: f.ClientBurst, NewKeys: f.ClientNewKeys})
+	}
+	if f.RepeatWindow > 0 {
+		r.Repeats = unique.NewRepeats(f.RepeatWindow, 0)
+	}
+	o := unique.Options{Log: log} // written every second: a crash forgets at most the last second's new visitors
+	if cfg.Store == "embedded" {
+		o.Dir = cfg.Data
+	}
+	if sk, ok := st.(store.Sketches); ok {
+		o.Store = sk
+	}
+	if !f.Unique {
+		o = unique.Options{Off: true, Log: log}
+	}
+	u, err := unique.New(o)
+	if err != nil {
+		return r, nil, err
+	}
+	r.Uniques = u
+	return r, u.Close, nil
+}
+
+// limitListener caps l at n open connections, if n > 0: past it, new
+// connections wait in the kernel's accept queue until one closes.
+func limitListener(l net.Listener, n int) net.Listener {
+	if n <= 0 {
+		return l
+	}
+	return netutil.LimitListener(l, n)
+}

@@ -1,0 +1,135 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	bolt "go.etcd.io/bbolt"
+
+	"visitors/internal/store"
+)
+
+// The unique-visitor sketches live in their own bucket, created by the
+// first write, so that files without it stay valid:
+//
+//	uniques  day(4) keyPrefix(key) -> data, CRC-32C(tag 'u', bbolt key, data)
+//
+// Day first: the sketches of one day, all that a start loads, are
+// together. Checksummed like every record, so a flipped byte is found.
+var bucketUniques = []byte("uniques")
+
+const tagUniques = 'u'
+
+var _ store.Sketches = (*Store)(nil)
+
+// sketchKey is the bbolt key of key's sketch of day d.
+func sketchKey(d store.Day, key []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(key)+binary.MaxVarintLen64), uint32(d)), keyPrefix(key)...)
+}
+
+func sketchSum(k, data []byte) uint32 {
+	c := crc32.Update(0, castagnoli, []byte{tagUniques})
+	c = crc32.Update(c, castagnoli, k)
+	return crc32.Update(c, castagnoli, data)
+}
+
+// readSketch checks the stored value v under k and returns its data.
+func readSketch(k, v []byte) ([]byte, error) {
+	if len(v) < 4 {
+		return nil, fmt.Errorf("sketch of %d bytes", len(v))
+	}
+	data := v[:len(v)-4]
+	if binary.BigEndian.Uint32(v[len(v)-4:]) != sketchSum(k, data) {
+		return nil, errChecksum
+	}
+	return data, nil
+}
+
+// PutSketches implements [store.Sketches]: one bbolt transaction, synced
+// to disk before it returns.
+func (s *Store) PutSketches(d store.Day, sketches []store.Sketch) error {
+	if len(sketches) == 0 {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketUniques)
+		if err != nil {
+			return err
+		}
+		for _, sk := range sketches {
+			if len(sk.Key) > store.MaxKeyBytes {
+				return store.ErrKeyTooLong
+			}
+			k := sketchKey(d, sk.Key)
+			v := binary.BigEndian.AppendUint32(append(make([]byte, 0, len(sk.Data)+4), sk.Data...), sketchSum(k, sk.Data))
+			if err := b.Put(k, v); err != nil {
+				return fmt.Errorf("key %q: %w", sk.Key, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write unique-visitor sketches to %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// LoadSketches implements [store.Sketches].
+func (s *Store) LoadSketches(d store.Day, fn func(key, data []byte) error) error {
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketUniques)
+		if b == nil {
+			return nil
+		}
+		prefix := binary.BigEndian.AppendUint32(nil, uint32(d))
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); len(k) > 4 && string(k[:4]) == string(prefix); k, v = c.Next() {
+			key, err := splitTotalKey(k[4:])
+			if err != nil {
+				return fmt.Errorf("sketch key %x: %w", k, err)
+			}
+			data, err := readSketch(k, v)
+			if err != nil {
+				return fmt.Errorf("the sketch of key %q on %s: %w", key, d.Time().Format(dateLayout), err)
+			}
+			if err := fn(key, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read unique-visitor sketches from %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// SketchDays implements [store.Sketches].
+func (s *Store) SketchDays(key []byte, last store.Day, n int) ([][]byte, error) {
+	out := make([][]byte, n)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketUniques)
+		if b == nil {
+			return nil
+		}
+		first := last - store.Day(n-1)
+		for i := range out {
+			k := sketchKey(first+store.Day(i), key)
+			v := b.Get(k)
+			if v == nil {
+				continue
+			}
+			data, err := readSketch(k, v)
+			if err != nil {
+				return fmt.Errorf("the sketch of key %q on %s: %w", key, (first + store.Day(i)).Time().Format(dateLayout), err)
+			}
+			out[i] = append([]byte(nil), data...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read unique-visitor sketches from %s: %w", s.path, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,469 @@
+// Package unique counts the distinct visitors of each key per UTC day
+// without keeping who they were.
+//
+// A visitor is a client identity and a User-Agent. Neither is stored:
+// each visit is reduced to a 64-bit SipHash-2-4 of the two (the
+// User-Agent by its xxHash64) under a key
+// that is random for each UTC day, and that hash goes into the key's
+// HyperLogLog sketch of the day (github.com/axiomhq/hyperloglog,
+// precision 14: 16,384 registers, 0.8% standard error; a sketch holds
+// register maxima, never the hashes). So that a restart in the middle of
+// a day does not count the same visitors again, both the sketches and
+// the day's key must outlive the process:
+//
+//   - the sketches are written to a store that implements
+//     [store.Sketches] (the embedded store) every flush interval and at
+//     Close;
+//   - the day's key is never written: a random 32-byte seed for the day
+//     is, in the file [SeedFile] of the data directory (mode 0600), and
+//     the key is derived from it with SHA-256. The file holds only the
+//     current day's seed; at the first visit of a new UTC day a new seed
+//     replaces it in place, so that no earlier day's key can be derived
+//     from the disk, as GoatCounter and Plausible drop their daily salts.
+//
+// While the day lasts, whoever reads the data directory can derive the
+// day's key, and so test whether a guessed identity and User-Agent was
+// probably among a key's visitors; that is the price of surviving a
+// restart, and it ends with the day. Without a data directory (the
+// memory store) the seed lives in memory only.
+package unique
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/axiomhq/hyperloglog"
+	"github.com/cespare/xxhash/v2"
+	"github.com/dchest/siphash"
+	"github.com/rs/zerolog"
+
+	"visitors/internal/store"
+)
+
+// SeedFile is the name of the file, in the data directory, that holds
+// the current UTC day's seed.
+const SeedFile = "unique-day-seed"
+
+// seedMagic starts the seed file: a format, the day, then the seed.
+const seedMagic = "visitors-unique-seed-1\n"
+
+const numShards = 64
+
+// Options configure [New].
+type Options struct {
+	// Dir is where [SeedFile] lives; "" keeps the seed in memory.
+	Dir string
+	// Store keeps the sketches; nil keeps them in memory (see [Memory]).
+	Store store.Sketches
+	// FlushInterval is how often changed sketches are written; 0 means
+	// one second.
+	FlushInterval time.Duration
+	// Now is the clock that says which UTC day it is; nil means time.Now.
+	Now func() time.Time
+	// Log receives write failures.
+	Log zerolog.Logger
+	// Off counts nothing: every count is zero. Hash still works.
+	Off bool
+}
+
+// Counter counts unique visitors per key and day. It may be used
+// concurrently.
+type Counter struct {
+	o    Options
+	st   store.Sketches
+	seed maphash.Seed  // spreads keys over the shards
+	day  atomic.Uint32 // the current store.Day; changes under mu
+
+	mu     sync.RWMutex           // held for reading by every visit; for writing by a day change
+	key    atomic.Pointer[dayKey] // the current day's; replaced under mu
+	shards [numShards]shard
+
+	flushMu sync.Mutex // one flush at a time
+	stop    chan struct{}
+	done    chan struct{}
+	closed  sync.Once
+}
+
+// dayKey is one UTC day's SipHash key.
+type dayKey struct {
+	day    store.Day
+	k0, k1 uint64
+}
+
+type shard struct {
+	mu sync.Mutex         // guards m
+	m  map[uint64]*sketch // by the key's maphash (seeded per process: no aimed collision)
+	_  [48]byte
+}
+
+// sketch is one key's sketch of the current day.
+type sketch struct {
+	key    string
+	hll    *hyperloglog.Sketch
+	recent [4]uint64 // the last visitors added: adding one again changes nothing
+	next   uint8     // where the next recent visitor goes
+	est    uint64    // the estimate as of the last change read
+	stale  bool      // changed since est was computed
+	dirty  bool      // changed since it was written
+}
+
+// New returns a Counter, loading today's seed from o.Dir and today's
+// sketches from o.Store. The caller must call Close, which writes what
+// is not yet written, before closing the store.
+func New(o Options) (*Counter, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = time.Second
+	}
+	c := &Counter{o: o, st: o.Store, seed: maphash.MakeSeed(), stop: make(chan struct{}), done: make(chan struct{})}
+	if c.st == nil {
+		c.st = NewMemory()
+	}
+	for i := range c.shards {
+		c.shards[i].m = make(map[uint64]*sketch)
+	}
+	today := store.DayOf(o.Now())
+	if err := c.setDay(today, true); err != nil {
+		return nil, err
+	}
+	err := c.st.LoadSketches(today, func(key, data []byte) error {
+		h := hyperloglog.New14()
+		if err := h.UnmarshalBinary(data); err != nil {
+			return fmt.Errorf("the sketch of key %q: %w", key, err)
+		}
+		sh, k := c.shardOf(key)
+		sh.m[k] = &sketch{key: string(key), hll: h, stale: true}
+		return nil
+	})
+	if err != nil { // count on from what loaded: a damaged sketch costs its key today's count, not the service
+		o.Log.Error().Err(err).Msg("unique visitors: today's sketches were not all loaded; their visitors count again")
+	}
+	go c.flusher()
+	return c, nil
+}
+
+// setDay makes d the current day, with its key. c.mu must be held, or c
+// not yet shared. At start (resume) the stored seed of d is reused.
+func (c *Counter) setDay(d store.Day, resume bool) error {
+	var seed [32]byte
+	found := false
+	if resume && c.o.Dir != "" {
+		var err error
+		found, err = readSeed(filepath.Join(c.o.Dir, SeedFile), d, &seed)
+		if err != nil {
+			return err
+		}
+	}
+	if !found {
+		if _, err := io.ReadFull(rand.Reader, seed[:]); err != nil {
+			return fmt.Errorf("unique visitors: a random seed: %w", err)
+		}
+		if c.o.Dir != "" {
+			if err := writeSeed(filepath.Join(c.o.Dir, SeedFile), d, &seed); err != nil {
+				return err
+			}
+		}
+	}
+	k := sha256.Sum256(append([]byte("visitors unique-visitor key\x00"), seed[:]...))
+	c.key.Store(&dayKey{day: d, k0: binary.LittleEndian.Uint64(k[:8]), k1: binary.LittleEndian.Uint64(k[8:16])})
+	c.day.Store(uint32(d))
+	return nil
+}
+
+// readSeed reads the seed file and reports whether it holds day d's
+// seed. A missing file, or another day's, is no error.
+func readSeed(path string, d store.Day, seed *[32]byte) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("unique visitors: read the day's seed: %w", err)
+	}
+	if len(b) != len(seedMagic)+4+32 || string(b[:len(seedMagic)]) != seedMagic {
+		return false, fmt.Errorf("unique visitors: %s is not a seed file (%d bytes); remove it to start the day's unique count again", path, len(b))
+	}
+	if store.Day(binary.BigEndian.Uint32(b[len(seedMagic):])) != d {
+		return false, nil
+	}
+	copy(seed[:], b[len(seedMagic)+4:])
+	return true, nil
+}
+
+// writeSeed writes day d's seed over the file's previous content, in
+// place, and syncs it: the previous day's seed is overwritten, not left
+// in a free block by a rename.
+func writeSeed(path string, d store.Day, seed *[32]byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("unique visitors: write the day's seed: %w", err)
+	}
+	b := append(binary.BigEndian.AppendUint32([]byte(seedMagic), uint32(d)), seed[:]...)
+	_, err = f.WriteAt(b, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(b)))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("unique visitors: write the day's seed: %w", err)
+	}
+	return nil
+}
+
+// shardOf returns key's shard and its key in the shard's map.
+func (c *Counter) shardOf(key []byte) (*shard, uint64) {
+	h := maphash.Bytes(c.seed, key)
+	return &c.shards[h%numShards], h
+}
+
+// Visitor is a visitor's hash under the current day's key.
+type Visitor uint64
+
+// lock takes c.mu for reading on the current day of now, moving to a new
+// day first if now is on a later one. The caller must RUnlock.
+func (c *Counter) lock(now time.Time) {
+	d := store.DayOf(now)
+	for {
+		c.mu.RLock()
+		if d <= store.Day(c.day.Load()) {
+			return // a clock stepping back stays on the current day
+		}
+		c.mu.RUnlock()
+		c.rollover(d)
+	}
+}
+
+// Hash returns the visitor of identity id with User-Agent ua under the
+// key of now's day: a SipHash-2-4 of the identity and of the
+// User-Agent's own SipHash.
+func (c *Counter) Hash(id netip.Addr, ua string, now time.Time) uint64 {
+	k := c.keyOf(now)
+	var buf [24]byte
+	a := id.As16()
+	copy(buf[:16], a[:])
+	// The User-Agent enters the keyed hash as its xxHash64: unkeyed, but
+	// only ever in memory, and four times as fast over a browser's 100
+	// bytes as a second SipHash.
+	binary.LittleEndian.PutUint64(buf[16:24], xxhash.Sum64String(ua))
+	return siphash.Hash(k.k0, k.k1, buf[:])
+}
+
+// keyOf returns the key of now's day, moving to that day first if it is
+// a new one.
+func (c *Counter) keyOf(now time.Time) *dayKey {
+	k := c.key.Load()
+	if store.DayOf(now) <= k.day {
+		return k
+	}
+	c.lock(now)
+	k = c.key.Load()
+	c.mu.RUnlock()
+	return k
+}
+
+// Pair returns the hash of visitor v's views of key under the key of
+// now's day, for a [Repeats].
+func (c *Counter) Pair(v uint64, key []byte, now time.Time) uint64 {
+	k := c.keyOf(now)
+	var buf [8 + store.MaxKeyBytes]byte
+	binary.LittleEndian.PutUint64(buf[:8], v)
+	n := copy(buf[8:], key)
+	return siphash.Hash(k.k1, k.k0, buf[:8+n])
+}
+
+// Add records visitor v (from [Counter.Hash]) as a visitor of key today.
+func (c *Counter) Add(key []byte, v uint64, now time.Time) {
+	if c.o.Off {
+		return
+	}
+	c.lock(now)
+	defer c.mu.RUnlock()
+	sh, k := c.shardOf(key)
+	sh.mu.Lock()
+	s := sh.m[k]
+	if s == nil {
+		s = &sketch{key: string(key), hll: hyperloglog.New14()}
+		sh.m[k] = s
+	} else if s.recent[0] == v || s.recent[1] == v || s.recent[2] == v || s.recent[3] == v {
+		sh.mu.Unlock() // a sketch is idempotent: the same hash again changes nothing
+		return
+	}
+	s.recent[s.next%4] = v
+	s.next++
+	s.hll.InsertHash(v)
+	s.stale, s.dirty = true, true
+	sh.mu.Unlock()
+}
+
+// Today returns the estimated number of unique visitors of key today.
+func (c *Counter) Today(key []byte, now time.Time) uint64 {
+	if c.o.Off {
+		return 0
+	}
+	c.lock(now)
+	defer c.mu.RUnlock()
+	sh, k := c.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.m[k]
+	if s == nil {
+		return 0
+	}
+	if s.stale {
+		s.est, s.stale = s.hll.Estimate(), false
+	}
+	return s.est
+}
+
+// Days returns key's unique visitors for the n days that end with the
+// day of now, oldest first.
+func (c *Counter) Days(key []byte, now time.Time, n int) ([]uint64, error) {
+	today := c.Today(key, now)
+	last := store.Day(c.day.Load())
+	out := make([]uint64, n)
+	out[n-1] = today
+	if n == 1 || c.o.Off {
+		return out, nil
+	}
+	past, err := c.st.SketchDays(key, last-1, n-1)
+	if err != nil {
+		return nil, err
+	}
+	for i, data := range past {
+		if data == nil {
+			continue
+		}
+		h := hyperloglog.New14()
+		if err := h.UnmarshalBinary(data); err != nil {
+			return nil, fmt.Errorf("the sketch of key %q on %s: %w", key, (last - store.Day(n-1-i)).Time().Format("2006-01-02"), err)
+		}
+		out[i] = h.Estimate()
+	}
+	return out, nil
+}
+
+// rollover moves to day d: the old day's sketches are written and
+// dropped, and d gets a new random key.
+func (c *Counter) rollover(d store.Day) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := store.Day(c.day.Load())
+	if d <= old {
+		return
+	}
+	if err := c.flushLocked(old); err != nil {
+		c.o.Log.Error().Err(err).Msg("unique visitors: the last sketches of the day were not written")
+	}
+	for i := range c.shards {
+		clear(c.shards[i].m)
+	}
+	if err := c.setDay(d, false); err != nil {
+		// The seed could not be written: the day is counted with a key
+		// kept in memory; a restart today counts its visitors again.
+		c.o.Log.Error().Err(err).Msg("unique visitors: the day's seed is in memory only")
+	}
+}
+
+// Flush writes the sketches changed since the last flush.
+func (c *Counter) Flush() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.flushLocked(store.Day(c.day.Load()))
+}
+
+// flushLocked writes day d's changed sketches. c.mu must be held.
+func (c *Counter) flushLocked(d store.Day) error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	var batch []store.Sketch
+	type mark struct {
+		sh *shard
+		s  *sketch
+	}
+	var marked []mark
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for _, s := range sh.m {
+			if !s.dirty {
+				continue
+			}
+			data, err := s.hll.MarshalBinary()
+			if err != nil {
+				sh.mu.Unlock()
+				return fmt.Errorf("encode the sketch of key %q: %w", s.key, err)
+			}
+			s.dirty = false
+			batch = append(batch, store.Sketch{Key: []byte(s.key), Data: data})
+			marked = append(marked, mark{sh, s})
+		}
+		sh.mu.Unlock()
+	}
+	if err := c.st.PutSketches(d, batch); err != nil {
+		for _, m := range marked { // written next time
+			m.sh.mu.Lock()
+			m.s.dirty = true
+			m.sh.mu.Unlock()
+		}
+		return err
+	}
+	return nil
+}
+
+func (c *Counter) flusher() {
+	defer close(c.done)
+	t := time.NewTicker(c.o.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			if err := c.Flush(); err != nil {
+				c.o.Log.Error().Err(err).Msg("unique visitors: write sketches")
+			}
+		}
+	}
+}
+
+// Keys returns how many keys have a sketch today.
+func (c *Counter) Keys() int {
+	n := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Close stops the flusher and writes what changed. The store must still
+// be open.
+func (c *Counter) Close() error {
+	var err error
+	c.closed.Do(func() {
+		close(c.stop)
+		<-c.done
+		err = c.Flush()
+	})
+	return err
+}

@@ -1,0 +1,141 @@
+package web
+
+import (
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/client"
+	"visitors/internal/unique"
+)
+
+// The tests in this file each guard one fairness rule of the counting
+// path (visit.go); cmd/visitors/fair_test.go proves them on the binary.
+
+const firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+
+// serve sends GET target from remote with User-Agent ua.
+func serve(s *Server, target, remote, ua string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("GET", target, nil)
+	r.RemoteAddr = remote
+	r.Header.Set("User-Agent", ua)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w
+}
+
+// TestRuleOrder: each rule refuses to count, with Visitors-Counted:
+// false and its reason in the metrics, and answers the badge as it is.
+func TestRuleOrder(t *testing.T) {
+	s, st := mustServer(t, nil)
+	withDefaultRules(t, s)
+	s.rules.Repeats = unique.NewRepeats(time.Hour, 0)
+	tests := []struct {
+		name, ua, remote string
+		counted          bool
+	}{
+		{"first view", firefox, "198.51.100.1:1", true},
+		{"repeat within the window", firefox, "198.51.100.1:2", false},
+		{"another browser of the same address is another visitor", "Mozilla/5.0 Chrome/131", "198.51.100.1:3", true},
+		{"a crawler", "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", "198.51.100.2:1", false},
+		{"a link preview", "Discordbot/2.0", "198.51.100.2:1", false},
+		{"camo", "github-camo (876de43e)", "140.82.115.1:1", true},
+		{"camo again: no repeat rule, no identity", "github-camo (876de43e)", "140.82.115.1:1", true},
+	}
+	for _, tt := range tests {
+		before := mustCount(t, st, "k").Total
+		w := serve(s, "/counter/k.svg", tt.remote, tt.ua)
+		counted := mustCount(t, st, "k").Total - before
+		if w.Code != 200 || !strings.HasPrefix(w.Body.String(), "<svg") {
+			t.Errorf("%s: %d %q, want a 200 badge", tt.name, w.Code, w.Body)
+		}
+		if (counted == 1) != tt.counted || (w.Header().Get("Visitors-Counted") == "false") == tt.counted {
+			t.Errorf("%s: counted %d, Visitors-Counted %q; want counted %v", tt.name, counted, w.Header().Get("Visitors-Counted"), tt.counted)
+		}
+	}
+	got := mustGather(t, s.req)
+	for reason, want := range map[string]float64{"repeat": 1, "bot": 2, "rate_limited": 0} {
+		if got["visitors_visits_not_counted_total reason="+reason] != want {
+			t.Errorf("not counted for %s: %v, want %v", reason, got["visitors_visits_not_counted_total reason="+reason], want)
+		}
+	}
+	if got := mustUnique(t, s, "k"); got != "2" {
+		t.Errorf("unique visitors = %s, want 2 (camo and bots are none)", got)
+	}
+}
+
+func mustUnique(tb testing.TB, s *Server, key string) string {
+	tb.Helper()
+	w := serve(s, "/counter/"+key+".svg?count=false&show=unique&label=", "192.0.2.99:1", firefox)
+	_, after, ok := strings.Cut(w.Body.String(), `aria-label="`)
+	if !ok {
+		tb.Fatalf("no aria-label in %q", w.Body)
+	}
+	v, _, _ := strings.Cut(after, `"`)
+	return v
+}
+
+// TestRateLimitedBadgeShowsTheCount: past the burst a client's badge
+// still shows the current count, and /hi is never limited.
+func TestRateLimitedBadgeShowsTheCount(t *testing.T) {
+	s, st := mustServer(t, nil)
+	withDefaultRules(t, s)
+	s.now = func() time.Time { return day0 } // a clock that stands still: no refill
+	for i := range 25 {
+		w := serve(s, "/counter/r.svg", "198.51.100.7:1", firefox)
+		want := `aria-label="visitors: ` + itoa(min(i+1, 20)) + `"`
+		if w.Code != 200 || !strings.Contains(w.Body.String(), want) {
+			t.Fatalf("visit %d: %d, want a badge with %s", i+1, w.Code, want)
+		}
+	}
+	if got := mustCount(t, st, "r").Total; got != 20 {
+		t.Errorf("total %d, want the burst of 20", got)
+	}
+	for range 30 {
+		serve(s, "/hi", "198.51.100.7:1", firefox)
+	}
+	if n := mustHit(t, st); n != 31 {
+		t.Errorf("/hi: next number %d, want 31: /hi counts every visit", n)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestNewKeyLimit: past -client-new-keys a new key is a 429 badge with
+// Retry-After and creates nothing; /hello is the same counter space and
+// answers in text.
+func TestNewKeyLimit(t *testing.T) {
+	s, st := mustServer(t, nil)
+	withDefaultRules(t, s)
+	s.now = func() time.Time { return day0 }
+	nk := client.Rate{Events: 3, Per: time.Hour}
+	s.rules.Limiter = client.NewLimiter(client.LimiterOptions{NewKeys: nk})
+	s.rules.NewKeys = nk
+	for i := range 3 {
+		if w := serve(s, "/counter/n"+itoa(i)+".svg", "198.51.100.8:1", firefox); w.Code != 200 {
+			t.Fatalf("new key %d = %d", i, w.Code)
+		}
+	}
+	w := serve(s, "/counter/n99.svg?style=plastic", "198.51.100.8:1", firefox)
+	if w.Code != 429 || w.Header().Get("Retry-After") != "1200" || !strings.Contains(w.Body.String(), "rate limited") || !strings.Contains(w.Body.String(), `height="18"`) {
+		t.Errorf("4th new key = %d %v %q, want a plastic 429 badge with Retry-After 1200", w.Code, w.Header(), w.Body)
+	}
+	if msg := errorMessage(t, w); !strings.Contains(msg, "3/h") {
+		t.Errorf("429 message %q does not quote the limit", msg)
+	}
+	w = serve(s, "/hello?name=fresh", "198.51.100.8:1", firefox)
+	if w.Code != 429 || !strings.Contains(w.Body.String(), "3/h") {
+		t.Errorf("/hello with a new name past the limit = %d %q", w.Code, w.Body)
+	}
+	if st.Keys() != 3 {
+		t.Errorf("Keys() = %d, want 3", st.Keys())
+	}
+	if w := serve(s, "/counter/n0.svg", "198.51.100.8:1", firefox); w.Code != 200 || mustCount(t, st, "n0").Total != 2 {
+		t.Errorf("a key made before still counts: %d, total %d", w.Code, mustCount(t, st, "n0").Total)
+	}
+	if w := serve(s, "/counter/other.svg", "198.51.100.9:1", firefox); w.Code != 200 {
+		t.Errorf("another client's new key = %d, want 200", w.Code)
+	}
+}
