@@ -191,7 +191,7 @@ func TestRedisInstancesShareExactCounts(t *testing.T) {
 			args := append(redisArgs(t, tt.cluster), "-durability", tt.durability, "-log-level", "warn", "-flight-recorder=false")
 			var procs []*servertest.Proc
 			for range 3 {
-				procs = append(procs, servertest.Start(t, bin, nil, args...))
+				procs = append(procs, servertest.Start(t, bin, rulesOff, args...))
 			}
 			const nkeys = 16
 			keys, his := spread(t, procs, 64, 30_000, nkeys, nil)
@@ -202,7 +202,7 @@ func TestRedisInstancesShareExactCounts(t *testing.T) {
 			for _, p := range procs {
 				stop(t, p)
 			}
-			p := servertest.Start(t, bin, nil, args...)
+			p := servertest.Start(t, bin, rulesOff, args...)
 			defer stop(t, p)
 			var sum int64
 			for k := range keys {
@@ -249,7 +249,7 @@ func TestRedisFault(t *testing.T) {
 		t.Run(durability, func(t *testing.T) {
 			args := []string{"-store", "redis", "-redis-url", rs.URL(), "-redis-prefix", durability + ":",
 				"-durability", durability, "-log-level", "off", "-flight-recorder=false"}
-			procs := []*servertest.Proc{servertest.Start(t, bin, nil, args...), servertest.Start(t, bin, nil, args...)}
+			procs := []*servertest.Proc{servertest.Start(t, bin, rulesOff, args...), servertest.Start(t, bin, rulesOff, args...)}
 			const nkeys = 8
 			for k := range nkeys { // known to the instances before Redis goes
 				for _, p := range procs {
@@ -299,7 +299,7 @@ func TestRedisFault(t *testing.T) {
 			for _, p := range procs {
 				stop(t, p)
 			}
-			p := servertest.Start(t, bin, nil, args...)
+			p := servertest.Start(t, bin, rulesOff, args...)
 			defer stop(t, p)
 			var refused int64
 			for k := range keys {
@@ -328,7 +328,7 @@ func TestRedisFault(t *testing.T) {
 // it back: the second export equals the first.
 func TestRedisExportImport(t *testing.T) {
 	data := t.TempDir()
-	p := servertest.Start(t, bin, nil, "-data", data, "-log-level", "off")
+	p := servertest.Start(t, bin, rulesOff, "-data", data, "-log-level", "off")
 	for i := range 20 {
 		for range i + 1 {
 			mustGet(t, p.URL(fmt.Sprintf("/counter/key-%d.svg", i)))
@@ -355,7 +355,7 @@ func TestRedisExportImport(t *testing.T) {
 	rargs := redisArgs(t, false)
 	run(first, append([]string{"import"}, rargs...)...)
 
-	p = servertest.Start(t, bin, nil, append(rargs, "-log-level", "off")...)
+	p = servertest.Start(t, bin, rulesOff, append(rargs, "-log-level", "off")...)
 	if got := totalOf(t, p, "key-19"); got != 20 {
 		t.Errorf("from Redis, key-19 total = %d, want 20", got)
 	}

@@ -39,7 +39,7 @@ func TestReviewWALCrashManyKeys(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	acked := map[string]uint64{}
 	numbers := map[uint64]bool{}
-	p := servertest.Start(t, bin, nil, args...)
+	p := servertest.Start(t, bin, rulesOff, args...)
 	for cycle := range cycles {
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -91,7 +91,7 @@ func TestReviewWALCrashManyKeys(t *testing.T) {
 		wg.Wait()
 		tr.CloseIdleConnections()
 
-		p = servertest.Start(t, bin, nil, args...)
+		p = servertest.Start(t, bin, rulesOff, args...)
 		for name, want := range acked {
 			code, _, body := mustGet(t, p.URL("/counter/"+name+".json?count=false"))
 			var got uint64
@@ -165,7 +165,7 @@ func TestReviewWALExportFromAReadOnlyDirectory(t *testing.T) {
 		t.Fatal("unshare (util-linux) is needed to mount read-only without privileges")
 	}
 	data, ro := t.TempDir(), t.TempDir()
-	p := servertest.Start(t, bin, nil, "-data", data, "-durability", "sync", "-flush-interval", "1h", "-log-level", "warn")
+	p := servertest.Start(t, bin, rulesOff, "-data", data, "-durability", "sync", "-flush-interval", "1h", "-log-level", "warn")
 	for range 3 {
 		if code, _, body := mustGet(t, p.URL("/hello?name=ro")); code != 200 {
 			t.Fatalf("/hello = %d %s", code, body)
