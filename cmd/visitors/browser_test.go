@@ -100,10 +100,53 @@ func TestBadgeAndGraphRenderInChromium(t *testing.T) {
 			t.Errorf("style %s: %d dark pixels, want at least 500 (the grey label box)", style, n)
 		}
 	}
+	// A logo: drawn left of the label, in its color, inside the badge.
+	red := rgb(0xff0000)
+	withLogo := screenshot(t, p.URL("/counter/browser-test.svg?count=false&style=flat-square&logo=github&logo_color=f00"), 300, 60)
+	if n := reddish(withLogo); n < 60 {
+		t.Errorf("logo=github&logo_color=f00: red covers %d pixels, want at least 60 (the 14x14 logo, antialiased)", n)
+	}
+	if x := minX(withLogo, red); x < 3 || x > 8 {
+		t.Errorf("logo=github: leftmost red pixel at x=%d, want about 5 (left of the label)", x)
+	}
+	if n := reddish(screenshot(t, p.URL("/counter/browser-test.svg?count=false&style=flat-square&logo_color=f00"), 300, 60)); n != 0 {
+		t.Errorf("without a logo, logo_color=f00 paints %d red pixels, want 0: the logo check cannot tell", n)
+	}
 	// And the check can fail: a 404 page has none of the colors.
 	if n := coverage(screenshot(t, p.URL("/counter/nope"), 300, 60), grey); n >= 150 {
 		t.Errorf("a 404 page covers %d pixels in the badge grey: the check cannot tell", n)
 	}
+}
+
+// minX returns the smallest x of a pixel of img that is exactly color c,
+// or -1.
+func minX(img image.Image, c color.RGBA) int {
+	r := img.Bounds()
+	for x := r.Min.X; x < r.Max.X; x++ {
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if uint8(cr>>8) == c.R && uint8(cg>>8) == c.G && uint8(cb>>8) == c.B {
+				return x - r.Min.X
+			}
+		}
+	}
+	return -1
+}
+
+// reddish counts pixels that are mostly red: the logo's fill and its
+// antialiased edge over the grey box.
+func reddish(img image.Image) int {
+	n := 0
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if cr>>8 > 150 && cg>>8 < 110 && cb>>8 < 110 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // darkPixels counts pixels darker than mid-grey.

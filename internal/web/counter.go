@@ -182,7 +182,7 @@ func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	if cq.b.Style, err = badge.ParseStyle([]byte(style)); err != nil {
 		return cq, "Optional " + err.Error()
 	}
-	return cq, ""
+	return cq, parseLogo(sc, q, &cq.b)
 }
 
 // parseColorParam parses a badge color parameter into *buf.
@@ -220,6 +220,9 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 	cq, msg := parseCounterQuery(sc, r.URL.RawQuery)
+	if msg == msgLogo && kind == kindBadge {
+		return writeLogoError(w, sc, &cq.b)
+	}
 	if msg != "" {
 		return writeError(w, http.StatusBadRequest, msg)
 	}

@@ -213,7 +213,8 @@ func BenchmarkCounterBadgeParallel(b *testing.B) {
 // unless count is false, and daily.json and graph.svg count none.
 func FuzzCounter(f *testing.F) {
 	for _, s := range []string{"k.svg|label=x", "a/b.json|count=false", "k/daily.json|days=3", "k.svg|label=%3Cscript%3E&color=%22", "../x.svg|", "k.svg|style=%00",
-		"k.json|", "k.json|count=0", "k.svg|c%6Funt=false", "k/graph.svg|days=365", "x/daily.json|count=true", "k.json|count=1&count=false", "k.json|a;b"} {
+		"k.json|", "k.json|count=0", "k.svg|c%6Funt=false", "k/graph.svg|days=365", "x/daily.json|count=true", "k.json|count=1&count=false", "k.json|a;b",
+		"k.svg|logo=github&logo_color=blue", "k.svg|logo=nope&label=%3Cscript%3E", "k.json|logo=nope", "k.svg|logo=%zz", "k.svg|logo_color=%3C"} {
 		f.Add(s)
 	}
 	s, st := mustServer(f, nil)
@@ -279,7 +280,11 @@ func FuzzCounter(f *testing.F) {
 			if st.Keys() != keys || counted != 0 {
 				t.Fatalf("%q: rejected with %d but counted %d visits and %d new keys", in, w.Code, counted, st.Keys()-keys)
 			}
-			if strings.ContainsAny(w.Body.String(), "<>") {
+			if strings.HasPrefix(w.Header().Get("Content-Type"), "image/svg") { // an error badge
+				if err := xml.Unmarshal(w.Body.Bytes(), new(struct{})); err != nil || strings.Contains(w.Body.String(), "<script") {
+					t.Fatalf("%q: error badge not well-formed (%v) or with markup:\n%s", in, err, w.Body)
+				}
+			} else if strings.ContainsAny(w.Body.String(), "<>") {
 				t.Fatalf("%q: %d body reflects markup: %q", in, w.Code, w.Body)
 			}
 		default:

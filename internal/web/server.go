@@ -78,6 +78,7 @@ type scratch struct {
 	color      []byte
 	label      []byte // counter API
 	labelColor []byte
+	logoColor  []byte
 	value      []byte
 }
 
