@@ -135,8 +135,9 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
+	public := web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, MaxStreams: cfg.MaxStreams})
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests}),
+		Handler:           public,
 		ReadHeaderTimeout: to.ReadHeader,
 		ReadTimeout:       to.Read,
 		WriteTimeout:      to.Write,
@@ -144,6 +145,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		MaxHeaderBytes:    to.MaxHeaderBytes,
 		ErrorLog:          zerologStd(log),
 	}
+	srv.RegisterOnShutdown(public.Shutdown) // live streams end, so Shutdown need not wait them out
 	servers := []*http.Server{srv}
 	listeners := []net.Listener{pub}
 	log.Info().Str("addr", pub.Addr().String()).Msg("listening")

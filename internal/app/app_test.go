@@ -17,7 +17,7 @@ func TestParseFlags(t *testing.T) {
 	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
 		Store: "embedded", Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
-		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10}
+		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, MaxStreams: 10000}
 	with := func(f func(*Config)) Config { c := def; f(&c); return c }
 	tests := []struct {
 		name string
@@ -31,7 +31,7 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) {
 				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
 					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
-					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10}
+					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, MaxStreams: 10000}
 			})},
 		{"observability flags", []string{"-metrics=false", "-flight-recorder=false", "-flight-recorder-window", "3s", "-flight-recorder-max-bytes", "1048576",
 			"-slow-request", "1s", "-trace-dir", "/t", "-trace-every", "5s", "-trace-keep", "2"}, nil,

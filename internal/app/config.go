@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/store"
+	"visitors/internal/web"
 )
 
 // EnvPrefix starts the name of the environment variable behind each flag:
@@ -40,6 +41,7 @@ type Config struct {
 	TraceDir             string           // where snapshots go; "" means Data/traces
 	TraceEvery           time.Duration    // at most one slow-request snapshot per this long
 	TraceKeep            int              // snapshots kept in TraceDir, the newest
+	MaxStreams           int              // live streams open at once
 
 	// Test holds hooks for tests. No flag sets it; it is nil in the
 	// binary.
@@ -96,6 +98,7 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&c.TraceDir, "trace-dir", "", "`directory` for flight-recorder snapshots (default: <-data>/traces)")
 	fs.DurationVar(&c.TraceEvery, "trace-every", time.Minute, "at most one slow-request snapshot per this long")
 	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
+	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once; past it 503")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir]       write every count as JSON to stdout\n  visitors import [-data dir] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -141,6 +144,9 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	}
 	if c.TraceEvery <= 0 {
 		return c, errors.New("-trace-every must be positive")
+	}
+	if c.MaxStreams < 1 {
+		return c, errors.New("-max-streams must be at least 1")
 	}
 	if c.TraceKeep < 1 {
 		return c, errors.New("-trace-keep must be at least 1")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/live"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
 )
@@ -58,6 +59,12 @@ type Config struct {
 	// Requests, if set, is told of every request (its route, status and
 	// duration) and of every visit counted or not. nil costs nothing.
 	Requests *metrics.Requests
+	// MaxStreams is the most live streams open at once, and
+	// StreamsPerClient the most from one client address; 0 means
+	// DefaultMaxStreams and DefaultStreamsPerClient.
+	MaxStreams, StreamsPerClient int
+
+	streamTimes *streamTimes // tests shorten the streams' timing
 }
 
 // Server serves the public endpoints /hi, /hello and /whoami.
@@ -69,6 +76,8 @@ type Server struct {
 	now      func() time.Time
 	req      *metrics.Requests // nil: not observed
 	scratch  sync.Pool         // of *scratch
+	hub      *live.Hub         // the live streams
+	times    streamTimes
 }
 
 // scratch holds the buffers one request needs, reused through a pool.
@@ -82,9 +91,11 @@ type scratch struct {
 	value      []byte
 }
 
-// New returns a Server for c.
+// New returns a Server for c. A server that may hold live streams must
+// be told of shutdown with [Server.Shutdown].
 func New(c Config) *Server {
 	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests}
+	s.hub, s.times = newHub(c)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -120,7 +131,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h, route = (*Server).handleLanding, metrics.Landing
 	default:
 		route = metrics.Other // and h nil: 404 whatever the method
-		if strings.HasPrefix(r.URL.Path, "/counter/") {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/counter/") && strings.HasSuffix(r.URL.Path, "/stream"):
+			h, route = (*Server).handleStream, metrics.Stream
+		case strings.HasPrefix(r.URL.Path, "/counter/"):
 			h, route = (*Server).handleCounter, counterRoute(r.URL.Path)
 		}
 	}
@@ -140,6 +154,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.req == nil {
 		return
+	}
+	if route == metrics.Stream {
+		start = s.req.Start() // a stream lasts as long as its client: counted, not timed
 	}
 	if !s.req.Count(route, code, start) {
 		s.req.Done(route, code, start, r)
