@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
-	public := web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, MaxStreams: cfg.MaxStreams})
+	public := web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop})
 	srv := &http.Server{
 		Handler:           public,
 		ReadHeaderTimeout: to.ReadHeader,

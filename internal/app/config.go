@@ -42,6 +42,7 @@ type Config struct {
 	TraceEvery           time.Duration    // at most one slow-request snapshot per this long
 	TraceKeep            int              // snapshots kept in TraceDir, the newest
 	MaxStreams           int              // live streams open at once
+	PublicTop            bool             // serve /top.json, the most visited counters
 
 	// Test holds hooks for tests. No flag sets it; it is nil in the
 	// binary.
@@ -98,6 +99,7 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.StringVar(&c.TraceDir, "trace-dir", "", "`directory` for flight-recorder snapshots (default: <-data>/traces)")
 	fs.DurationVar(&c.TraceEvery, "trace-every", time.Minute, "at most one slow-request snapshot per this long")
 	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
+	fs.BoolVar(&c.PublicTop, "public-top", false, "serve /top.json and the landing page's most visited counters (off: keys may be private)")
 	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once; past it 503")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir]       write every count as JSON to stdout\n  visitors import [-data dir] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")

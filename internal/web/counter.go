@@ -245,6 +245,9 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	if cq.count && r.Method != http.MethodHead {
 		c, err = s.store.Incr(r.Context(), sc.name)
 		visit = s.visited(err)
+		if err == nil {
+			s.observe(sc.name, c)
+		}
 	} else {
 		c, err = s.store.Get(r.Context(), sc.name)
 	}

@@ -15,6 +15,8 @@ import (
 	"visitors/internal/live"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
+	"visitors/internal/store/tally"
+	"visitors/internal/top"
 )
 
 // Limits on user input. Longer values get 400.
@@ -63,6 +65,9 @@ type Config struct {
 	// StreamsPerClient the most from one client address; 0 means
 	// DefaultMaxStreams and DefaultStreamsPerClient.
 	MaxStreams, StreamsPerClient int
+	// PublicTop serves /top.json, the most visited counters. Off by
+	// default: keys may be private.
+	PublicTop bool
 
 	streamTimes *streamTimes // tests shorten the streams' timing
 }
@@ -78,6 +83,8 @@ type Server struct {
 	scratch  sync.Pool         // of *scratch
 	hub      *live.Hub         // the live streams
 	times    streamTimes
+	top      *top.Board      // nil unless PublicTop
+	cal      *tally.Calendar // top's calendar, or nil
 }
 
 // scratch holds the buffers one request needs, reused through a pool.
@@ -96,6 +103,7 @@ type scratch struct {
 func New(c Config) *Server {
 	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests}
 	s.hub, s.times = newHub(c)
+	s.top, s.cal = newBoard(c)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -129,6 +137,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h, route = (*Server).handleWhoami, metrics.Whoami
 	case "/":
 		h, route = (*Server).handleLanding, metrics.Landing
+	case "/top.json":
+		h, route = (*Server).handleTop, metrics.Top
 	default:
 		route = metrics.Other // and h nil: 404 whatever the method
 		switch {

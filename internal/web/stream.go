@@ -57,11 +57,16 @@ func newHub(c Config) (*live.Hub, streamTimes) {
 	return live.New(live.Options{Get: c.Store.Get, Max: max, PerClient: per, Interval: t.interval}), t
 }
 
-// Shutdown ends every live stream and refuses new ones. Register it with
-// http.Server.RegisterOnShutdown: Shutdown waits for handlers to return,
-// and a stream's handler returns only when its client leaves or this is
-// called.
-func (s *Server) Shutdown() { s.hub.Close() }
+// Shutdown ends every live stream and refuses new ones, and stops the
+// top list's calendar. Register it with http.Server.RegisterOnShutdown:
+// Shutdown waits for handlers to return, and a stream's handler returns
+// only when its client leaves or this is called.
+func (s *Server) Shutdown() {
+	s.hub.Close()
+	if s.cal != nil {
+		s.cal.Stop()
+	}
+}
 
 // Streams reports how many live streams are open.
 func (s *Server) Streams() int { return s.hub.Streams() }
