@@ -134,25 +134,20 @@ func (h *Hub) poll(t *topic) {
 	defer h.polls.Done()
 	tick := time.NewTicker(h.o.Interval)
 	defer tick.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-t.stop:
-		case <-h.done:
-		}
-		cancel()
-	}()
 	key := []byte(t.key)
 	var last store.Counts
 	first := true
 	for {
 		select {
-		case <-ctx.Done():
+		case <-t.stop:
+			return
+		case <-h.done:
 			return
 		case <-tick.C:
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.o.Interval) // a read never outlasts a tick
 		c, err := h.o.Get(ctx, key)
+		cancel()
 		if err != nil || (c == last && !first) {
 			continue // a failed read is tried again next tick
 		}
