@@ -17,7 +17,7 @@ import (
 
 // mustStreamServer runs a Server with short stream timing on a real
 // listener, for clients that read streams.
-func mustStreamServer(t *testing.T, c Config, times streamTimes) (*Server, *httptest.Server, *memstore.Store) {
+func mustStreamServer(t testing.TB, c Config, times streamTimes) (*Server, *httptest.Server, *memstore.Store) {
 	t.Helper()
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })

@@ -15,7 +15,7 @@ import (
 	"visitors/internal/webtest"
 )
 
-func mustTopServer(t *testing.T) (*Server, *memstore.Store) {
+func mustTopServer(t testing.TB) (*Server, *memstore.Store) {
 	t.Helper()
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
@@ -97,4 +97,33 @@ func TestTopCounterAllocs(t *testing.T) {
 	if got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) }); got > 1 {
 		t.Errorf("GET /counter/k.svg with the board on allocs = %v, want at most 1", got)
 	}
+}
+
+// FuzzTopQuery: whatever the query, /top.json answers 200 with a list
+// of at most limit keys, or 400 with one of its messages; never a 5xx.
+func FuzzTopQuery(f *testing.F) {
+	for _, q := range []string{"", "days=1", "days=30&limit=100", "days=0", "limit=%31", "days=7&days=8", "limit=+1", "days=%zz"} {
+		f.Add(q)
+	}
+	s, _ := mustTopServer(f)
+	for range 3 {
+		get(s, "GET", "/counter/a.svg")
+		get(s, "GET", "/counter/b.svg")
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		w := serveQuery(s, "/top.json", q)
+		switch w.Code {
+		case 200:
+			var l topList
+			if err := json.Unmarshal(w.Body.Bytes(), &l); err != nil || l.Days < 1 || l.Days > 30 || len(l.Top) > 100 {
+				t.Fatalf("query %q: 200 with %q (%v)", q, w.Body, err)
+			}
+		case 400:
+			if b := w.Body.String(); b != msgTopDays && b != msgTopLimit {
+				t.Fatalf("query %q: 400 with %q", q, b)
+			}
+		default:
+			t.Fatalf("query %q: status %d", q, w.Code)
+		}
+	})
 }
