@@ -53,7 +53,14 @@ func TestLiveCountInChromium(t *testing.T) {
 		case "/counter/browser/live/stream":
 			rp.ServeHTTP(eventCounter{w, &sent}, r)
 		case "/":
-			_, _, page := mustGet(t, p.URL("/"))
+			resp, err := http.Get(p.URL("/")) // not mustGet: this is not the test's goroutine
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			page := string(b)
 			cut := len(page) - len("</body>\n</html>\n")
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			io.WriteString(w, page[:cut])
@@ -87,7 +94,7 @@ func TestLiveCountInChromium(t *testing.T) {
 	}()
 	dir := t.TempDir()
 	args := append(append([]string{}, chromiumArgs...), "--user-data-dir="+filepath.Join(dir, "profile"), "--dump-dom", proxy.URL+"/?live=browser/live")
-	dom, err := exec.Command(chromium, args...).Output()
+	dom, err := runChromium(chromium, args, false)
 	close(stop)
 	total := <-counted
 	if err != nil {

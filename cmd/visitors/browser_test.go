@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"visitors/internal/servertest"
 )
@@ -31,7 +34,7 @@ func screenshot(t *testing.T, url string, w, h int) image.Image {
 	out := filepath.Join(dir, "shot.png")
 	args := append(append([]string{}, chromiumArgs...),
 		"--user-data-dir="+filepath.Join(dir, "profile"), fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+out, url)
-	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+	if b, err := runChromium(bin, args, true); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, b)
 	}
 	b, err := os.ReadFile(out)
@@ -43,6 +46,39 @@ func screenshot(t *testing.T, url string, w, h int) image.Image {
 		t.Fatalf("screenshot is not a PNG: %v", err)
 	}
 	return img
+}
+
+// chromiumTimeout bounds one run of Chromium. On this shared machine a
+// headless Chromium now and then hangs on a page it renders in a second
+// otherwise (seen on a plain badge); such a run is killed, with its
+// whole process group, and tried once more.
+const chromiumTimeout = 90 * time.Second
+
+// runChromium runs Chromium with args, at most twice if it hangs, and
+// returns its output: stdout and stderr together if combined, else
+// stdout.
+func runChromium(bin string, args []string, combined bool) ([]byte, error) {
+	var err error
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), chromiumTimeout)
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 10 * time.Second
+		var out []byte
+		if combined {
+			out, err = cmd.CombinedOutput()
+		} else {
+			out, err = cmd.Output()
+		}
+		hung := ctx.Err() != nil
+		cancel()
+		if !hung {
+			return out, err
+		}
+		err = fmt.Errorf("chromium hung for %v: %w", chromiumTimeout, err)
+	}
+	return nil, err
 }
 
 // coverage counts the pixels of img that are exactly color c.
