@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"visitors/internal/servertest"
 )
@@ -31,7 +34,7 @@ func screenshot(t *testing.T, url string, w, h int) image.Image {
 	out := filepath.Join(dir, "shot.png")
 	args := append(append([]string{}, chromiumArgs...),
 		"--user-data-dir="+filepath.Join(dir, "profile"), fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+out, url)
-	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+	if b, err := runChromium(bin, args, true); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, b)
 	}
 	b, err := os.ReadFile(out)
@@ -43,6 +46,39 @@ func screenshot(t *testing.T, url string, w, h int) image.Image {
 		t.Fatalf("screenshot is not a PNG: %v", err)
 	}
 	return img
+}
+
+// chromiumTimeout bounds one run of Chromium. On this shared machine a
+// headless Chromium now and then hangs on a page it renders in a second
+// otherwise (seen on a plain badge); such a run is killed, with its
+// whole process group, and tried once more.
+const chromiumTimeout = 90 * time.Second
+
+// runChromium runs Chromium with args, at most twice if it hangs, and
+// returns its output: stdout and stderr together if combined, else
+// stdout.
+func runChromium(bin string, args []string, combined bool) ([]byte, error) {
+	var err error
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), chromiumTimeout)
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 10 * time.Second
+		var out []byte
+		if combined {
+			out, err = cmd.CombinedOutput()
+		} else {
+			out, err = cmd.Output()
+		}
+		hung := ctx.Err() != nil
+		cancel()
+		if !hung {
+			return out, err
+		}
+		err = fmt.Errorf("chromium hung for %v: %w", chromiumTimeout, err)
+	}
+	return nil, err
 }
 
 // coverage counts the pixels of img that are exactly color c.
@@ -100,10 +136,53 @@ func TestBadgeAndGraphRenderInChromium(t *testing.T) {
 			t.Errorf("style %s: %d dark pixels, want at least 500 (the grey label box)", style, n)
 		}
 	}
+	// A logo: drawn left of the label, in its color, inside the badge.
+	red := rgb(0xff0000)
+	withLogo := screenshot(t, p.URL("/counter/browser-test.svg?count=false&style=flat-square&logo=github&logo_color=f00"), 300, 60)
+	if n := reddish(withLogo); n < 60 {
+		t.Errorf("logo=github&logo_color=f00: red covers %d pixels, want at least 60 (the 14x14 logo, antialiased)", n)
+	}
+	if x := minX(withLogo, red); x < 3 || x > 8 {
+		t.Errorf("logo=github: leftmost red pixel at x=%d, want about 5 (left of the label)", x)
+	}
+	if n := reddish(screenshot(t, p.URL("/counter/browser-test.svg?count=false&style=flat-square&logo_color=f00"), 300, 60)); n != 0 {
+		t.Errorf("without a logo, logo_color=f00 paints %d red pixels, want 0: the logo check cannot tell", n)
+	}
 	// And the check can fail: a 404 page has none of the colors.
 	if n := coverage(screenshot(t, p.URL("/counter/nope"), 300, 60), grey); n >= 150 {
 		t.Errorf("a 404 page covers %d pixels in the badge grey: the check cannot tell", n)
 	}
+}
+
+// minX returns the smallest x of a pixel of img that is exactly color c,
+// or -1.
+func minX(img image.Image, c color.RGBA) int {
+	r := img.Bounds()
+	for x := r.Min.X; x < r.Max.X; x++ {
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if uint8(cr>>8) == c.R && uint8(cg>>8) == c.G && uint8(cb>>8) == c.B {
+				return x - r.Min.X
+			}
+		}
+	}
+	return -1
+}
+
+// reddish counts pixels that are mostly red: the logo's fill and its
+// antialiased edge over the grey box.
+func reddish(img image.Image) int {
+	n := 0
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if cr>>8 > 150 && cg>>8 < 110 && cb>>8 < 110 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // darkPixels counts pixels darker than mid-grey.

@@ -148,8 +148,9 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
 	pub = limitListener(pub, cfg.Fair.MaxConns)
+	public := web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, Rules: rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop})
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, Rules: rules}),
+		Handler:           public,
 		ReadHeaderTimeout: to.ReadHeader,
 		ReadTimeout:       to.Read,
 		WriteTimeout:      to.Write,
@@ -157,6 +158,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		MaxHeaderBytes:    to.MaxHeaderBytes,
 		ErrorLog:          zerologStd(log),
 	}
+	srv.RegisterOnShutdown(public.Shutdown) // live streams end, so Shutdown need not wait them out
 	servers := []*http.Server{srv}
 	listeners := []net.Listener{pub}
 	log.Info().Str("addr", pub.Addr().String()).Msg("listening")

@@ -23,7 +23,7 @@ func TestParseFlags(t *testing.T) {
 	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
 		Store: "embedded", Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
-		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair,
+		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
 		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"}}
 	with := func(f func(*Config)) Config { c := def; f(&c); return c }
 	tests := []struct {
@@ -38,7 +38,7 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) {
 				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
 					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
-					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair,
+					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
 					Redis: def.Redis}
 			})},
 		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,

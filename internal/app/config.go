@@ -13,6 +13,7 @@ import (
 
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore"
+	"visitors/internal/web"
 )
 
 // EnvPrefix starts the name of the environment variable behind each flag:
@@ -43,6 +44,8 @@ type Config struct {
 	TraceEvery           time.Duration    // at most one slow-request snapshot per this long
 	TraceKeep            int              // snapshots kept in TraceDir, the newest
 	Fair                 Fair             // the fairness rules of the keyed counters
+	MaxStreams           int              // live streams open at once
+	PublicTop            bool             // serve /top.json, the most visited counters
 
 	// Test holds hooks for tests. No flag sets it; it is nil in the
 	// binary.
@@ -127,6 +130,8 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.DurationVar(&c.TraceEvery, "trace-every", time.Minute, "at most one slow-request snapshot per this long")
 	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
 	c.Fair.flags(fs)
+	fs.BoolVar(&c.PublicTop, "public-top", false, "serve /top.json and the landing page's most visited counters (off: keys may be private)")
+	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once; past it 503")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir | -store redis ...]\n                                    write every count as JSON to stdout\n  visitors import [-data dir | -store redis ...] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -175,6 +180,9 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	}
 	if c.TraceEvery <= 0 {
 		return c, errors.New("-trace-every must be positive")
+	}
+	if c.MaxStreams < 1 {
+		return c, errors.New("-max-streams must be at least 1")
 	}
 	if c.TraceKeep < 1 {
 		return c, errors.New("-trace-keep must be at least 1")

@@ -74,12 +74,16 @@ func AppendColor(dst, c []byte) ([]byte, error) {
 	return append(dst, c...), nil
 }
 
-// Badge is what to draw. Label and Value are plain text; Color and
-// LabelColor are CSS colors as AppendColor returns them.
+// Badge is what to draw. Label and Value are plain text; Color,
+// LabelColor and LogoColor are CSS colors as AppendColor returns them.
+// Logo, if not nil, is drawn left of the label in LogoColor (whitesmoke
+// when empty), and the label's box widens to hold it.
 type Badge struct {
 	Label, Value      []byte
 	Color, LabelColor []byte
 	Style             Style
+	Logo              *Logo
+	LogoColor         []byte
 }
 
 // geometry is what differs between the styles.
@@ -95,17 +99,18 @@ type geometry struct {
 	spacing  float64
 	scale    float64 // text width relative to Verdana 11px
 	bold     bool
+	logoX    int // where a logo starts
 }
 
 var geometries = [...]geometry{
-	Flat: {height: 20, radius: 3, padding: 5, fontSize: 11, textY: 14, shadow: true, scale: 1,
+	Flat: {height: 20, radius: 3, padding: 5, fontSize: 11, textY: 14, shadow: true, scale: 1, logoX: 5,
 		gradient: `<linearGradient id="s" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/><stop offset="1" stop-opacity=".1"/></linearGradient>`},
-	FlatSquare: {height: 20, radius: 0, padding: 5, fontSize: 11, textY: 14, scale: 1},
-	Plastic: {height: 18, radius: 4, padding: 5, fontSize: 11, textY: 13, shadow: true, scale: 1,
+	FlatSquare: {height: 20, radius: 0, padding: 5, fontSize: 11, textY: 14, scale: 1, logoX: 5},
+	Plastic: {height: 18, radius: 4, padding: 5, fontSize: 11, textY: 13, shadow: true, scale: 1, logoX: 5,
 		gradient: `<linearGradient id="s" x2="0" y2="100%"><stop offset="0" stop-color="#fff" stop-opacity=".7"/><stop offset=".1" stop-color="#aaa" stop-opacity=".1"/><stop offset=".9" stop-opacity=".3"/><stop offset="1" stop-opacity=".5"/></linearGradient>`},
 	// Verdana bold 10px is about as wide as regular 11px; letters get
 	// 1.25px of extra spacing each.
-	ForTheBadge: {height: 28, radius: 0, padding: 12, fontSize: 10, textY: 18, upper: true, spacing: 1.25, scale: 1, bold: true},
+	ForTheBadge: {height: 28, radius: 0, padding: 12, fontSize: 10, textY: 18, upper: true, spacing: 1.25, scale: 1, bold: true, logoX: 9},
 }
 
 // textWidth is the width of s as style g draws it.
@@ -134,8 +139,12 @@ func AppendSVG(dst []byte, b *Badge) []byte {
 	lt, vt := g.textWidth(b.Label), g.textWidth(b.Value)
 	lw := round1(lt + 2*g.padding)
 	vw := round1(vt + 2*g.padding)
+	lx := lw / 2 // the label's centre
 	if len(b.Label) == 0 {
 		lw = 0
+	}
+	if b.Logo != nil {
+		lw, lx = logoBox(g, lt, len(b.Label) > 0)
 	}
 	w := lw + vw
 
@@ -190,10 +199,26 @@ func AppendSVG(dst []byte, b *Badge) []byte {
 	}
 	dst = append(dst, '>')
 	if len(b.Label) > 0 {
-		dst = appendText(dst, g, b.Label, lw/2, lt)
+		dst = appendText(dst, g, b.Label, lx, lt)
 	}
 	dst = appendText(dst, g, b.Value, lw+vw/2, vt)
-	return append(dst, "</g></svg>\n"...)
+	dst = append(dst, "</g>"...)
+	if b.Logo != nil {
+		dst = appendLogo(dst, g, b.Logo, b.LogoColor)
+	}
+	return append(dst, "</svg>\n"...)
+}
+
+// logoBox returns the width of a label box that holds a logo and, if
+// hasLabel, a label lt wide after it, and the centre of that label.
+func logoBox(g *geometry, lt float64, hasLabel bool) (width, centre float64) {
+	start := float64(g.logoX + logoSize)
+	if !hasLabel {
+		return start + float64(g.logoX), 0
+	}
+	start += logoGap
+	width = round1(start + lt + g.padding)
+	return width, start + lt/2
 }
 
 // appendText appends s centred on x, squeezed or stretched to exactly

@@ -26,11 +26,13 @@ const (
 	Graph                    // /counter/{key}/graph.svg
 	Landing                  // /
 	API                      // reserved for an /api/ (none yet; the series stays 0)
+	Stream                   // /counter/{key}/stream: counted when it ends, not timed
+	Top                      // /top.json
 	Other                    // anything else: 404s
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "counter_json", "daily", "graph", "landing", "api", "other"}
+var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "counter_json", "daily", "graph", "landing", "api", "stream", "top", "other"}
 
 // String returns r's label value.
 func (r Route) String() string { return routeNames[r] }

@@ -191,7 +191,7 @@ func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	if cq.b.Style, err = badge.ParseStyle([]byte(style)); err != nil {
 		return cq, "Optional " + err.Error()
 	}
-	return cq, ""
+	return cq, parseLogo(sc, q, &cq.b)
 }
 
 // parseColorParam parses a badge color parameter into *buf.
@@ -230,7 +230,11 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 	cq, msg := parseCounterQuery(sc, r.URL.RawQuery)
-	if msg != "" {
+	switch msg {
+	case "":
+	case msgLogo:
+		return s.fail(w, r, svg, badRequest(msg, msgLogoBadge))
+	default:
 		return s.fail(w, r, svg, badRequest(msg, "invalid query"))
 	}
 	sc.name = append(sc.name[:0], key...)
@@ -250,7 +254,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		return s.writeGraph(w, r, key, d)
 	}
 
-	v := countReq{key: sc.name, count: cq.count && r.Method != http.MethodHead, unique: cq.unique || kind == kindJSON, r: r}
+	v := countReq{key: sc.name, count: cq.count && r.Method != http.MethodHead, unique: cq.unique || kind == kindJSON, listed: true, r: r}
 	o, herr := s.record(&v)
 	if herr != nil {
 		return s.fail(w, r, svg, herr)

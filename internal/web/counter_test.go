@@ -240,7 +240,8 @@ func BenchmarkCounterRules(b *testing.B) {
 // unless count is false, and daily.json and graph.svg count none.
 func FuzzCounter(f *testing.F) {
 	for _, s := range []string{"k.svg|label=x", "a/b.json|count=false", "k/daily.json|days=3", "k.svg|label=%3Cscript%3E&color=%22", "../x.svg|", "k.svg|style=%00",
-		"k.json|", "k.json|count=0", "k.svg|c%6Funt=false", "k.svg|show=unique&count=false", "k.json|show=unique", "k/graph.svg|days=365", "x/daily.json|count=true", "k.json|count=1&count=false", "k.json|a;b"} {
+		"k.json|", "k.json|count=0", "k.svg|c%6Funt=false", "k.svg|show=unique&count=false", "k.json|show=unique", "k/graph.svg|days=365", "x/daily.json|count=true", "k.json|count=1&count=false", "k.json|a;b",
+		"k.svg|logo=github&logo_color=blue", "k.svg|logo=nope&label=%3Cscript%3E", "k.json|logo=nope", "k.svg|logo=%zz", "k.svg|logo_color=%3C"} {
 		f.Add(s)
 	}
 	s, st := mustServer(f, nil)

@@ -12,8 +12,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/live"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
+	"visitors/internal/store/tally"
+	"visitors/internal/top"
 	"visitors/internal/unique"
 )
 
@@ -64,6 +67,15 @@ type Config struct {
 	Requests *metrics.Requests
 	// Rules decide which visits to the keyed counters count.
 	Rules Rules
+	// MaxStreams is the most live streams open at once, and
+	// StreamsPerClient the most from one client address; 0 means
+	// DefaultMaxStreams and DefaultStreamsPerClient.
+	MaxStreams, StreamsPerClient int
+	// PublicTop serves /top.json, the most visited counters. Off by
+	// default: keys may be private.
+	PublicTop bool
+
+	streamTimes *streamTimes // tests shorten the streams' timing
 }
 
 // Server serves the public endpoints /hi, /hello and /whoami.
@@ -77,6 +89,10 @@ type Server struct {
 	rules    Rules
 	uniques  *unique.Counter // rules.Uniques, or one of the Server's own
 	scratch  sync.Pool       // of *scratch
+	hub      *live.Hub       // the live streams
+	times    streamTimes
+	top      *top.Board      // nil unless PublicTop
+	cal      *tally.Calendar // top's calendar, or nil
 }
 
 // scratch holds the buffers one request needs, reused through a pool.
@@ -86,14 +102,18 @@ type scratch struct {
 	color      []byte
 	label      []byte // counter API
 	labelColor []byte
+	logoColor  []byte
 	value      []byte
 }
 
 // New returns a Server for c. Without c.Rules.Uniques it counts unique
 // visitors in memory, with a flusher of its own that runs until the
-// process ends.
+// process ends. A server that may hold live streams must be told of
+// shutdown with [Server.Shutdown].
 func New(c Config) *Server {
 	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, rules: c.Rules, uniques: c.Rules.Uniques}
+	s.hub, s.times = newHub(c)
+	s.top, s.cal = newBoard(c)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -134,9 +154,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h, route = (*Server).handleWhoami, metrics.Whoami
 	case "/":
 		h, route = (*Server).handleLanding, metrics.Landing
+	case "/top.json":
+		h, route = (*Server).handleTop, metrics.Top
 	default:
 		route = metrics.Other // and h nil: 404 whatever the method
-		if strings.HasPrefix(r.URL.Path, "/counter/") {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/counter/") && strings.HasSuffix(r.URL.Path, "/stream"):
+			h, route = (*Server).handleStream, metrics.Stream
+		case strings.HasPrefix(r.URL.Path, "/counter/"):
 			h, route = (*Server).handleCounter, counterRoute(r.URL.Path)
 		}
 	}
@@ -157,6 +182,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.req == nil {
 		return
+	}
+	if route == metrics.Stream {
+		start = s.req.Start() // a stream lasts as long as its client: counted, not timed
 	}
 	if !s.req.Count(route, code, start) {
 		s.req.Done(route, code, start, r)

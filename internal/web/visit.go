@@ -94,6 +94,7 @@ type countReq struct {
 	global bool          // the global counter of /hi
 	count  bool          // false: the counts are read, not changed
 	unique bool          // today's unique visitors are wanted
+	listed bool          // the key may be among the most visited (/counter/ keys; /hello names never are)
 	r      *http.Request // the identity, User-Agent and context
 }
 
@@ -151,6 +152,9 @@ func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 		return o, err
 	}
 	o.counts, o.visit = c, metrics.Visit
+	if v.listed {
+		s.observe(v.key, c)
+	}
 	if !camo {
 		s.uniques.Add(v.key, visitor, now)
 	}
