@@ -43,7 +43,7 @@ func TestLiveCountInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal("chromium is needed for this test: ./scripts/install-deps.sh installs it")
 	}
-	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off")
+	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off")
 	mustGet(t, p.URL("/counter/browser/live.svg"))
 	target, _ := url.Parse(p.URL("/"))
 	rp := httputil.NewSingleHostReverseProxy(target)

@@ -139,6 +139,11 @@ func TestEveryInputClassThroughEveryBackend(t *testing.T) {
 			defer stop(t, p)
 			for i, k := range keys {
 				want := fmt.Sprintf(`"total":%d,"today":%d,"unique_today":1}`, i+1, i+1) // one visitor, its sketch kept
+				if strings.HasPrefix(b.name, "redis") {
+					// The Redis store keeps no unique-visitor sketches yet
+					// (README: they live in each instance's memory).
+					want = fmt.Sprintf(`"total":%d,"today":%d,`, i+1, i+1)
+				}
 				if code, _, body := mustGet(t, p.URL("/counter/"+k+".json?count=false")); code != 200 || !strings.Contains(body, want) {
 					t.Errorf("after a restart /counter/%s.json?count=false = %d %s, want %s", k, code, body, want)
 				}

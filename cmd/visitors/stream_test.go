@@ -21,7 +21,7 @@ import (
 // a stream is refused with 503. SIGTERM ends the open stream cleanly and
 // the process exits without waiting out -shutdown-timeout.
 func TestBinaryStreamsLiveCounts(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-data", t.TempDir(), "-max-streams", "2", "-shutdown-timeout", "1m", "-log-level", "info")
+	p := servertest.Start(t, bin, rulesOff, "-data", t.TempDir(), "-max-streams", "2", "-shutdown-timeout", "1m", "-log-level", "info")
 	for range 3 {
 		mustGet(t, p.URL("/counter/live/key.svg"))
 	}

@@ -32,12 +32,12 @@ func mustTop(t *testing.T, p *servertest.Proc, q string) topList {
 // counter visited again comes back with every visit it had.
 func TestBinaryTop(t *testing.T) {
 	data := t.TempDir()
-	off := servertest.Start(t, bin, nil, "-data", t.TempDir(), "-log-level", "off")
+	off := servertest.Start(t, bin, rulesOff, "-data", t.TempDir(), "-log-level", "off")
 	if code, _, _ := mustGet(t, off.URL("/top.json")); code != 404 {
 		t.Errorf("/top.json without -public-top = %d, want 404", code)
 	}
 
-	p := servertest.Start(t, bin, nil, "-data", data, "-public-top", "-log-level", "off")
+	p := servertest.Start(t, bin, rulesOff, "-data", data, "-public-top", "-log-level", "off")
 	for key, n := range map[string]int{"popular/repo": 5, "some/repo": 3, "quiet": 1} {
 		for range n {
 			mustGet(t, p.URL("/counter/"+key+".svg"))
@@ -54,7 +54,7 @@ func TestBinaryTop(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p = servertest.Start(t, bin, nil, "-data", data, "-public-top", "-log-level", "off")
+	p = servertest.Start(t, bin, rulesOff, "-data", data, "-public-top", "-log-level", "off")
 	mustGet(t, p.URL("/counter/some/repo.svg"))
 	l = mustTop(t, p, "?days=30")
 	if len(l.Top) != 1 || l.Top[0].Key != "some/repo" || l.Top[0].Count != 4 {
