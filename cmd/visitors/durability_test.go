@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/servertest"
 	"visitors/internal/store/storetest"
@@ -181,7 +184,7 @@ func TestBinaryRefusesDamagedFiles(t *testing.T) {
 		t.Fatalf("visitors check on a sound store = %v\n%s", err, out)
 	}
 
-	page := bytes.Index(good, []byte("name-7")) / 4096 // a page in use
+	page := pageInUse(t, filepath.Join(sound, "visitors.db"), []byte("name-7"))
 	tests := []struct {
 		name   string
 		damage func([]byte) []byte
@@ -221,7 +224,11 @@ func TestBinaryRefusesDamagedFiles(t *testing.T) {
 				{"check", "-data", dir},
 				{"export", "-data", dir},
 			} {
-				cmd := exec.Command(bin, args...)
+				// A binary that served a damaged file instead of refusing it
+				// would run until killed: fail then, do not hang.
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, bin, args...)
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr
 				err := cmd.Run()
@@ -242,6 +249,42 @@ func TestBinaryRefusesDamagedFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pageInUse returns the number of a leaf page of the bbolt file at path
+// that holds needle and is in use: the first copy of a key in the file
+// may be on a page bbolt has freed (it copies pages on write), and a
+// damaged free page is harmless, so the test must damage a live one.
+func pageInUse(t *testing.T, path string, needle []byte) int {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o644, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	page := -1
+	db.View(func(tx *bolt.Tx) error {
+		size := tx.DB().Info().PageSize
+		for id := 2; (id+1)*size <= len(raw); id++ {
+			info, err := tx.Page(id)
+			if err != nil || info == nil || info.Type != "leaf" {
+				continue
+			}
+			if bytes.Contains(raw[id*size:(id+1)*size], needle) {
+				page = id
+				return nil
+			}
+		}
+		return nil
+	})
+	if page < 0 {
+		t.Fatalf("no leaf page in use holds %q", needle)
+	}
+	return page
 }
 
 func lastLine(s string) string {
