@@ -44,7 +44,8 @@ func TestCounterLogo(t *testing.T) {
 			continue
 		}
 		for _, want := range tt.want {
-			if !strings.Contains(w.Body.String(), want) {
+			// An error badge carries the whole message in Visitors-Error.
+			if !strings.Contains(w.Body.String()+w.Header().Get("Visitors-Error"), want) {
 				t.Errorf("GET %s: body lacks %s:\n%s", tt.target, want, w.Body)
 			}
 		}

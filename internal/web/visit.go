@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"visitors/internal/badge"
 	"visitors/internal/bots"
@@ -260,6 +261,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, svg bool, e *HTTPE
 		return writeError(w, e.Code, e.Msg)
 	}
 	b := badge.Badge{Label: []byte(defaultText), Value: []byte(e.Badge), Color: errorColor, LabelColor: defaultLabel}
+	// The label asked for, if it is a valid one: a README's badge keeps
+	// its label when its value turns into an error.
+	if raw, found := queryValue(r.URL.RawQuery, "label"); found && len(raw) <= 4*3*MaxLabelRunes {
+		if l, err := appendUnescape(nil, raw); err == nil && utf8.Valid(l) && utf8.RuneCount(l) <= MaxLabelRunes {
+			b.Label = l
+		}
+	}
 	style, _ := queryValue(r.URL.RawQuery, "style")
 	if st, err := badge.ParseStyle([]byte(style)); err == nil {
 		b.Style = st
