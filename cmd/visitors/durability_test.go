@@ -185,6 +185,8 @@ func TestBinaryRefusesDamagedFiles(t *testing.T) {
 	}
 
 	page := pageInUse(t, filepath.Join(sound, "visitors.db"), []byte("name-7"))
+	totalRecord := []byte("name-7\x00\x00\x00\x00\x00\x00\x00\x01")
+	record := pageInUse(t, filepath.Join(sound, "visitors.db"), totalRecord)
 	tests := []struct {
 		name   string
 		damage func([]byte) []byte
@@ -199,9 +201,11 @@ func TestBinaryRefusesDamagedFiles(t *testing.T) {
 			return b
 		}, "damaged"},
 		{"a flipped byte in a count", func(b []byte) []byte {
-			// name-7's total record: its key is followed by the value.
-			i := bytes.Index(b, []byte("name-7\x00\x00\x00\x00\x00\x00\x00\x01"))
-			b[i+len("name-7")+7] ^= 2
+			// name-7's total record, on the live page that holds it: its
+			// key is followed by the value.
+			live := b[record*4096 : (record+1)*4096]
+			i := bytes.Index(live, totalRecord)
+			live[i+len("name-7")+7] ^= 2
 			return b
 		}, `key "name-7"`},
 		{"both meta pages", func(b []byte) []byte {
