@@ -3,9 +3,11 @@ package redisstore
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,4 +199,51 @@ func TestHealthNamesRedisWhileItIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHealth(false)
+}
+
+// TestMaxKeysAcrossInstances: two instances on one prefix share one
+// limit; of two new keys racing for the last place from different
+// instances, exactly one gets it (20 rounds, standalone and cluster).
+func TestMaxKeysAcrossInstances(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			for round := range 20 {
+				c := storetest.Config{Dir: t.TempDir(), MaxKeys: 2}
+				a := backend(where, store.Batch).Open(t, c)
+				b := backend(where, store.Sync).Open(t, c)
+				if _, err := a.Incr(t.Context(), []byte("first")); err != nil {
+					t.Fatal(err)
+				}
+				errs := make([]error, 2)
+				start := make(chan struct{})
+				var wg sync.WaitGroup
+				for i, st := range []store.Store{a, b} {
+					wg.Go(func() {
+						<-start
+						_, errs[i] = st.Incr(t.Context(), fmt.Appendf(nil, "racer%d", i))
+					})
+				}
+				close(start)
+				wg.Wait()
+				won := 0
+				for _, err := range errs {
+					switch {
+					case err == nil:
+						won++
+					case !errors.Is(err, store.ErrTooManyKeys):
+						t.Fatalf("round %d: %v", round, err)
+					}
+				}
+				if won != 1 {
+					t.Fatalf("round %d: %d of two instances' new keys took the last place, want 1", round, won)
+				}
+				// A key one instance holds still counts on the other.
+				if _, err := b.Incr(t.Context(), []byte("first")); err != nil {
+					t.Fatalf("round %d: a held key on the other instance: %v", round, err)
+				}
+				a.Close()
+				b.Close()
+			}
+		})
+	}
 }

@@ -1,0 +1,166 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+// lossyProxy forwards TCP between clients and one Redis. Armed, it lets
+// the next request that runs a script reach Redis, and then, instead of
+// forwarding Redis's answer, closes the connection: the store sent a
+// round that Redis applied, and never hears so.
+type lossyProxy struct {
+	l     net.Listener
+	to    string
+	armed atomic.Bool
+	lost  atomic.Int64 // answers swallowed
+	wg    sync.WaitGroup
+}
+
+func startLossyProxy(t *testing.T, to string) *lossyProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &lossyProxy{l: l, to: to}
+	p.wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Go(func() { p.serve(c) })
+		}
+	})
+	t.Cleanup(func() { l.Close(); p.wg.Wait() })
+	return p
+}
+
+func (p *lossyProxy) serve(c net.Conn) {
+	defer c.Close()
+	r, err := net.Dial("tcp", p.to)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	var drop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer r.Close() // the client left: so does Redis's side
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				if p.armed.Load() && bytes.Contains(bytes.ToUpper(buf[:n]), []byte("EVALSHA")) && p.armed.CompareAndSwap(true, false) {
+					drop.Store(true)
+				}
+				if _, err := r.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if drop.Load() {
+				p.lost.Add(1)
+				c.Close() // the answer is lost with the connection
+				r.Close()
+				<-done
+				return
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	c.Close()
+	<-done
+}
+
+func (p *lossyProxy) url() string { return "redis://" + p.l.Addr().String() + "/0" }
+
+func redisTotal(t *testing.T, st *Store, key string) uint64 {
+	t.Helper()
+	v, err := st.c.Do(context.Background(), st.c.B().Get().Key(total(st.n.tag([]byte(key)))).Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLostAnswerCountsOnce loses Redis's answer to a round it applied.
+// Sync: the visit is not refused (it counted); it waits for the resend,
+// which Redis recognises, and gets its count; Redis holds it once.
+// Batch: the resent round adds nothing more.
+func TestLostAnswerCountsOnce(t *testing.T) {
+	for _, d := range []store.Durability{store.Sync, store.Batch} {
+		t.Run(d.String(), func(t *testing.T) {
+			p := startLossyProxy(t, standalone.Addr)
+			st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: d, FlushInterval: time.Hour, Timeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			key := []byte("lost")
+			if _, err := st.Incr(t.Context(), key); err != nil { // admitted, and (sync) counted
+				t.Fatal(err)
+			}
+			if d == store.Batch {
+				if err := st.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.armed.Store(true)
+			c, err := st.Incr(t.Context(), key)
+			if err != nil {
+				t.Fatalf("Incr whose round's answer was lost = %v; it counted, so it must not be refused", err)
+			}
+			if c.Total != 2 {
+				t.Errorf("Incr = %+v, want total 2", c)
+			}
+			if d == store.Batch {
+				if err := st.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if p.lost.Load() != 1 || st.Stats().RoundErrors == 0 {
+				t.Fatalf("answers lost = %d, round errors = %d: the test did not lose the round's answer", p.lost.Load(), st.Stats().RoundErrors)
+			}
+			if got := redisTotal(t, st, "lost"); got != 2 {
+				t.Errorf("Redis holds total %d after a resent round, want 2", got)
+			}
+			if _, err := st.Incr(t.Context(), key); err != nil {
+				t.Fatal(err)
+			}
+			if d == store.Batch {
+				st.Flush()
+			}
+			if got := redisTotal(t, st, "lost"); got != 3 {
+				t.Errorf("Redis holds total %d after one more visit, want 3", got)
+			}
+		})
+	}
+}
