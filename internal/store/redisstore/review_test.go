@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // evalBlockingProxy forwards TCP to one Redis. Armed, it lets the next
@@ -218,5 +219,42 @@ func TestReviewRedisImportReplaceSparesLongerPrefix(t *testing.T) {
 	}
 	if n, err := st.Hit(t.Context()); err != nil || n != 2 {
 		t.Errorf("its next /hi = %d, %v, want 2: its /hi counter was deleted, so numbers repeat", n, err)
+	}
+}
+
+// TestReviewRedisSyncConcurrentVisitsGetDistinctTotals is coverage, not
+// a bug: visits to one key that share a Sync round must each get their
+// own total (1..n), as one after another would. A planted bug that gave
+// every visit of a round Redis's final total survived the package's
+// tests; this catches it.
+func TestReviewRedisSyncConcurrentVisitsGetDistinctTotals(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			st := backend(where, store.Sync).Open(t, storetest.Config{Dir: t.TempDir()}).(*Store)
+			defer st.Close()
+			const n = 64
+			var wg sync.WaitGroup
+			totals := make([]uint64, n)
+			for i := range n {
+				wg.Go(func() {
+					c, err := st.Incr(t.Context(), []byte("together"))
+					if err != nil {
+						t.Error(err)
+					}
+					totals[i] = c.Total
+				})
+			}
+			wg.Wait()
+			seen := map[uint64]bool{}
+			for _, v := range totals {
+				if v < 1 || v > n || seen[v] {
+					t.Fatalf("totals %v: want each of 1..%d once", totals, n)
+				}
+				seen[v] = true
+			}
+			if st.Stats().Rounds >= n {
+				t.Logf("every visit had its own round (%d rounds): the shared-round path was not exercised", st.Stats().Rounds)
+			}
+		})
 	}
 }
