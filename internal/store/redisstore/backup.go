@@ -200,7 +200,10 @@ func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) 
 // deleteAll deletes every name under n's prefix but the /hi counter, on
 // every node.
 func deleteAll(ctx context.Context, c rueidis.Client, n names) error {
-	pattern := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(n.prefix) + "*"
+	// Every name of this store is the prefix and then "{" (a prefix has no
+	// braces): "P{*" spares a store under a longer prefix such as
+	// "Pstaging:" on the same Redis.
+	pattern := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(n.prefix) + "{*"
 	for _, node := range c.Nodes() {
 		var cursor uint64
 		for {
