@@ -829,6 +829,15 @@ func (s *Store) Days(ctx context.Context, key []byte, n int) (store.Daily, error
 		e.mu.Lock()
 		for i := range d.Counts {
 			day := today - store.Day(n-1-i)
+			if day == today && e.baseDay == today {
+				// Visits in flight may be in Redis already (a round whose
+				// answer was lost): Redis's count plus what was not sent,
+				// or the entry's own view (read before the round, plus
+				// the round, plus what was not sent), whichever is more;
+				// never Redis's count plus the round again.
+				d.Counts[i] = max(d.Counts[i]+onDay(e.pend, day), e.counts(today).Today)
+				continue
+			}
 			d.Counts[i] += onDay(e.pend, day) + onDay(e.flight, day)
 		}
 		e.mu.Unlock()
