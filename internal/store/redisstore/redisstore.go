@@ -116,6 +116,7 @@ type Store struct {
 	hiMu      sync.Mutex            // guards block changes, spareEnd and reserving
 	spareEnd  uint64                // Batch: the last number of the block reserved ahead; 0: none
 	reserving bool                  // Batch: a block is being reserved ahead
+	hiClosed  bool                  // Batch: Close has begun: no more blocks
 	reserveWG sync.WaitGroup
 	reserved  *sync.Cond // on hiMu: signalled when a reservation ahead ends
 
@@ -412,7 +413,7 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 func (s *Store) reserveAhead() {
 	s.hiMu.Lock()
 	defer s.hiMu.Unlock()
-	if s.spareEnd != 0 || s.reserving {
+	if s.spareEnd != 0 || s.reserving || s.hiClosed {
 		return
 	}
 	s.reserving = true
@@ -440,6 +441,9 @@ func (s *Store) nextBlock(ctx context.Context, old *block) error {
 	}
 	if s.block.Load() != old {
 		return nil // another caller replaced it
+	}
+	if s.hiClosed {
+		return fmt.Errorf("redis: /hi: %w", errClosed)
 	}
 	end := s.spareEnd
 	if end != 0 {
@@ -903,6 +907,9 @@ func (s *Store) Flush() error {
 	}
 }
 
+// errClosed answers a /hi visit that arrives while the store closes.
+var errClosed = errors.New("store closed")
+
 // Close sends what is pending (trying for up to Options.CloseTimeout
 // while Redis does not answer), gives back the unused /hi numbers of the
 // block if no one reserved after it, and disconnects. It returns an
@@ -915,14 +922,19 @@ func (s *Store) Close() error {
 		if h := s.held.Load(); h > 0 {
 			err = fmt.Errorf("redis: %d visits could not be sent: %w", h, s.Health())
 		}
+		s.hiMu.Lock()
+		s.hiClosed = true // no block is reserved from here on
+		s.hiMu.Unlock()
 		s.reserveWG.Wait()
 		s.hiMu.Lock()
 		if s.o.Durability == store.Batch {
-			// What was reserved last, and from where on it is unused.
+			// What was reserved last, and from where on it is unused. One
+			// swap: a Hit racing with Close either got its number before
+			// it (and the number is not given back) or finds the block
+			// used up and is refused.
 			var end, unused uint64
 			if b := s.block.Load(); b != nil {
-				end, unused = b.end, min(b.next.Load(), b.end)+1
-				b.next.Store(b.end) // no more numbers from it
+				end, unused = b.end, min(b.next.Swap(b.end), b.end)+1
 			}
 			switch {
 			case s.spareEnd != 0 && s.spareEnd-s.o.HiBlock == end:
