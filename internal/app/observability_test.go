@@ -92,8 +92,11 @@ func TestSlowRequestSnapshot(t *testing.T) {
 	addr, admin, out := mustRunConfig(t, Config{
 		LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
-		SlowRequest: 100 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10,
-		Test: &TestHooks{WrapStore: func(s store.Store) store.Store { return sleepyStore{s, 150 * time.Millisecond} }},
+		// A threshold far above what a fast request takes on a loaded
+		// machine: with 100ms, a /whoami slowed by other work once made
+		// three slow requests of two.
+		SlowRequest: time.Second, TraceEvery: time.Minute, TraceKeep: 10,
+		Test: &TestHooks{WrapStore: func(s store.Store) store.Store { return sleepyStore{s, 1100 * time.Millisecond} }},
 	})
 	for range 2 { // the second is within -trace-every: no second snapshot
 		if code, body := mustGetBody(t, "http://"+addr+"/hi"); code != 200 {
