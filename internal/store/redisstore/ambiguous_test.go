@@ -16,13 +16,17 @@ import (
 // lossyProxy forwards TCP between clients and one Redis. Armed, it lets
 // the next request that runs a script reach Redis, and then, instead of
 // forwarding Redis's answer, closes the connection: the store sent a
-// round that Redis applied, and never hears so.
+// round that Redis applied, and never hears so. While blocking (and not
+// armed) it also cuts any connection that sends a script, while reads
+// pass: that holds the store between a lost answer and a resend that
+// gets through.
 type lossyProxy struct {
-	l     net.Listener
-	to    string
-	armed atomic.Bool
-	lost  atomic.Int64 // answers swallowed
-	wg    sync.WaitGroup
+	l        net.Listener
+	to       string
+	armed    atomic.Bool
+	blocking atomic.Bool
+	lost     atomic.Int64 // answers swallowed
+	wg       sync.WaitGroup
 }
 
 func startLossyProxy(t *testing.T, to string) *lossyProxy {
@@ -61,7 +65,12 @@ func (p *lossyProxy) serve(c net.Conn) {
 		for {
 			n, err := c.Read(buf)
 			if n > 0 {
-				if p.armed.Load() && bytes.Contains(bytes.ToUpper(buf[:n]), []byte("EVALSHA")) && p.armed.CompareAndSwap(true, false) {
+				script := bytes.Contains(bytes.ToUpper(buf[:n]), []byte("EVAL")) // EVAL and EVALSHA
+				if script && p.blocking.Load() && !p.armed.Load() {
+					c.Close()
+					return
+				}
+				if script && p.armed.CompareAndSwap(true, false) {
 					drop.Store(true)
 				}
 				if _, err := r.Write(buf[:n]); err != nil {

@@ -24,23 +24,32 @@ const dateLayout = "2006-01-02"
 // backupTimeout bounds each round trip of an export or import.
 const backupTimeout = 30 * time.Second
 
+// connectNames connects to the Redis of o and returns the names of the
+// store under o.Prefix (DefaultPrefix if empty), which must be valid.
+func connectNames(o Options) (rueidis.Client, names, error) {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if err := checkPrefix(o.Prefix); err != nil {
+		return nil, names{}, err
+	}
+	c, err := Connect(o)
+	if err != nil {
+		return nil, names{}, err
+	}
+	return c, newNames(o.Prefix), nil
+}
+
 // Export writes every counter under o.Prefix, totals and the daily counts
 // Redis still holds (the last DayTTL), as one JSON [boltstore.Dump] to w,
 // one key a line, streaming. Instances may keep counting meanwhile: each
 // key is read at one moment, not the whole store.
 func Export(o Options, w io.Writer, now time.Time) error {
-	c, err := Connect(o)
+	c, n, err := connectNames(o)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
-	}
-	if err := checkPrefix(o.Prefix); err != nil {
-		return err
-	}
-	n := newNames(o.Prefix)
 	ctx := context.Background()
 	tctx, cancel := context.WithTimeout(ctx, backupTimeout)
 	hits, err := c.Do(tctx, c.B().Get().Key(n.hi).Build()).AsUint64()
@@ -140,18 +149,11 @@ func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) 
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	c, err := Connect(o)
+	c, n, err := connectNames(o)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
-	}
-	if err := checkPrefix(o.Prefix); err != nil {
-		return err
-	}
-	n := newNames(o.Prefix)
 	ctx := context.Background()
 	if replace {
 		if err := deleteAll(ctx, c, n); err != nil {

@@ -27,7 +27,7 @@ import (
 // or a distinct ErrUnknownOutcome the web layer maps to a non-retry
 // answer), and say so in the package doc.
 func TestReviewRedisSyncCloseDoesNotRefuseACountedVisit(t *testing.T) {
-	p := startEvalBlockingProxy(t, standalone.Addr)
+	p := startLossyProxy(t, standalone.Addr)
 	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync,
 		Timeout: 300 * time.Millisecond, CloseTimeout: 500 * time.Millisecond})
 	if err != nil {

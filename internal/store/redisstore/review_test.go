@@ -2,9 +2,7 @@ package redisstore
 
 import (
 	"bytes"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,7 +108,7 @@ func TestReviewRedisSyncConcurrentVisitsGetDistinctTotals(t *testing.T) {
 // add flight only for days the base does not cover; or keep roundMu held
 // across retries of an unanswered round.
 func TestReviewRedisDaysDuringUnansweredRoundCountsOnce(t *testing.T) {
-	p := startEvalBlockingProxy(t, standalone.Addr)
+	p := startLossyProxy(t, standalone.Addr)
 	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Batch,
 		FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, CloseTimeout: 5 * time.Second})
 	if err != nil {
@@ -165,96 +163,3 @@ func TestReviewRedisDaysDuringUnansweredRoundCountsOnce(t *testing.T) {
 		t.Errorf("Redis total = %d, want 3", got)
 	}
 }
-
-// evalBlockingProxy forwards TCP to one Redis. Armed, it lets the next
-// script reach Redis and swallows Redis's answer (the round was applied
-// and the store never hears so); then, for as long as blocking is set,
-// it cuts any connection that sends a script, while reads (MGET) pass.
-// That holds the store in the window between a lost answer and a resend
-// that gets through.
-type evalBlockingProxy struct {
-	l        net.Listener
-	to       string
-	armed    atomic.Bool
-	blocking atomic.Bool
-	lost     atomic.Int64
-	wg       sync.WaitGroup
-}
-
-func startEvalBlockingProxy(t *testing.T, to string) *evalBlockingProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &evalBlockingProxy{l: l, to: to}
-	p.wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Go(func() { p.serve(c) })
-		}
-	})
-	t.Cleanup(func() { l.Close(); p.wg.Wait() })
-	return p
-}
-
-func (p *evalBlockingProxy) serve(c net.Conn) {
-	defer c.Close()
-	r, err := net.Dial("tcp", p.to)
-	if err != nil {
-		return
-	}
-	defer r.Close()
-	var drop atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer r.Close()
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := c.Read(buf)
-			if n > 0 {
-				isEval := bytes.Contains(bytes.ToUpper(buf[:n]), []byte("EVAL"))
-				if isEval && p.blocking.Load() && !p.armed.Load() {
-					c.Close()
-					return
-				}
-				if isEval && p.armed.CompareAndSwap(true, false) {
-					drop.Store(true)
-				}
-				if _, err := r.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if drop.Load() {
-				p.lost.Add(1)
-				c.Close()
-				r.Close()
-				<-done
-				return
-			}
-			if _, err := c.Write(buf[:n]); err != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	c.Close()
-	<-done
-}
-
-func (p *evalBlockingProxy) url() string { return "redis://" + p.l.Addr().String() + "/0" }
