@@ -42,8 +42,29 @@ func ValidKey(key []byte) bool {
 
 // Counts are one key's counters.
 type Counts struct {
-	Total uint64 // visits ever
-	Today uint64 // visits this UTC day
+	Total  uint64 // visits ever
+	Today  uint64 // visits this UTC day
+	Locked bool   // the key is frozen: visits are answered but not counted
+}
+
+// Entry is one key and its counts, as [Store.List] returns them.
+type Entry struct {
+	Key []byte
+	Counts
+}
+
+// MaxList is the most entries one [Store.List] call returns.
+const MaxList = 1000
+
+// Token is an owner API token as a store keeps it: its public id, name
+// and scope, and the SHA-256 of its secret. The secret itself is never
+// stored: it is shown once, when the token is made.
+type Token struct {
+	ID      string    // public and unique: what revokes the token
+	Name    string    // the owner's label
+	Prefix  string    // the token acts only on keys that start with it
+	Hash    [32]byte  // SHA-256 of the secret
+	Created time.Time // when it was made, UTC
 }
 
 // Daily is a key's visits per UTC day, oldest first. Days without visits
@@ -81,6 +102,44 @@ type Store interface {
 
 	// Keys reports how many distinct keys the store holds.
 	Keys() int
+
+	// Set makes key start over at total: its total becomes total and its
+	// daily counts are cleared (today's becomes 0). It creates the key if
+	// needed, within the store's limit of distinct keys (ErrTooManyKeys),
+	// keeps its lock, and returns its new counts. It is as durable as a
+	// visit: in sync mode it is durable before Set returns, in batch mode
+	// within one flush interval, and no visit written before it (a flush
+	// in flight, a log replayed after a crash) ever brings the old counts
+	// back.
+	Set(ctx context.Context, key []byte, total uint64) (Counts, error)
+
+	// Lock freezes (locked true) or thaws key. Incr on a locked key counts
+	// nothing and returns its counts with Locked set. Lock creates the key
+	// if needed, within the limit, and is as durable as Set.
+	Lock(ctx context.Context, key []byte, locked bool) (Counts, error)
+
+	// Delete removes key, its days and its lock, and frees its place under
+	// the limit of distinct keys. It reports whether the key was there.
+	// It is as durable as Set: no visit or flush from before it brings the
+	// key back. A visit after it makes the key anew.
+	Delete(ctx context.Context, key []byte) (bool, error)
+
+	// List returns, in byte order, at most limit (1 <= limit <= MaxList)
+	// keys that start with prefix and sort after after (nil or empty:
+	// from the first), with their counts. Fewer than limit means there
+	// are no more.
+	List(ctx context.Context, prefix, after []byte, limit int) ([]Entry, error)
+
+	// PutToken stores t, durably before it returns, replacing a token
+	// with the same ID.
+	PutToken(ctx context.Context, t Token) error
+
+	// DeleteToken removes the token with id, at once for every caller of
+	// Tokens, and reports whether it was there.
+	DeleteToken(ctx context.Context, id string) (bool, error)
+
+	// Tokens returns every stored token, ordered by ID.
+	Tokens(ctx context.Context) ([]Token, error)
 
 	// Health returns why the store cannot keep its promises now (say,
 	// counts cannot reach the disk), or nil when it can.

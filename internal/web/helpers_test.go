@@ -97,9 +97,22 @@ func (failingStore) Get(context.Context, []byte) (store.Counts, error) {
 func (failingStore) Days(context.Context, []byte, int) (store.Daily, error) {
 	return store.Daily{}, errBroken
 }
-func (failingStore) Keys() int     { return 0 }
-func (failingStore) Health() error { return errBroken }
-func (failingStore) Close() error  { return nil }
+func (failingStore) Set(context.Context, []byte, uint64) (store.Counts, error) {
+	return store.Counts{}, errBroken
+}
+func (failingStore) Lock(context.Context, []byte, bool) (store.Counts, error) {
+	return store.Counts{}, errBroken
+}
+func (failingStore) Delete(context.Context, []byte) (bool, error) { return false, errBroken }
+func (failingStore) List(context.Context, []byte, []byte, int) ([]store.Entry, error) {
+	return nil, errBroken
+}
+func (failingStore) PutToken(context.Context, store.Token) error       { return errBroken }
+func (failingStore) DeleteToken(context.Context, string) (bool, error) { return false, errBroken }
+func (failingStore) Tokens(context.Context) ([]store.Token, error)     { return nil, errBroken }
+func (failingStore) Keys() int                                         { return 0 }
+func (failingStore) Health() error                                     { return errBroken }
+func (failingStore) Close() error                                      { return nil }
 
 var _ store.Store = failingStore{}
 

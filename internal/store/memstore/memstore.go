@@ -13,6 +13,9 @@ package memstore
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"visitors/internal/store"
@@ -35,6 +38,9 @@ type Store struct {
 	hits tally.Counter
 	cal  *tally.Calendar
 	keys *tally.Map[tally.Tally]
+
+	mu     sync.Mutex // guards tokens
+	tokens map[string]store.Token
 }
 
 // New returns an empty Store. The caller must call Close to stop its
@@ -62,6 +68,9 @@ func (s *Store) Incr(_ context.Context, key []byte) (store.Counts, error) {
 	if err != nil {
 		return store.Counts{}, err
 	}
+	if t.Locked() {
+		return t.Counts(s.cal.Today()), nil
+	}
 	v := t.Add(s.cal.Today())
 	if v.Rolled {
 		t.Prune(v.Day - store.MaxDays + 1)
@@ -87,6 +96,76 @@ func (s *Store) Days(_ context.Context, key []byte, n int) (store.Daily, error) 
 		}
 	}
 	return d, nil
+}
+
+// Set implements [store.Store].
+func (s *Store) Set(_ context.Context, key []byte, total uint64) (store.Counts, error) {
+	t, err := s.keys.LoadOrNew(key)
+	if err != nil {
+		return store.Counts{}, err
+	}
+	today := s.cal.Today()
+	t.Reset(total, today)
+	return t.Counts(today), nil
+}
+
+// Lock implements [store.Store].
+func (s *Store) Lock(_ context.Context, key []byte, locked bool) (store.Counts, error) {
+	t, err := s.keys.LoadOrNew(key)
+	if err != nil {
+		return store.Counts{}, err
+	}
+	t.SetLocked(locked)
+	return t.Counts(s.cal.Today()), nil
+}
+
+// Delete implements [store.Store].
+func (s *Store) Delete(_ context.Context, key []byte) (bool, error) {
+	t := s.keys.Load(key)
+	return t != nil && s.keys.Delete(string(key), t), nil
+}
+
+// List implements [store.Store].
+func (s *Store) List(_ context.Context, prefix, after []byte, limit int) ([]store.Entry, error) {
+	today := s.cal.Today()
+	keys, tallies := s.keys.List(prefix, after, limit)
+	out := make([]store.Entry, len(keys))
+	for i, k := range keys {
+		out[i] = store.Entry{Key: []byte(k), Counts: tallies[i].Counts(today)}
+	}
+	return out, nil
+}
+
+// PutToken implements [store.Store].
+func (s *Store) PutToken(_ context.Context, t store.Token) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokens == nil {
+		s.tokens = make(map[string]store.Token)
+	}
+	s.tokens[t.ID] = t
+	return nil
+}
+
+// DeleteToken implements [store.Store].
+func (s *Store) DeleteToken(_ context.Context, id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.tokens[id]
+	delete(s.tokens, id)
+	return ok, nil
+}
+
+// Tokens implements [store.Store].
+func (s *Store) Tokens(context.Context) ([]store.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(s.tokens))
+	out := make([]store.Token, len(ids))
+	for i, id := range ids {
+		out[i] = s.tokens[id]
+	}
+	return out, nil
 }
 
 // Keys implements [store.Store].

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -85,6 +86,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Midnights", s.midnights)
 	t.Run("MemoryIsBoundedOverTime", s.memoryBounded)
 	t.Run("Property", s.property)
+	t.Run("Owner", s.runOwner)
 }
 
 type suite struct{ b Backend }
@@ -524,8 +526,9 @@ func (s suite) property(t *testing.T) {
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	type model struct {
-		total uint64
-		days  map[store.Day]uint64
+		total  uint64
+		days   map[store.Day]uint64
+		locked bool
 	}
 	m := map[string]*model{}
 	var lastHit uint64
@@ -538,8 +541,8 @@ func (s suite) property(t *testing.T) {
 				want = &model{}
 			}
 			got := mustGet(t, st, k)
-			if got.Total != want.total || got.Today != want.days[today] {
-				t.Fatalf("step %d: Get(%q) = %+v, want total %d, today %d", step, k, got, want.total, want.days[today])
+			if got.Total != want.total || got.Today != want.days[today] || got.Locked != want.locked {
+				t.Fatalf("step %d: Get(%q) = %+v, want total %d, today %d, locked %v", step, k, got, want.total, want.days[today], want.locked)
 			}
 			d := mustDays(t, st, k, 10)
 			for i, n := range d.Counts {
@@ -551,6 +554,24 @@ func (s suite) property(t *testing.T) {
 		if got := st.Keys(); got != len(m) {
 			t.Fatalf("step %d: Keys() = %d, want %d", step, got, len(m))
 		}
+		var listed []string
+		for _, e := range mustList(t, st, nil, nil, store.MaxList) {
+			listed = append(listed, string(e.Key))
+			if w := m[string(e.Key)]; w == nil || e.Total != w.total || e.Locked != w.locked {
+				t.Fatalf("step %d: List gave %q with %+v, want %+v", step, e.Key, e.Counts, w)
+			}
+		}
+		if want := slices.Sorted(maps.Keys(m)); !slices.Equal(listed, want) {
+			t.Fatalf("step %d: List = %q, want %q", step, listed, want)
+		}
+	}
+	entry := func(k []byte) *model {
+		mk := m[string(k)]
+		if mk == nil {
+			mk = &model{days: map[store.Day]uint64{}}
+			m[string(k)] = mk
+		}
+		return mk
 	}
 	for step := range 300 {
 		switch op := rng.IntN(100); {
@@ -560,16 +581,33 @@ func (s suite) property(t *testing.T) {
 				k = keys[0] // the empty key, often
 			}
 			got := mustIncr(t, st, k)
-			mk := m[string(k)]
-			if mk == nil {
-				mk = &model{days: map[store.Day]uint64{}}
-				m[string(k)] = mk
+			mk := entry(k)
+			if !mk.locked {
+				mk.total++
+				mk.days[store.DayOf(clock.Now())]++
 			}
-			mk.total++
-			mk.days[store.DayOf(clock.Now())]++
-			if got.Total != mk.total {
+			if got.Total != mk.total || got.Locked != mk.locked {
 				t.Fatalf("step %d: Incr(%q) total = %d, want %d", step, k, got.Total, mk.total)
 			}
+		case op < 72:
+			k := keys[rng.IntN(len(keys))]
+			n := rng.Uint64N(1 << 40)
+			mustSet(t, st, k, n)
+			mk := entry(k)
+			mk.total, mk.days = n, map[store.Day]uint64{}
+		case op < 74:
+			k := keys[rng.IntN(len(keys))]
+			locked := rng.IntN(2) == 0
+			mustLock(t, st, k, locked)
+			entry(k).locked = locked
+		case op < 76:
+			k := keys[rng.IntN(len(keys))]
+			if got, want := mustDelete(t, st, k), m[string(k)] != nil; got != want {
+				t.Fatalf("step %d: Delete(%q) = %v, want %v", step, k, got, want)
+			}
+			delete(m, string(k))
+		case op < 78:
+			flush(t, st)
 		case op < 80:
 			n, err := st.Hit(ctx)
 			if err != nil {

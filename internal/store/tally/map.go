@@ -1,6 +1,8 @@
 package tally
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -80,4 +82,52 @@ func (m *Map[E]) Len() int { return int(m.n.Load()) }
 // Range calls fn for each entry until fn returns false.
 func (m *Map[E]) Range(fn func(key string, e *E) bool) {
 	m.m.Range(func(k, v any) bool { return fn(k.(string), v.(*E)) })
+}
+
+// Delete removes key's entry if it is still e, and reports whether it
+// did: the place it held under the limit is free again. An entry made
+// anew for key meanwhile is left alone.
+func (m *Map[E]) Delete(key string, e *E) bool {
+	if m.m.CompareAndDelete(key, e) {
+		m.n.Add(-1)
+		return true
+	}
+	return false
+}
+
+// List returns, in byte order, at most limit keys that start with prefix
+// and sort after after (nil: from the first key, the empty one
+// included), with their entries. It walks every entry once and keeps the
+// smallest limit keys seen, so a page costs O(n log limit), not a sort
+// of every key.
+func (m *Map[E]) List(prefix, after []byte, limit int) (keys []string, entries []*E) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	type kv struct {
+		k string
+		e *E
+	}
+	var found []kv
+	cmp := func(a, b kv) int { return strings.Compare(a.k, b.k) }
+	p, a := string(prefix), string(after)
+	m.m.Range(func(k, v any) bool {
+		key := k.(string)
+		if !strings.HasPrefix(key, p) || (after != nil && key <= a) {
+			return true
+		}
+		found = append(found, kv{key, v.(*E)})
+		if len(found) >= 2*limit+64 {
+			slices.SortFunc(found, cmp)
+			found = found[:limit]
+		}
+		return true
+	})
+	slices.SortFunc(found, cmp)
+	found = found[:min(limit, len(found))]
+	keys, entries = make([]string, len(found)), make([]*E, len(found))
+	for i, f := range found {
+		keys[i], entries[i] = f.k, f.e
+	}
+	return keys, entries
 }

@@ -24,8 +24,9 @@ import (
 
 // Tally is one key's counts. It is safe for concurrent use.
 type Tally struct {
-	total atomic.Uint64
-	today atomic.Uint64 // packed: day<<countBits | count
+	total  atomic.Uint64
+	today  atomic.Uint64 // packed: day<<countBits | count
+	locked atomic.Bool   // frozen: the owner counts nothing (stores check it)
 
 	mu   sync.Mutex           // guards past
 	past map[store.Day]uint64 // final counts of earlier days still held
@@ -99,9 +100,28 @@ func (t *Tally) keepPast(d store.Day, n uint64) {
 	t.past[d] += n
 }
 
-// Counts returns the tally's total and its count on day today.
+// Counts returns the tally's total, its count on day today and its lock.
 func (t *Tally) Counts(today store.Day) store.Counts {
-	return store.Counts{Total: t.total.Load(), Today: t.On(today)}
+	return store.Counts{Total: t.total.Load(), Today: t.On(today), Locked: t.locked.Load()}
+}
+
+// Locked reports whether the tally is frozen.
+func (t *Tally) Locked() bool { return t.locked.Load() }
+
+// SetLocked freezes (true) or thaws the tally. The tally itself still
+// counts: its store checks Locked before [Tally.Add].
+func (t *Tally) SetLocked(locked bool) { t.locked.Store(locked) }
+
+// Reset makes the tally start over at total on day today: its earlier
+// days are dropped and today's count becomes 0. A visit racing with it
+// counts either before (and is overwritten) or after (and adds to
+// total).
+func (t *Tally) Reset(total uint64, today store.Day) {
+	t.mu.Lock()
+	clear(t.past)
+	t.mu.Unlock()
+	t.today.Store(pack(today, 0))
+	t.total.Store(total)
 }
 
 // Total returns the tally's total.

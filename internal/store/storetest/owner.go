@@ -1,0 +1,520 @@
+package storetest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+// runOwner runs the part of the suite that proves what owners do to
+// their counters: Set, Lock, Delete, List and the token records.
+func (s suite) runOwner(t *testing.T) {
+	t.Run("SetStartsOver", s.setStartsOver)
+	t.Run("SetHostileKeys", s.setHostileKeys)
+	t.Run("SetLimits", s.setLimits)
+	t.Run("LockFreezes", s.lockFreezes)
+	t.Run("DeleteRemoves", s.deleteRemoves)
+	t.Run("DeleteFreesSlot", s.deleteFreesSlot)
+	t.Run("DeleteRacesVisits", s.deleteRacesVisits)
+	t.Run("SetRacesFlush", s.setRacesFlush)
+	t.Run("ListPages", s.listPages)
+	t.Run("Tokens", s.tokens)
+}
+
+func mustSet(t *testing.T, st store.Store, key []byte, total uint64) store.Counts {
+	t.Helper()
+	c, err := st.Set(ctx, key, total)
+	if err != nil {
+		t.Fatalf("Set(%q, %d): %v", key, total, err)
+	}
+	return c
+}
+
+func mustLock(t *testing.T, st store.Store, key []byte, locked bool) store.Counts {
+	t.Helper()
+	c, err := st.Lock(ctx, key, locked)
+	if err != nil {
+		t.Fatalf("Lock(%q, %v): %v", key, locked, err)
+	}
+	return c
+}
+
+func mustDelete(t *testing.T, st store.Store, key []byte) bool {
+	t.Helper()
+	ok, err := st.Delete(ctx, key)
+	if err != nil {
+		t.Fatalf("Delete(%q): %v", key, err)
+	}
+	return ok
+}
+
+func mustList(t *testing.T, st store.Store, prefix, after []byte, limit int) []store.Entry {
+	t.Helper()
+	es, err := st.List(ctx, prefix, after, limit)
+	if err != nil {
+		t.Fatalf("List(%q, %q, %d): %v", prefix, after, limit, err)
+	}
+	return es
+}
+
+// flush makes a store that writes in passes write what it holds.
+func flush(t *testing.T, st store.Store) {
+	t.Helper()
+	if f, ok := st.(Flusher); ok {
+		if err := f.Flush(); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+	}
+}
+
+func (s suite) setStartsOver(t *testing.T) {
+	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	c := Config{Dir: t.TempDir(), Now: clock.Now}
+	st := s.open(t, c)
+	key := []byte("octocat/repo")
+	for range 3 {
+		mustIncr(t, st, key)
+	}
+	clock.Add(24 * time.Hour)
+	roll(st)
+	mustIncr(t, st, key)
+	flush(t, st)
+	if got := mustSet(t, st, key, 1000); got != (store.Counts{Total: 1000}) {
+		t.Errorf("Set(1000) = %+v, want total 1000, today 0", got)
+	}
+	check := func(when string, total, today uint64) {
+		t.Helper()
+		if got := mustGet(t, st, key); got.Total != total || got.Today != today {
+			t.Errorf("%s: Get = %+v, want total %d, today %d", when, got, total, today)
+		}
+		d := mustDays(t, st, key, 3)
+		if want := []uint64{0, 0, today}; !slices.Equal(d.Counts, want) {
+			t.Errorf("%s: Days(3) = %v, want %v: Set clears the days it replaced", when, d.Counts, want)
+		}
+	}
+	check("after Set", 1000, 0)
+	if got := mustIncr(t, st, key); got.Total != 1001 || got.Today != 1 {
+		t.Errorf("Incr after Set(1000) = %+v, want total 1001, today 1", got)
+	}
+	st = s.reopen(t, st, c)
+	check("after reopening", 1001, 1)
+	// A reset is Set(0), and it is durable too.
+	if got := mustSet(t, st, key, 0); got.Total != 0 || got.Today != 0 {
+		t.Errorf("Set(0) = %+v, want zero", got)
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	check("after a reset and reopening", 0, 0)
+	if st.Keys() != 1 {
+		t.Errorf("Keys() = %d after a reset, want 1: a reset key is still there", st.Keys())
+	}
+}
+
+// setHostileKeys sets, locks and deletes every hostile key, and each
+// comes back as it was left after a reopen.
+func (s suite) setHostileKeys(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	keys := HostileKeys()
+	for i, k := range keys {
+		mustIncr(t, st, k)
+		mustSet(t, st, k, uint64(100+i))
+		if i%3 == 1 {
+			mustLock(t, st, k, true)
+		}
+		if i%3 == 2 {
+			if !mustDelete(t, st, k) {
+				t.Errorf("Delete(%q) = false for a key that was there", k)
+			}
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for i, k := range keys {
+			got := mustGet(t, st, k)
+			want := store.Counts{Total: uint64(100 + i), Locked: i%3 == 1}
+			if i%3 == 2 {
+				want = store.Counts{}
+			}
+			if got != want {
+				t.Errorf("%s: Get(%q) = %+v, want %+v", when, k, got, want)
+			}
+		}
+		if want := len(keys) - len(keys)/3; st.Keys() != want {
+			t.Errorf("%s: Keys() = %d, want %d", when, st.Keys(), want)
+		}
+	}
+	check("before reopening")
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	check("after reopening")
+	// Every kept key is listed, in byte order, exactly once.
+	var want [][]byte
+	for i, k := range keys {
+		if i%3 != 2 {
+			want = append(want, k)
+		}
+	}
+	slices.SortFunc(want, bytes.Compare)
+	var got [][]byte
+	for _, e := range mustList(t, st, nil, nil, store.MaxList) {
+		got = append(got, e.Key)
+	}
+	if !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Errorf("List = %q, want %q", got, want)
+	}
+}
+
+func (s suite) setLimits(t *testing.T) {
+	st := s.open(t, Config{MaxKeys: 2})
+	defer mustClose(t, st)
+	long := []byte(strings.Repeat("k", store.MaxKeyBytes+1))
+	if _, err := st.Set(ctx, long, 1); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("Set(%d bytes) = %v, want ErrKeyTooLong", len(long), err)
+	}
+	if _, err := st.Lock(ctx, long, true); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("Lock(%d bytes) = %v, want ErrKeyTooLong", len(long), err)
+	}
+	mustSet(t, st, []byte("a"), 5)
+	mustLock(t, st, []byte("b"), true)
+	if _, err := st.Set(ctx, []byte("c"), 1); !errors.Is(err, store.ErrTooManyKeys) {
+		t.Errorf("Set(new key) on a full store = %v, want ErrTooManyKeys", err)
+	}
+	if _, err := st.Lock(ctx, []byte("c"), true); !errors.Is(err, store.ErrTooManyKeys) {
+		t.Errorf("Lock(new key) on a full store = %v, want ErrTooManyKeys", err)
+	}
+	if got := mustSet(t, st, []byte("b"), 7); got != (store.Counts{Total: 7, Locked: true}) {
+		t.Errorf("Set on a full store's locked key = %+v, want total 7, still locked", got)
+	}
+	if st.Keys() != 2 {
+		t.Errorf("Keys() = %d, want 2", st.Keys())
+	}
+}
+
+func (s suite) lockFreezes(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	key := []byte("frozen")
+	mustIncr(t, st, key)
+	if got := mustLock(t, st, key, true); got != (store.Counts{Total: 1, Today: 1, Locked: true}) {
+		t.Errorf("Lock(true) = %+v, want total 1, today 1, locked", got)
+	}
+	for range 3 {
+		if got := mustIncr(t, st, key); got != (store.Counts{Total: 1, Today: 1, Locked: true}) {
+			t.Errorf("Incr on a locked key = %+v, want the counts unchanged and Locked", got)
+		}
+	}
+	// A key locked before its first visit exists, with nothing counted.
+	fresh := []byte("locked-before-any-visit")
+	if got := mustLock(t, st, fresh, true); got != (store.Counts{Locked: true}) {
+		t.Errorf("Lock(new key) = %+v, want zero counts, locked", got)
+	}
+	mustIncr(t, st, fresh)
+	st = s.reopen(t, st, c)
+	if got := mustIncr(t, st, key); got != (store.Counts{Total: 1, Today: 1, Locked: true}) {
+		t.Errorf("after reopening, Incr on a locked key = %+v, want it still locked and unchanged", got)
+	}
+	if got := mustGet(t, st, fresh); got != (store.Counts{Locked: true}) {
+		t.Errorf("after reopening, Get(new locked key) = %+v, want zero, locked", got)
+	}
+	if st.Keys() != 2 {
+		t.Errorf("Keys() = %d, want 2: a locked key takes its place", st.Keys())
+	}
+	mustLock(t, st, key, false)
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if got := mustIncr(t, st, key); got != (store.Counts{Total: 2, Today: 2}) {
+		t.Errorf("after thawing and reopening, Incr = %+v, want total 2, today 2, not locked", got)
+	}
+}
+
+func (s suite) deleteRemoves(t *testing.T) {
+	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	c := Config{Dir: t.TempDir(), Now: clock.Now}
+	st := s.open(t, c)
+	key, other := []byte("mistake"), []byte("mistake2")
+	mustIncr(t, st, key)
+	mustIncr(t, st, other)
+	clock.Add(24 * time.Hour)
+	roll(st)
+	mustIncr(t, st, key)
+	mustLock(t, st, key, true)
+	flush(t, st)
+	if mustDelete(t, st, []byte("never-seen")) {
+		t.Error("Delete(absent key) = true, want false")
+	}
+	if !mustDelete(t, st, key) {
+		t.Fatal("Delete(key) = false, want true")
+	}
+	if mustDelete(t, st, key) {
+		t.Error("a second Delete(key) = true, want false")
+	}
+	check := func(when string) {
+		t.Helper()
+		if got := mustGet(t, st, key); got != (store.Counts{}) {
+			t.Errorf("%s: Get(deleted) = %+v, want zero", when, got)
+		}
+		if d := mustDays(t, st, key, 3); !slices.Equal(d.Counts, []uint64{0, 0, 0}) {
+			t.Errorf("%s: Days(deleted) = %v, want zeros: a delete takes the days too", when, d.Counts)
+		}
+		if got := mustGet(t, st, other); got.Total != 1 {
+			t.Errorf("%s: Get(other key) = %+v, want total 1: the key beside it (%q is its prefix) is untouched", when, got, key)
+		}
+		if st.Keys() != 1 {
+			t.Errorf("%s: Keys() = %d, want 1", when, st.Keys())
+		}
+		if es := mustList(t, st, key, nil, 10); len(es) != 1 || !bytes.Equal(es[0].Key, other) {
+			t.Errorf("%s: List(prefix %q) = %v, want only %q", when, key, es, other)
+		}
+	}
+	check("after Delete")
+	st = s.reopen(t, st, c)
+	check("after reopening")
+	// A visit after the delete makes the key anew, unlocked, from 1.
+	if got := mustIncr(t, st, key); got != (store.Counts{Total: 1, Today: 1}) {
+		t.Errorf("Incr after Delete = %+v, want a new key: total 1, today 1, not locked", got)
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if d := mustDays(t, st, key, 3); !slices.Equal(d.Counts, []uint64{0, 0, 1}) {
+		t.Errorf("Days of the key made anew = %v, want [0 0 1]: the old days stay gone", d.Counts)
+	}
+}
+
+func (s suite) deleteFreesSlot(t *testing.T) {
+	c := Config{Dir: t.TempDir(), MaxKeys: 2}
+	st := s.open(t, c)
+	mustIncr(t, st, []byte("a"))
+	mustIncr(t, st, []byte("b"))
+	if _, err := st.Incr(ctx, []byte("c")); !errors.Is(err, store.ErrTooManyKeys) {
+		t.Fatalf("Incr(c) on a full store = %v, want ErrTooManyKeys", err)
+	}
+	mustDelete(t, st, []byte("a"))
+	if got := mustIncr(t, st, []byte("c")); got.Total != 1 {
+		t.Errorf("Incr(c) after a delete = %+v, want total 1", got)
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if st.Keys() != 2 {
+		t.Errorf("after reopening Keys() = %d, want 2", st.Keys())
+	}
+	if _, err := st.Incr(ctx, []byte("d")); !errors.Is(err, store.ErrTooManyKeys) {
+		t.Errorf("Incr(d) on the reopened full store = %v, want ErrTooManyKeys", err)
+	}
+	if got := mustGet(t, st, []byte("a")); got.Total != 0 {
+		t.Errorf("after reopening Get(a) = %+v, want zero", got)
+	}
+}
+
+// deleteRacesVisits deletes keys while visits to them run and passes
+// flush: whatever order they took, after the last Delete and a reopen
+// the key is gone, or holds only visits counted after it.
+func (s suite) deleteRacesVisits(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	key := []byte("raced")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := st.Incr(ctx, key); err != nil {
+					t.Errorf("Incr: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if f, ok := st.(Flusher); ok {
+				if err := f.Flush(); err != nil {
+					t.Errorf("Flush: %v", err)
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	for range 20 {
+		time.Sleep(2 * time.Millisecond)
+		if _, err := st.Delete(ctx, key); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	mustDelete(t, st, key) // the visits have stopped: this one is last
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if got := mustGet(t, st, key); got != (store.Counts{}) {
+		t.Errorf("after the last Delete and a reopen, Get = %+v, want zero: a flush in flight brought the key back", got)
+	}
+	if st.Keys() != 0 {
+		t.Errorf("Keys() = %d, want 0", st.Keys())
+	}
+}
+
+// setRacesFlush sets a total below what passes already wrote, while they
+// run: no pass may bring the old total back.
+func (s suite) setRacesFlush(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	key := []byte("reset-me")
+	for round := range 10 {
+		for range 50 {
+			mustIncr(t, st, key)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { flush(t, st) })
+		mustSet(t, st, key, uint64(round))
+		wg.Wait()
+		flush(t, st)
+		if got := mustGet(t, st, key); got.Total != uint64(round) {
+			t.Fatalf("round %d: Get after Set(%d) and two flushes = %+v", round, round, got)
+		}
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if got := mustGet(t, st, key); got.Total != 9 || got.Today != 0 {
+		t.Errorf("after reopening Get = %+v, want total 9, today 0", got)
+	}
+}
+
+func (s suite) listPages(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	var all [][]byte
+	for i := range 250 {
+		k := fmt.Appendf(nil, "p/%03d", 249-i) // made out of order
+		all = append(all, k)
+		for range i%3 + 1 {
+			mustIncr(t, st, k)
+		}
+	}
+	for _, k := range [][]byte{{}, []byte("p"), []byte("p0"), []byte("q/1"), []byte("o/9")} {
+		mustIncr(t, st, k)
+		all = append(all, k)
+	}
+	slices.SortFunc(all, bytes.Compare)
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+
+	// Paging through everything with after gives every key once, in
+	// order, the empty key first.
+	var got [][]byte
+	var after []byte
+	for page := 0; ; page++ {
+		es := mustList(t, st, nil, after, 7)
+		for _, e := range es {
+			got = append(got, e.Key)
+		}
+		if len(es) < 7 {
+			break
+		}
+		after = es[len(es)-1].Key
+		if page > 100 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if !slices.EqualFunc(got, all, bytes.Equal) {
+		t.Fatalf("paging through List gave %d keys %q..., want %d %q...", len(got), got[:min(5, len(got))], len(all), all[:5])
+	}
+	// A prefix selects; the empty after is after the empty key.
+	es := mustList(t, st, []byte("p/"), []byte("p/100"), 3)
+	want := []string{"p/101", "p/102", "p/103"}
+	if len(es) != 3 {
+		t.Fatalf("List(p/, after p/100, 3) gave %d entries, want 3", len(es))
+	}
+	for i, e := range es {
+		if string(e.Key) != want[i] {
+			t.Errorf("List(p/, after p/100, 3)[%d] = %q, want %q", i, e.Key, want[i])
+		}
+	}
+	if n := uint64(249-101)%3 + 1; es[0].Total != n || es[0].Today != n {
+		t.Errorf("List's counts of p/101 = %+v, want total and today %d", es[0].Counts, n)
+	}
+	if es := mustList(t, st, nil, []byte{}, 1); len(es) != 1 || string(es[0].Key) != "o/9" {
+		t.Errorf("List(after the empty key) = %v, want o/9 first", es)
+	}
+	if es := mustList(t, st, []byte("zz"), nil, 10); len(es) != 0 {
+		t.Errorf("List(prefix zz) = %v, want none", es)
+	}
+	if es := mustList(t, st, nil, nil, store.MaxList); len(es) != len(all) {
+		t.Errorf("List(MaxList) gave %d entries, want %d", len(es), len(all))
+	}
+}
+
+func (s suite) tokens(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	created := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	mk := func(id, name, prefix string) store.Token {
+		return store.Token{ID: id, Name: name, Prefix: prefix, Hash: sha256.Sum256([]byte("secret-" + id)), Created: created}
+	}
+	if ts, err := st.Tokens(ctx); err != nil || len(ts) != 0 {
+		t.Fatalf("Tokens() of a new store = %v, %v; want none", ts, err)
+	}
+	want := []store.Token{mk("b2", "ci", "octocat/"), mk("a1", "日本 \x00", ""), mk("c3", "", "p")}
+	for _, tk := range want {
+		if err := st.PutToken(ctx, tk); err != nil {
+			t.Fatalf("PutToken(%s): %v", tk.ID, err)
+		}
+	}
+	slices.SortFunc(want, func(a, b store.Token) int { return strings.Compare(a.ID, b.ID) })
+	check := func(when string, want []store.Token) {
+		t.Helper()
+		got, err := st.Tokens(ctx)
+		if err != nil {
+			t.Fatalf("%s: Tokens: %v", when, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: Tokens() = %d tokens, want %d", when, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].ID != want[i].ID || got[i].Name != want[i].Name || got[i].Prefix != want[i].Prefix ||
+				got[i].Hash != want[i].Hash || !got[i].Created.Equal(want[i].Created) {
+				t.Errorf("%s: token %d = %+v, want %+v", when, i, got[i], want[i])
+			}
+		}
+	}
+	check("after PutToken", want)
+	st = s.reopen(t, st, c)
+	check("after reopening", want)
+	if ok, err := st.DeleteToken(ctx, "b2"); err != nil || !ok {
+		t.Fatalf("DeleteToken(b2) = %v, %v; want true", ok, err)
+	}
+	if ok, err := st.DeleteToken(ctx, "b2"); err != nil || ok {
+		t.Errorf("a second DeleteToken(b2) = %v, %v; want false", ok, err)
+	}
+	want = slices.DeleteFunc(want, func(tk store.Token) bool { return tk.ID == "b2" })
+	check("after DeleteToken", want)
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	check("after DeleteToken and reopening", want)
+	// Tokens are not counters: they are neither keys nor listed.
+	if st.Keys() != 0 {
+		t.Errorf("Keys() = %d with only tokens stored, want 0", st.Keys())
+	}
+	if es := mustList(t, st, nil, nil, 10); len(es) != 0 {
+		t.Errorf("List = %v with only tokens stored, want none", es)
+	}
+}
