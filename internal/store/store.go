@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 	"unicode/utf8"
 )
@@ -191,3 +192,26 @@ func DayOf(t time.Time) Day { return Day(t.Unix() / 86400) }
 
 // Time returns the UTC midnight that starts d.
 func (d Day) Time() time.Time { return time.Unix(int64(d)*86400, 0).UTC() }
+
+// ErrInvalidDump marks a dump that [Backup.Import] refused as a whole:
+// the input's fault, not the store's.
+var ErrInvalidDump = errors.New("invalid dump")
+
+// Backup is an optional interface of a [Store]: one that implements it
+// exports and imports while it serves (the owner API's /api/v1/export
+// and /api/v1/import). The format is the one "visitors export" writes
+// (boltstore.Dump), so a dump moves between stores and between the
+// command line and the API.
+type Backup interface {
+	// Export writes every counter the store holds, totals, daily counts
+	// and locks, as one dump to w, streaming.
+	Export(ctx context.Context, w io.Writer) error
+
+	// Import reads a dump from r and checks the whole of it first, as
+	// strictly as "visitors import" does; if any of it is refused it
+	// returns an error wrapping ErrInvalidDump and changes nothing. Then
+	// it adds the dump's counts to the store's or, with replace, replaces
+	// every count (keys not in the dump are deleted). The /hi counter
+	// becomes the larger of the two. What it wrote is as durable as Set.
+	Import(ctx context.Context, r io.Reader, replace bool) error
+}
