@@ -2,12 +2,12 @@ package web
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"visitors/internal/client"
 	"visitors/internal/live"
 )
 
@@ -88,7 +88,10 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 		setStreamHeaders(h)
 		return http.StatusOK
 	}
-	wt, err := s.hub.Watch(key, clientAddr(r))
+	// The client is who the counting path says it is: behind a trusted
+	// proxy, the address it forwards, so that the proxy's address does
+	// not share one client's few streams among everyone behind it.
+	wt, err := s.hub.Watch(key, client.Identify(r.RemoteAddr, r.Header, s.rules.Trusted).String())
 	if err != nil {
 		h["Retry-After"] = retryAfter
 		switch {
@@ -191,13 +194,4 @@ func setStreamHeaders(h http.Header) {
 	h["X-Accel-Buffering"] = noBuffering // nginx: pass events on as they come
 	h["Access-Control-Allow-Origin"] = anyOrigin
 	h["X-Content-Type-Options"] = nosniff
-}
-
-// clientAddr is the client a stream is counted against: its IP address.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"visitors/internal/client"
 	"visitors/internal/store"
 	"visitors/internal/store/memstore"
 	"visitors/internal/webtest"
@@ -244,3 +245,41 @@ func TestStreamStoreError(t *testing.T) {
 }
 
 var _ store.Store = (*memstore.Store)(nil)
+
+// TestStreamLimitPerForwardedClient: behind a trusted proxy, the
+// per-client limit counts the client the proxy forwards, not the proxy:
+// clients behind it each get their own streams, and one client still
+// gets no more than its share.
+func TestStreamLimitPerForwardedClient(t *testing.T) {
+	s, hs, _ := mustStreamServer(t, Config{MaxStreams: 10, StreamsPerClient: 2}, streamTimes{interval: time.Hour, heartbeat: time.Hour, retry: time.Second})
+	var proxies client.Proxies
+	if err := proxies.Set("127.0.0.0/8,::1/128"); err != nil {
+		t.Fatal(err)
+	}
+	s.rules.Trusted = &proxies
+	open := func(forwardedFor string) int {
+		t.Helper()
+		req, err := http.NewRequest("GET", hs.URL+"/counter/k/stream", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", forwardedFor)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp.StatusCode
+	}
+	for _, xff := range []string{"203.0.113.1", "203.0.113.1", "203.0.113.2", "203.0.113.2", "198.51.100.7"} {
+		if got := open(xff); got != 200 {
+			t.Fatalf("a stream for %s, within its 2 = %d, want 200", xff, got)
+		}
+	}
+	if got := open("203.0.113.1"); got != 503 {
+		t.Errorf("a third stream for 203.0.113.1 = %d, want 503", got)
+	}
+	if n := s.Streams(); n != 5 {
+		t.Errorf("Streams() = %d, want 5", n)
+	}
+}
