@@ -708,7 +708,8 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 	for e := s.journal.Swap(nil); e != nil; {
 		next := e.next
 		e.dirty.Store(false) // before reading: a visit after this puts e back
-		if e.gone {          // retired by an owner operation: never written again
+		// Retired by an owner operation: never written again.
+		if e.gone {
 			s.forward(e)
 			e = next
 			continue

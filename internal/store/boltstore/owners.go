@@ -170,23 +170,28 @@ func (s *Store) retire(e, succ *entry, from uint64) {
 	delete(s.failing, e)
 }
 
-// forward counts on e's successor the visits counted on e, a retired
-// entry, since they were last forwarded (batch visits that loaded e
-// before it was retired). Only the flusher calls it.
+// forward counts on e's successor (or, if it was retired too, on the
+// first of its successors that was not) the visits counted on e, a
+// retired entry, since they were last forwarded: batch visits that
+// loaded e before it was retired. Without a successor they are dropped.
+// Only the flusher calls it.
 func (s *Store) forward(e *entry) {
-	if e.succ == nil {
-		return
-	}
 	n := e.Total()
 	if n <= e.fwd {
 		return
 	}
-	today := s.cal.Today()
-	for range n - e.fwd {
-		e.succ.Add(today)
+	to := e.succ
+	for to != nil && to.gone { // retired in turn: on to the entry that is not
+		to = to.succ
+	}
+	if to != nil {
+		today := s.cal.Today()
+		for range n - e.fwd {
+			to.Add(today)
+		}
+		s.markDirty(to)
 	}
 	e.fwd = n
-	s.markDirty(e.succ)
 }
 
 // keyFault is the planted failure of key's writes, for tests.
@@ -240,8 +245,8 @@ func (s *Store) Set(_ context.Context, key []byte, total uint64) (store.Counts, 
 }
 
 // Lock implements [store.Store]. A lock is a record in the locks bucket;
-// a key locked before any visit gets a total record of 0, so that it is
-// there after a restart.
+// a key Lock makes (before any visit) gets a total record of 0, so that
+// it is there after a restart.
 func (s *Store) Lock(_ context.Context, key []byte, locked bool) (store.Counts, error) {
 	if _, err := s.keys.LoadOrNew(key); err != nil {
 		return store.Counts{}, err
@@ -254,16 +259,15 @@ func (s *Store) Lock(_ context.Context, key []byte, locked bool) (store.Counts, 
 				return fmt.Errorf("key %q: %w", k, err)
 			}
 			kp := keyPrefix([]byte(k))
+			if totals := tx.Bucket(bucketTotals); totals.Get(kp) == nil { // the key is there from now on
+				if err := totals.Put(kp, record(tagTotals, kp, 0)); err != nil {
+					return err
+				}
+			}
 			if !locked {
 				return tx.Bucket(bucketLocks).Delete(kp)
 			}
-			if err := tx.Bucket(bucketLocks).Put(kp, record(tagLocks, kp, 1)); err != nil {
-				return err
-			}
-			if totals := tx.Bucket(bucketTotals); totals.Get(kp) == nil {
-				return totals.Put(kp, record(tagTotals, kp, 0))
-			}
-			return nil
+			return tx.Bucket(bucketLocks).Put(kp, record(tagLocks, kp, 1))
 		},
 		apply: func() {
 			e := s.keys.Put([]byte(k)) // made again if deleted meanwhile
