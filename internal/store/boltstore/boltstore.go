@@ -207,6 +207,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	removeSpools(o.Dir)
 	// Visits a crash left in the log only go into the file before it is
 	// read; in either mode, as a sync run may be followed by a batch run.
 	id, seq, replayed, err := replayLog(db, filepath.Join(o.Dir, LogName))

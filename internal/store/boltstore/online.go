@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -29,7 +30,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	hits := s.hits.Load() // after Flush: every number it wrote
-	spool, err := os.CreateTemp(s.o.Dir, "export-*.tmp")
+	spool, err := os.CreateTemp(s.o.Dir, exportSpool)
 	if err != nil {
 		return fmt.Errorf("export: spool: %w", err)
 	}
@@ -50,6 +51,22 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	return nil
+}
+
+// The spools of online export and import in the data directory.
+const (
+	exportSpool = "export-*.tmp"
+	importSpool = "import-*.tmp"
+)
+
+// removeSpools removes the spools a crash left in dir.
+func removeSpools(dir string) {
+	for _, pattern := range []string{exportSpool, importSpool} {
+		names, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, n := range names {
+			os.Remove(n)
+		}
+	}
 }
 
 // ctxReader stops reading once its context ends.
@@ -95,12 +112,14 @@ type imported struct {
 // back. Replace empties the totals, days and locks first, and drops the
 // unique-visitor sketches of the keys the dump does not have; tokens are
 // kept. Only once the transaction has committed does memory change: each
-// key of the dump gets a new entry (see replace in owners.go).
+// key of the dump gets a new entry (see replace in owners.go). The
+// flusher is busy for the transaction: sync visits wait for it, batch
+// visits count in memory meanwhile.
 func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	spool, err := os.CreateTemp(s.o.Dir, "import-*.tmp")
+	spool, err := os.CreateTemp(s.o.Dir, importSpool)
 	if err != nil {
 		return fmt.Errorf("import: spool: %w", err)
 	}
