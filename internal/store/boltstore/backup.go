@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -29,11 +30,13 @@ type Dump struct {
 }
 
 // KeyDump is one key's counts in a [Dump]; Days maps a UTC date,
-// 2006-01-02, to that day's count.
+// 2006-01-02, to that day's count. Locked is the owner's lock (an import
+// that adds keeps a key locked if either side has it locked).
 type KeyDump struct {
-	Key   string            `json:"key"`
-	Total uint64            `json:"total"`
-	Days  map[string]uint64 `json:"days,omitempty"`
+	Key    string            `json:"key"`
+	Total  uint64            `json:"total"`
+	Days   map[string]uint64 `json:"days,omitempty"`
+	Locked bool              `json:"locked,omitempty"`
 }
 
 const dateLayout = "2006-01-02"
@@ -57,8 +60,8 @@ var (
 	lastDate  = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 )
 
-// Export writes every counter of the store in dir, totals and daily
-// counts, as one JSON [Dump] to w, one key a line, streaming. The store
+// Export writes every counter of the store in dir, totals, daily counts
+// and locks, as one JSON [Dump] to w, one key a line, streaming. The store
 // must not be open in another process: Export takes its lock. A record
 // whose checksum fails stops the export with an error naming it.
 func Export(dir string, w io.Writer) error {
@@ -97,47 +100,7 @@ func Export(dir string, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("the /hi counter: %w", err)
 		}
-		fmt.Fprintf(bw, "{\"format\":%q,\"hits\":%d,\"keys\":[", ExportFormat, hits)
-		days := tx.Bucket(bucketDays).Cursor()
-		first := true
-		err = tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
-			key, err := splitTotalKey(k)
-			if err != nil {
-				return fmt.Errorf("a total's key %q: %w", k, err)
-			}
-			total, err := readRecord(tagTotals, k, v)
-			if err != nil {
-				return fmt.Errorf("the total of key %q: %w", key, err)
-			}
-			kd := KeyDump{Key: string(key), Total: total, Days: map[string]uint64{}}
-			for dk, dv := days.Seek(k); dk != nil && len(dk) == len(k)+4 && string(dk[:len(k)]) == string(k); dk, dv = days.Next() {
-				_, d, err := splitDayKey(dk)
-				if err != nil {
-					return fmt.Errorf("a day of key %q: %w", key, err)
-				}
-				n, err := readRecord(tagDays, dk, dv)
-				if err != nil {
-					return fmt.Errorf("the count of key %q on %s: %w", key, d.Time().Format(dateLayout), err)
-				}
-				kd.Days[d.Time().Format(dateLayout)] = n
-			}
-			b, err := json.Marshal(kd)
-			if err != nil {
-				return err
-			}
-			if !first {
-				bw.WriteByte(',')
-			}
-			first = false
-			bw.WriteString("\n")
-			_, err = bw.Write(b)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		_, err = bw.WriteString("\n]}\n")
-		return err
+		return exportTx(tx, hits, bw)
 	})
 	if err != nil {
 		return fmt.Errorf("export %s: %w", path, err)
@@ -145,13 +108,69 @@ func Export(dir string, w io.Writer) error {
 	return bw.Flush()
 }
 
+// exportTx writes the dump of the store in tx, with hits as its /hi
+// counter, to bw: one key a line, in the file's order.
+func exportTx(tx *bolt.Tx, hits uint64, bw *bufio.Writer) error {
+	fmt.Fprintf(bw, "{\"format\":%q,\"hits\":%d,\"keys\":[", ExportFormat, hits)
+	days := tx.Bucket(bucketDays).Cursor()
+	locks := tx.Bucket(bucketLocks) // nil in a file from before locks
+	first := true
+	err := tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
+		key, err := splitTotalKey(k)
+		if err != nil {
+			return fmt.Errorf("a total's key %q: %w", k, err)
+		}
+		total, err := readRecord(tagTotals, k, v)
+		if err != nil {
+			return fmt.Errorf("the total of key %q: %w", key, err)
+		}
+		kd := KeyDump{Key: string(key), Total: total, Days: map[string]uint64{}}
+		if locks != nil {
+			if lv := locks.Get(k); lv != nil {
+				if _, err := readRecord(tagLocks, k, lv); err != nil {
+					return fmt.Errorf("the lock of key %q: %w", key, err)
+				}
+				kd.Locked = true
+			}
+		}
+		for dk, dv := days.Seek(k); dk != nil && len(dk) == len(k)+4 && string(dk[:len(k)]) == string(k); dk, dv = days.Next() {
+			_, d, err := splitDayKey(dk)
+			if err != nil {
+				return fmt.Errorf("a day of key %q: %w", key, err)
+			}
+			n, err := readRecord(tagDays, dk, dv)
+			if err != nil {
+				return fmt.Errorf("the count of key %q on %s: %w", key, d.Time().Format(dateLayout), err)
+			}
+			kd.Days[d.Time().Format(dateLayout)] = n
+		}
+		b, err := json.Marshal(kd)
+		if err != nil {
+			return err
+		}
+		if !first {
+			bw.WriteByte(',')
+		}
+		first = false
+		bw.WriteString("\n")
+		_, err = bw.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = bw.WriteString("\n]}\n")
+	return err
+}
+
 // importBatch is how many keys one transaction of an import writes. A
 // test lowers it.
 var importBatch = 10_000
 
 // Import reads a [Dump] from r into the store in dir, creating it if
-// needed. With replace, the dump replaces every count; otherwise its
-// counts are added to what the store holds. Either way the /hi counter
+// needed. With replace, the dump replaces every count and lock (the
+// owner's tokens are kept); otherwise its counts are added to what the
+// store holds, and its locks join the store's. Either way the /hi counter
 // becomes the larger of the two, so no number is handed out twice.
 //
 // It is strict and all or nothing: a dump with a date outside
@@ -195,11 +214,16 @@ func Import(dir string, r io.Reader, replace bool) error {
 		return fmt.Errorf("import: remove the leftover %s: %w", tmpPath, err)
 	}
 	var oldHits uint64
+	var tokens []kv // replace keeps the owner's tokens: they are not counts
 	if live != nil {
 		err := live.View(func(tx *bolt.Tx) error {
 			var err error
 			oldHits, err = readHits(tx, format)
-			if err != nil || replace {
+			if err != nil {
+				return err
+			}
+			if replace {
+				tokens, err = readTokens(tx)
 				return err
 			}
 			return tx.CopyFile(tmpPath, 0o644)
@@ -223,7 +247,18 @@ func Import(dir string, r io.Reader, replace bool) error {
 	}()
 	switch {
 	case live == nil || replace:
-		err = tmp.Update(createBuckets)
+		err = tmp.Update(func(tx *bolt.Tx) error {
+			if err := createBuckets(tx); err != nil {
+				return err
+			}
+			b := tx.Bucket(bucketTokens)
+			for _, t := range tokens {
+				if err := b.Put(t.k, t.v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	case format == formatValueV1:
 		err = tmp.Update(migrateV1)
 	}
@@ -259,6 +294,26 @@ func Import(dir string, r io.Reader, replace bool) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	return nil
+}
+
+// kv is one bbolt record, copied.
+type kv struct{ k, v []byte }
+
+// readTokens copies the token records of the store in tx, checking them.
+func readTokens(tx *bolt.Tx) ([]kv, error) {
+	b := tx.Bucket(bucketTokens)
+	if b == nil {
+		return nil, nil
+	}
+	var out []kv
+	err := b.ForEach(func(k, v []byte) error {
+		if _, err := decodeToken(k, v); err != nil {
+			return fmt.Errorf("the token %q: %w", k, err)
+		}
+		out = append(out, kv{bytes.Clone(k), bytes.Clone(v)})
+		return nil
+	})
+	return out, err
 }
 
 // readHits reads the /hi counter of a store of the given format.
@@ -430,28 +485,41 @@ func checkKeyDump(kd *KeyDump) error {
 
 // writeKeys adds the keys' counts to what db holds, in one transaction.
 func writeKeys(db *bolt.DB, keys []KeyDump) error {
-	return db.Update(func(tx *bolt.Tx) error {
-		totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
-		for _, kd := range keys {
-			key := []byte(kd.Key)
-			tk := keyPrefix(key)
-			if err := addRecord(totals, tagTotals, tk, kd.Total, maxImportTotal); err != nil {
-				return fmt.Errorf("key %q: total: %w", kd.Key, err)
-			}
-			dates := make([]string, 0, len(kd.Days))
-			for d := range kd.Days {
-				dates = append(dates, d)
-			}
-			slices.Sort(dates)
-			for _, date := range dates {
-				t, _ := time.Parse(dateLayout, date) // checked by checkKeyDump
-				if err := addRecord(days, tagDays, dayKey(key, store.DayOf(t)), kd.Days[date], maxImportDay); err != nil {
-					return fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)
-				}
+	return db.Update(func(tx *bolt.Tx) error { return addKeys(tx, keys) })
+}
+
+// addKeys adds the keys' counts to what tx holds, and locks the keys
+// the dump locks.
+func addKeys(tx *bolt.Tx, keys []KeyDump) error {
+	totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
+	locks, err := tx.CreateBucketIfNotExists(bucketLocks) // a copy of a file from before locks lacks it
+	if err != nil {
+		return err
+	}
+	for _, kd := range keys {
+		key := []byte(kd.Key)
+		tk := keyPrefix(key)
+		if err := addRecord(totals, tagTotals, tk, kd.Total, maxImportTotal); err != nil {
+			return fmt.Errorf("key %q: total: %w", kd.Key, err)
+		}
+		dates := make([]string, 0, len(kd.Days))
+		for d := range kd.Days {
+			dates = append(dates, d)
+		}
+		slices.Sort(dates)
+		for _, date := range dates {
+			t, _ := time.Parse(dateLayout, date) // checked by checkKeyDump
+			if err := addRecord(days, tagDays, dayKey(key, store.DayOf(t)), kd.Days[date], maxImportDay); err != nil {
+				return fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)
 			}
 		}
-		return nil
-	})
+		if kd.Locked {
+			if err := locks.Put(tk, record(tagLocks, tk, 1)); err != nil {
+				return fmt.Errorf("key %q: lock: %w", kd.Key, err)
+			}
+		}
+	}
+	return nil
 }
 
 // addRecord adds n to the record under k, up to most.
@@ -461,12 +529,20 @@ func addRecord(b *bolt.Bucket, tag byte, k []byte, n, most uint64) error {
 		return err
 	}
 	if old > most || n > most-old {
-		return fmt.Errorf("%d + %d is above the most it may hold, %d", old, n, most)
+		return &overflowError{old, n, most}
 	}
 	if old+n == 0 && tag == tagDays {
 		return nil
 	}
 	return b.Put(k, record(tag, k, old+n))
+}
+
+// overflowError refuses a count that an import would raise above the
+// most it may hold.
+type overflowError struct{ old, n, most uint64 }
+
+func (e *overflowError) Error() string {
+	return fmt.Sprintf("%d + %d is above the most it may hold, %d", e.old, e.n, e.most)
 }
 
 // lineReader counts the lines of what it reads, so that an offset in it

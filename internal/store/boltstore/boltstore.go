@@ -102,6 +102,16 @@ type Store struct {
 	full atomic.Bool // Sync: the next pass commits to the bbolt file (Flush)
 	log  *wal        // Sync: the write-ahead log; owned by the flusher
 
+	// Owner operations (owners.go), run by the flusher.
+	opMu       sync.Mutex
+	ops        []*ownerOp // waiting for the flusher
+	opsClosed  bool       // the flusher has stopped
+	opsPending atomic.Bool
+	incoming   atomic.Pointer[entry] // the entry replace is putting in place
+
+	tokMu  sync.RWMutex
+	tokens map[string]store.Token // every token, by ID
+
 	// Owned by the flusher.
 	used    uint64            // hits at the previous pass, to size reservations
 	writes  []write           // the pass's snapshots
@@ -118,6 +128,11 @@ type entry struct {
 	written  uint64      // the total on disk; only the flusher uses it
 	logStamp uint64      // the log record that lists it; only the flusher uses it
 	logged   uint64      // its total in that record
+	// Set by the flusher when an owner operation retires the entry (see
+	// owners.go); only the flusher reads them.
+	gone bool   // no longer its key's: never written again
+	succ *entry // where visits counted on it after that go, or nil
+	fwd  uint64 // its total up to which visits have gone to succ
 }
 
 // pass is one run of the flusher; done is closed when its commit ends.
@@ -134,6 +149,7 @@ type visit struct {
 	e    *entry
 	v    tally.Visit // the counts, set by the flusher
 	err  error       // set by the flusher
+	skip bool        // set by the flusher: not counted (a locked key, or an error)
 	next *visit
 }
 
@@ -191,6 +207,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	removeSpools(o.Dir)
 	// Visits a crash left in the log only go into the file before it is
 	// read; in either mode, as a sync run may be followed by a batch run.
 	id, seq, replayed, err := replayLog(db, filepath.Join(o.Dir, LogName))
@@ -223,9 +240,10 @@ func Open(o Options) (*Store, error) {
 		done:    make(chan struct{}),
 		failing: make(map[*entry]string),
 		log:     log,
+		tokens:  make(map[string]store.Token),
 	}
 	s.stats.replayed = replayed
-	s.keys = tally.NewMap(o.MaxKeys, func(k string) *entry { return &entry{key: k} })
+	s.keys = tally.NewMap(o.MaxKeys, s.newEntry)
 	if err := s.load(); err != nil {
 		s.cal.Stop()
 		db.Close()
@@ -255,7 +273,7 @@ func (s *Store) load() error {
 		// the totals: a merge, not a lookup per key.
 		days := tx.Bucket(bucketDays).Cursor()
 		dk, dv := days.First()
-		return tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
+		err = tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
 			key, err := splitTotalKey(k)
 			if err != nil {
 				return fmt.Errorf("a total's key %q: %w", k, err)
@@ -279,6 +297,10 @@ func (s *Store) load() error {
 			e.written = total
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		return s.loadOwned(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("read %s: %w; %s", s.path, err, restoreHint)
@@ -310,6 +332,9 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 	e, err := s.keys.LoadOrNew(key)
 	if err != nil {
 		return store.Counts{}, err
+	}
+	if e.Locked() { // frozen: answered, not counted
+		return e.Counts(s.cal.Today()), nil
 	}
 	if s.o.Durability == store.Batch {
 		v := e.Add(s.cal.Today())
@@ -523,10 +548,12 @@ func (s *Store) flusher() {
 	for {
 		select {
 		case <-s.stop:
+			s.runOps() // the operations that came before Close
 			s.flush(true)
 			if s.Health() != nil { // one more try before giving up
 				s.flush(true)
 			}
+			s.closeOps()
 			p := s.next.Load()
 			p.err = errors.New("store closed")
 			s.answer(p.visits.Swap(sealed), p.err)
@@ -542,6 +569,10 @@ func (s *Store) flusher() {
 			}
 		case <-s.kick:
 			s.gather()
+			if s.opsPending.Load() {
+				s.runOps()
+				continue
+			}
 			if s.log != nil {
 				s.logPass()
 				continue
@@ -595,6 +626,18 @@ func (s *Store) take() (*pass, *visit) {
 	visits := p.visits.Swap(sealed)
 	today := s.cal.Today()
 	for v := visits; v != nil; v = v.next {
+		if v.e.gone { // retired by an owner operation: count on the key's entry now
+			e, err := s.keys.LoadOrNew([]byte(v.e.key))
+			if err != nil {
+				v.err, v.skip = err, true
+				continue
+			}
+			v.e = e
+		}
+		if v.e.Locked() {
+			v.v, v.skip = tally.Visit{Counts: v.e.Counts(today)}, true
+			continue
+		}
 		v.v = v.e.Add(today)
 		s.markDirty(v.e)
 		s.stats.syncVisits.Add(1)
@@ -623,7 +666,9 @@ func (s *Store) logPass() {
 	l.begin()
 	days := s.days[:0]
 	for v := visits; v != nil; v = v.next {
-		days = l.add(v.e, days)
+		if !v.skip {
+			days = l.add(v.e, days)
+		}
 	}
 	s.days = days[:0]
 	rec := l.finish(hits)
@@ -647,7 +692,9 @@ func (s *Store) logPass() {
 	}
 	l.hits = hits
 	for v := visits; v != nil; v = v.next {
-		v.e.written = max(v.e.written, v.e.logged) // durable: not pending
+		if !v.skip {
+			v.e.written = max(v.e.written, v.e.logged) // durable: not pending
+		}
 	}
 	s.stats.passes.Add(1)
 	s.stats.logRecords.Add(1)
@@ -662,6 +709,12 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 	for e := s.journal.Swap(nil); e != nil; {
 		next := e.next
 		e.dirty.Store(false) // before reading: a visit after this puts e back
+		// Retired by an owner operation: never written again.
+		if e.gone {
+			s.forward(e)
+			e = next
+			continue
+		}
 		w := write{e: e}
 		start := len(s.days)
 		w.total, w.latest, s.days = e.Snapshot(s.days)
@@ -702,6 +755,9 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 		// The file holds every log record only if every key was written:
 		// a key that failed has its acknowledged visits in the log alone.
 		if logBehind && whole {
+			if err := clearFloors(tx); err != nil {
+				return err
+			}
 			return tx.Bucket(bucketMeta).Put(keyLogSeq, record(tagMeta, keyLogSeq, s.log.seq))
 		}
 		return nil
@@ -825,6 +881,9 @@ func (s *Store) notWritten(start time.Time, writes []write, failed map[*entry]st
 // the next pass, so no later pass can write a visit that was refused.
 func (s *Store) takeBack(visits *visit, failed map[*entry]string) {
 	for v := visits; v != nil; v = v.next {
+		if v.skip {
+			continue
+		}
 		if failed == nil {
 			v.e.Sub(v.v.Day)
 			continue

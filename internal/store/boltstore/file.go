@@ -53,6 +53,8 @@ func openDB(dir string) (*bolt.DB, string, error) {
 		err = db.Update(createBuckets)
 	case formatValueV1:
 		err = db.Update(migrateV1)
+	default:
+		err = addBuckets(db)
 	}
 	if err != nil {
 		db.Close()
@@ -84,9 +86,36 @@ func boltOpen(path string, o *bolt.Options) (db *bolt.DB, err error) {
 	return nil, fmt.Errorf("open %s: %w", path, err)
 }
 
+// laterBuckets are the buckets format 2 gained after its first release:
+// a file may lack them.
+var laterBuckets = [][]byte{bucketLocks, bucketTokens, bucketFloors}
+
+// addBuckets adds to a format 2 file the later buckets it lacks, writing
+// nothing if it has them all.
+func addBuckets(db *bolt.DB) error {
+	missing := false
+	db.View(func(tx *bolt.Tx) error {
+		for _, b := range laterBuckets {
+			missing = missing || tx.Bucket(b) == nil
+		}
+		return nil
+	})
+	if !missing {
+		return nil
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, b := range laterBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // createBuckets makes a new file a visitors store.
 func createBuckets(tx *bolt.Tx) error {
-	for _, b := range [][]byte{bucketMeta, bucketTotals, bucketDays} {
+	for _, b := range append([][]byte{bucketMeta, bucketTotals, bucketDays}, laterBuckets...) {
 		if _, err := tx.CreateBucket(b); err != nil {
 			return err
 		}
@@ -180,8 +209,9 @@ func verifyFile(path string) (format string, err error) {
 
 // Scan totals of a sound store, for visitors check.
 type scanTotals struct {
-	hits       uint64
-	keys, days int
+	hits                  uint64
+	keys, days            int
+	locks, tokens, floors int
 }
 
 // scan walks a store: bbolt's page check, the format, and every record.
@@ -257,7 +287,7 @@ func scan(db *bolt.DB, report reportFunc, st *scanTotals) (format string, err er
 		if err != nil {
 			return nil
 		}
-		days.ForEach(func(k, v []byte) error {
+		err = days.ForEach(func(k, v []byte) error {
 			key, d, err := splitDayKey(k)
 			if err == nil {
 				_, err = readRecord(tagDays, k, v)
@@ -271,9 +301,51 @@ func scan(db *bolt.DB, report reportFunc, st *scanTotals) (format string, err er
 			st.days++
 			return nil
 		})
+		if err != nil {
+			return nil
+		}
+		scanOwned(tx, report, st)
 		return nil
 	})
 	return format, err
+}
+
+// scanOwned checks the buckets of owner records, where a file has them:
+// locks and floors are records, tokens checksummed records of their own.
+func scanOwned(tx *bolt.Tx, report reportFunc, st *scanTotals) {
+	walk := func(name []byte, what string, n *int, check func(k, v []byte) error) bool {
+		b := tx.Bucket(name)
+		if b == nil {
+			return true
+		}
+		err := b.ForEach(func(k, v []byte) error {
+			key, err := splitTotalKey(k)
+			if err == nil {
+				err = check(k, v)
+			}
+			if err != nil {
+				if !report(fmt.Sprintf("the %s %q: %v", what, shown(k, key), err)) {
+					return errStop
+				}
+				return nil
+			}
+			*n++
+			return nil
+		})
+		return err == nil
+	}
+	lock := func(k, v []byte) error {
+		n, err := readRecord(tagLocks, k, v)
+		if err == nil && n != 1 {
+			err = fmt.Errorf("value %d, want 1", n)
+		}
+		return err
+	}
+	floor := func(k, v []byte) error { _, err := readRecord(tagFloors, k, v); return err }
+	token := func(k, v []byte) error { _, err := decodeToken(k, v); return err }
+	_ = walk(bucketLocks, "lock of key", &st.locks, lock) &&
+		walk(bucketTokens, "token", &st.tokens, token) &&
+		walk(bucketFloors, "log floor of key", &st.floors, floor)
 }
 
 // errStop ends a walk early.
@@ -464,6 +536,10 @@ func Check(dir string, w io.Writer, max int) error {
 	case pending > 0:
 		note += fmt.Sprintf("; %s holds %d records of visits not yet in the file (the service stopped without closing; its next start applies them)", LogName, pending)
 	}
-	fmt.Fprintf(w, "ok: %s: %d keys, %d day records, /hi at %d%s\n", path, st.keys, st.days, st.hits, note)
+	owned := ""
+	if st.locks > 0 || st.tokens > 0 {
+		owned = fmt.Sprintf(", %d locked keys, %d tokens", st.locks, st.tokens)
+	}
+	fmt.Fprintf(w, "ok: %s: %d keys, %d day records, /hi at %d%s%s\n", path, st.keys, st.days, st.hits, owned, note)
 	return nil
 }

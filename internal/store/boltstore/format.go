@@ -15,6 +15,9 @@ import (
 //	        "hits"   -> record(hits)
 //	totals  keyPrefix(key)        -> record(total)
 //	days    keyPrefix(key) day(4) -> record(count)
+//	locks   keyPrefix(key)        -> record(1)      a frozen key (owners.go)
+//	tokens  keyPrefix(id)         -> token record   owner API tokens (owners.go)
+//	floors  keyPrefix(key)        -> record(seq)    log records up to seq are older than the key (owners.go)
 //
 // keyPrefix(key) is the key's length as a uvarint and then the key, so
 // that every key, the empty one included, has a non-empty bbolt key, one
@@ -22,7 +25,9 @@ import (
 // another's days. A record is the value as 8 big-endian bytes and a
 // CRC-32C of the bucket's tag, the bbolt key and those 8 bytes: bbolt
 // checks its pages' structure but not the values in them, so a flipped
-// byte in a key or a count is found when the file is read.
+// byte in a key or a count is found when the file is read. The locks,
+// tokens and floors buckets came later in format 2: a file without them
+// is valid, and Open adds them.
 const (
 	formatValue   = "visitors-counts-2"
 	formatValueV1 = "visitors-counts-1" // keys raw, values bare; migrated at open
@@ -33,6 +38,9 @@ var (
 	bucketMeta   = []byte("meta")
 	bucketTotals = []byte("totals")
 	bucketDays   = []byte("days")
+	bucketLocks  = []byte("locks")
+	bucketTokens = []byte("tokens")
+	bucketFloors = []byte("floors")
 	keyFormat    = []byte("format")
 	keyHits      = []byte("hits")
 )
@@ -43,6 +51,9 @@ const (
 	tagMeta   = 'm'
 	tagTotals = 't'
 	tagDays   = 'd'
+	tagLocks  = 'l'
+	tagTokens = 'k'
+	tagFloors = 'f'
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

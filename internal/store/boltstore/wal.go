@@ -202,6 +202,19 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 		return nil
 	}
 	meta, totals, days := tx.Bucket(bucketMeta), tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
+	floors := tx.Bucket(bucketFloors) // nil in a file from before floors
+	// floor returns the seq up to which records are older than what the
+	// file holds for the key kp (an owner lowered or deleted it).
+	floor := func(kp []byte) (uint64, error) {
+		if floors == nil {
+			return 0, nil
+		}
+		n, err := readRecord(tagFloors, kp, floors.Get(kp))
+		if err != nil {
+			return 0, fmt.Errorf("the log floor of %q: %w", kp, err)
+		}
+		return n, nil
+	}
 	raise := func(b *bolt.Bucket, tag byte, k []byte, n uint64) error {
 		old, err := readRecord(tag, k, b.Get(k))
 		if err != nil {
@@ -217,7 +230,14 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 			return err
 		}
 		for _, k := range r.keys {
-			if err := raise(totals, tagTotals, keyPrefix(k.key), k.total); err != nil {
+			kp := keyPrefix(k.key)
+			switch f, err := floor(kp); {
+			case err != nil:
+				return err
+			case r.seq <= f:
+				continue
+			}
+			if err := raise(totals, tagTotals, kp, k.total); err != nil {
 				return err
 			}
 			for _, dc := range k.days {
@@ -231,6 +251,9 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 		}
 	}
 	last := recs[len(recs)-1].seq
+	if err := clearFloors(tx); err != nil { // every record is applied: no floor matters
+		return err
+	}
 	return meta.Put(keyLogSeq, record(tagMeta, keyLogSeq, last))
 }
 

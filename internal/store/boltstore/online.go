@@ -1,0 +1,306 @@
+package boltstore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
+
+	"visitors/internal/store"
+)
+
+var _ store.Backup = (*Store)(nil)
+
+// Export implements [store.Backup]: it writes everything counted before
+// the call to the file (Flush), then the dump of the file as it is then,
+// with the exact /hi counter, in the format of the offline [Export]. The
+// dump is spooled to a temporary file in the data directory first, so
+// that a slow reader never holds a bbolt read transaction open (a long
+// one would stall the flusher when the file grows).
+func (s *Store) Export(ctx context.Context, w io.Writer) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.Flush(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	hits := s.hits.Load() // after Flush: every number it wrote
+	spool, err := os.CreateTemp(s.o.Dir, exportSpool)
+	if err != nil {
+		return fmt.Errorf("export: spool: %w", err)
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	bw := bufio.NewWriter(spool)
+	err = s.db.View(func(tx *bolt.Tx) error { return exportTx(tx, hits, bw) })
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("export %s: %w", s.path, err)
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("export: spool: %w", err)
+	}
+	if _, err := io.Copy(w, &ctxReader{ctx, spool}); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// The spools of online export and import in the data directory.
+const (
+	exportSpool = "export-*.tmp"
+	importSpool = "import-*.tmp"
+)
+
+// removeSpools removes the spools a crash left in dir.
+func removeSpools(dir string) {
+	for _, pattern := range []string{exportSpool, importSpool} {
+		names, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, n := range names {
+			os.Remove(n)
+		}
+	}
+}
+
+// ctxReader stops reading once its context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// spoolWriter remembers a write error, so that a full disk is not taken
+// for a bad dump.
+type spoolWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *spoolWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// imported is one key of an import as memory takes it.
+type imported struct {
+	total, today uint64
+	locked       bool
+}
+
+// Import implements [store.Backup]. The dump is read once into a
+// temporary file in the data directory while [DecodeDump] checks all of
+// it; a refused dump changes nothing. The flusher then commits what is
+// pending and runs the import in one bbolt transaction, which decodes
+// the spooled dump again: a count the addition would raise above the
+// most it may hold refuses the dump then, and the transaction is rolled
+// back. Replace empties the totals, days and locks first, and drops the
+// unique-visitor sketches of the keys the dump does not have; tokens are
+// kept. Only once the transaction has committed does memory change: each
+// key of the dump gets a new entry (see replace in owners.go). The
+// flusher is busy for the transaction: sync visits wait for it, batch
+// visits count in memory meanwhile.
+func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	spool, err := os.CreateTemp(s.o.Dir, importSpool)
+	if err != nil {
+		return fmt.Errorf("import: spool: %w", err)
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	sw := &spoolWriter{w: bufio.NewWriter(spool)}
+	_, err = DecodeDump(io.TeeReader(&ctxReader{ctx, r}, sw), func([]KeyDump) error { return nil })
+	switch {
+	case sw.err != nil:
+		return fmt.Errorf("import: spool: %w", sw.err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("import: %w", ctx.Err())
+	case err != nil:
+		return fmt.Errorf("import: %w: %w; the store was not changed", store.ErrInvalidDump, err)
+	}
+	if err := sw.w.(*bufio.Writer).Flush(); err != nil {
+		return fmt.Errorf("import: spool: %w", err)
+	}
+
+	today := s.cal.Today()
+	todayDate := today.Time().Format(dateLayout)
+	var (
+		keys     map[string]*imported
+		hits     uint64
+		refused  error
+		fileHits uint64
+	)
+	op := &ownerOp{
+		run: func(tx *bolt.Tx, floor uint64) error {
+			keys = map[string]*imported{}
+			if _, err := spool.Seek(0, io.SeekStart); err != nil {
+				return fmt.Errorf("spool: %w", err)
+			}
+			if replace {
+				if floor != 0 { // the log holds counts of keys the file does not: floor every key memory has
+					var err error
+					s.keys.Range(func(k string, _ *entry) bool {
+						err = putFloor(tx, keyPrefix([]byte(k)), floor)
+						return err == nil
+					})
+					if err != nil {
+						return err
+					}
+				}
+				for _, b := range [][]byte{bucketTotals, bucketDays, bucketLocks} {
+					if err := tx.DeleteBucket(b); err != nil {
+						return err
+					}
+					if _, err := tx.CreateBucket(b); err != nil {
+						return err
+					}
+				}
+			}
+			var err error
+			hits, err = DecodeDump(bufio.NewReader(spool), func(batch []KeyDump) error {
+				err := addKeys(tx, batch)
+				var oe *overflowError
+				if errors.As(err, &oe) {
+					refused = err
+				}
+				if err != nil {
+					return err
+				}
+				for _, kd := range batch {
+					im := keys[kd.Key]
+					if im == nil {
+						im = &imported{}
+						keys[kd.Key] = im
+					}
+					im.total += kd.Total
+					im.today += kd.Days[todayDate]
+					im.locked = im.locked || kd.Locked
+				}
+				return nil
+			})
+			if err != nil {
+				if refused != nil {
+					refused = err // with its line
+				}
+				return err
+			}
+			if replace {
+				if err := dropSketches(tx, keys); err != nil {
+					return err
+				}
+			}
+			meta := tx.Bucket(bucketMeta)
+			old, err := readRecord(tagMeta, keyHits, meta.Get(keyHits))
+			if err != nil {
+				return fmt.Errorf("the /hi counter: %w", err)
+			}
+			fileHits = max(old, hits)
+			return meta.Put(keyHits, record(tagMeta, keyHits, fileHits))
+		},
+		apply: func() { s.applyImport(keys, hits, fileHits, replace) },
+	}
+	if err := s.do(op); err != nil {
+		if refused != nil {
+			return fmt.Errorf("import: %w: %w; the store was not changed", store.ErrInvalidDump, refused)
+		}
+		return fmt.Errorf("import: %w; the store was not changed", err)
+	}
+	return nil
+}
+
+// dropSketches removes the unique-visitor sketches of every key not in
+// keep.
+func dropSketches(tx *bolt.Tx, keep map[string]*imported) error {
+	b := tx.Bucket(bucketUniques)
+	if b == nil {
+		return nil
+	}
+	var drop [][]byte
+	err := b.ForEach(func(k, _ []byte) error {
+		if len(k) < 4 {
+			return nil
+		}
+		if key, err := splitTotalKey(k[4:]); err == nil && keep[string(key)] != nil {
+			return nil
+		}
+		drop = append(drop, append([]byte(nil), k...))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range drop {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyImport brings memory to what an import committed: each key of
+// the dump gets a new entry (with merge, from the old entry's counts
+// plus the dump's, and the old entry's later visits forwarded to it);
+// with replace every other key is retired. The /hi counter becomes at
+// least the dump's. Only the flusher calls it.
+func (s *Store) applyImport(keys map[string]*imported, hits, fileHits uint64, replace bool) {
+	today := s.cal.Today()
+	if replace {
+		var drop []*entry
+		s.keys.Range(func(k string, e *entry) bool {
+			if keys[k] == nil {
+				drop = append(drop, e)
+			}
+			return true
+		})
+		for _, e := range drop {
+			s.retire(e, nil, 0)
+			s.keys.Delete(e.key, e)
+		}
+	}
+	for k, im := range keys {
+		e2 := &entry{key: k}
+		total, count, locked := im.total, im.today, im.locked
+		old := s.keys.Load([]byte(k))
+		var base uint64
+		if old != nil && !replace {
+			base = old.Total()
+			total += base
+			count += old.On(today)
+			locked = locked || old.Locked()
+		}
+		e2.Restore(total, today, count)
+		e2.SetLocked(locked)
+		e2.written = total
+		s.replace(e2, !replace, old, base)
+		if !replace {
+			s.markDirty(e2) // memory may be ahead of the file by the visits that raced
+		}
+	}
+	for {
+		n := s.hits.Load()
+		if n >= hits || s.hits.CompareAndSwap(n, hits) {
+			break
+		}
+	}
+	if fileHits > s.reserved.Load() {
+		s.reserved.Store(fileHits) // the file holds it: numbers up to it are durable
+	}
+	s.used = max(s.used, s.hits.Load())
+}
