@@ -126,9 +126,11 @@ type Store interface {
 	Delete(ctx context.Context, key []byte) (bool, error)
 
 	// List returns, in byte order, at most limit (1 <= limit <= MaxList)
-	// keys that start with prefix and sort after after (nil or empty:
-	// from the first), with their counts. Fewer than limit means there
-	// are no more.
+	// keys that start with prefix and sort strictly after after, with
+	// their counts. A nil after lists from the first key, the empty key
+	// included; a non-nil empty after lists from the one after the empty
+	// key, so the last key of a page, whatever it is, is the cursor of
+	// the next. Fewer than limit means there are no more.
 	List(ctx context.Context, prefix, after []byte, limit int) ([]Entry, error)
 
 	// PutToken stores t, durably before it returns, replacing a token

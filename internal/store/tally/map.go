@@ -1,11 +1,12 @@
 package tally
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/google/btree"
 
 	"visitors/internal/store"
 )
@@ -13,17 +14,38 @@ import (
 // Map maps keys to entries of type E, created on first use, and holds at
 // most a fixed number of them. It is safe for concurrent use; Load takes
 // no lock.
+//
+// Beside the hash map it keeps the keys in order, in a B-tree, so that
+// [Map.List] reads a page of keys in O(log n + page) rather than walking
+// every entry (350-700 ms a page at a million keys). Only making and
+// deleting an entry touch the tree, under a lock; a visit to a key that
+// exists never does.
 type Map[E any] struct {
 	n   atomic.Int64 // entries held, never above max
 	max int64        // <= 0: no limit
 	mk  func(key string) *E
 	m   sync.Map // string -> *E
+
+	mu    sync.RWMutex // guards order, and orders every change of m with it
+	order *btree.BTreeG[string]
 }
 
 // NewMap returns an empty Map that holds at most max entries (<= 0: no
 // limit) and makes a new one with mk.
 func NewMap[E any](max int, mk func(key string) *E) *Map[E] {
-	return &Map[E]{max: int64(max), mk: mk}
+	return &Map[E]{max: int64(max), mk: mk, order: btree.NewOrderedG[string](32)}
+}
+
+// store stores key's entry e unless key has one, and reports whether it
+// did; the key joins the order with it.
+func (m *Map[E]) store(k string, e *E) (*E, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	got, loaded := m.m.LoadOrStore(k, e)
+	if !loaded {
+		m.order.ReplaceOrInsert(k)
+	}
+	return got.(*E), !loaded
 }
 
 // Load returns key's entry, or nil. The key is viewed as a string without
@@ -55,11 +77,11 @@ func (m *Map[E]) LoadOrNew(key []byte) (*E, error) {
 		return nil, store.ErrTooManyKeys
 	}
 	k := string(key) // copies: the caller's buffer is not retained
-	e, loaded := m.m.LoadOrStore(k, m.mk(k))
-	if loaded {
+	e, stored := m.store(k, m.mk(k))
+	if !stored {
 		m.n.Add(-1)
 	}
-	return e.(*E), nil
+	return e, nil
 }
 
 // Put returns key's entry, making it whatever the limit: what was stored
@@ -69,11 +91,11 @@ func (m *Map[E]) Put(key []byte) *E {
 		return e
 	}
 	k := string(key)
-	e, loaded := m.m.LoadOrStore(k, m.mk(k))
-	if !loaded {
+	e, stored := m.store(k, m.mk(k))
+	if stored {
 		m.n.Add(1)
 	}
-	return e.(*E)
+	return e
 }
 
 // Len reports how many entries the map holds.
@@ -88,46 +110,42 @@ func (m *Map[E]) Range(fn func(key string, e *E) bool) {
 // did: the place it held under the limit is free again. An entry made
 // anew for key meanwhile is left alone.
 func (m *Map[E]) Delete(key string, e *E) bool {
-	if m.m.CompareAndDelete(key, e) {
-		m.n.Add(-1)
-		return true
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.m.CompareAndDelete(key, e) {
+		return false
 	}
-	return false
+	m.order.Delete(key)
+	m.n.Add(-1)
+	return true
 }
 
 // List returns, in byte order, at most limit keys that start with prefix
 // and sort after after (nil: from the first key, the empty one
-// included), with their entries. It walks every entry once and keeps the
-// smallest limit keys seen, so a page costs O(n log limit), not a sort
-// of every key.
+// included), with their entries.
 func (m *Map[E]) List(prefix, after []byte, limit int) (keys []string, entries []*E) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	type kv struct {
-		k string
-		e *E
+	p, from := string(prefix), string(prefix)
+	if after != nil && string(after) >= from {
+		from = string(after)
 	}
-	var found []kv
-	cmp := func(a, b kv) int { return strings.Compare(a.k, b.k) }
-	p, a := string(prefix), string(after)
-	m.m.Range(func(k, v any) bool {
-		key := k.(string)
-		if !strings.HasPrefix(key, p) || (after != nil && key <= a) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	m.order.AscendGreaterOrEqual(from, func(k string) bool {
+		if !strings.HasPrefix(k, p) {
+			return false
+		}
+		if after != nil && k == string(after) {
 			return true
 		}
-		found = append(found, kv{key, v.(*E)})
-		if len(found) >= 2*limit+64 {
-			slices.SortFunc(found, cmp)
-			found = found[:limit]
+		e, ok := m.m.Load(k)
+		if !ok {
+			return true // cannot be: m changes only under mu
 		}
-		return true
+		keys, entries = append(keys, k), append(entries, e.(*E))
+		return len(keys) < limit
 	})
-	slices.SortFunc(found, cmp)
-	found = found[:min(limit, len(found))]
-	keys, entries = make([]string, len(found)), make([]*E, len(found))
-	for i, f := range found {
-		keys[i], entries[i] = f.k, f.e
-	}
 	return keys, entries
 }
