@@ -19,7 +19,7 @@ import (
 func FuzzAPI(f *testing.F) {
 	seeds := []struct {
 		method, path, body string
-		who, ct           uint8
+		who, ct            uint8
 	}{
 		{"GET", "counters", "", 0, 0},
 		{"GET", "counters?prefix=a/&after=&limit=2", "", 1, 0},
