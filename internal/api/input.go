@@ -133,7 +133,7 @@ func (c *call) only(names ...string) error {
 	return nil
 }
 
-// param returns query parameter name and whether it was given.
+// param1 returns query parameter name and whether it was given.
 func (c *call) param1(name string) (string, bool) {
 	v, ok := c.query[name]
 	if !ok {
