@@ -89,7 +89,7 @@ func (h *Handler) importDump(c *call) error {
 	err = h.backup.Import(ctx, body, replace)
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &mbe):
+	case body.tooLarge || errors.As(err, &mbe): // however the store wrapped the read's error
 		return tooLarge
 	case errors.Is(err, store.ErrInvalidDump):
 		return badRequest("the dump was refused, nothing changed: %v", err)
@@ -107,14 +107,20 @@ func (h *Handler) importDump(c *call) error {
 	return nil
 }
 
-// countingReader counts what is read through it from r.
+// countingReader counts what is read through it from r, and notes a
+// read past http.MaxBytesReader's limit.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r        io.Reader
+	n        int64
+	tooLarge bool
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		c.tooLarge = true
+	}
 	return n, err
 }
