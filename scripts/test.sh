@@ -52,6 +52,9 @@ go test -run '^$' -fuzz '^FuzzVisitsReachDisk$' -fuzztime 10s ./internal/web
 step "fuzz: client identity through forwarding headers (5s)"
 go test -run '^$' -fuzz '^FuzzIdentify$' -fuzztime 5s ./internal/client
 
+step "fuzz: the owner API's bodies and key paths: no 5xx, no panic, a refused call changes nothing (10s)"
+go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 10s ./internal/api
+
 step "every benchmark once"
 go test -run='^$' -bench=. -benchtime=1x ./...
 

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/admin"
+	"visitors/internal/api"
 	"visitors/internal/coarse"
 	"visitors/internal/flightrec"
 	"visitors/internal/logsink"
@@ -148,7 +149,24 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
 	pub = limitListener(pub, cfg.Fair.MaxConns)
-	public := web.New(web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, Rules: rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop})
+	wc := web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, Rules: rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
+	if cfg.API.RootHash != nil {
+		ac := api.Config{
+			Store:          st,
+			RootHash:       *cfg.API.RootHash,
+			Log:            log,
+			Trusted:        &cfg.Fair.TrustedProxies,
+			Failures:       cfg.API.AuthFailures,
+			NoFailureLimit: cfg.API.AuthFailures.Off(),
+			ImportMaxBytes: cfg.API.ImportMaxBytes,
+		}
+		if cfg.Fair.Unique {
+			ac.Uniques = rules.Uniques
+		}
+		wc.API = api.New(ac)
+		log.Info().Str("api", api.Prefix).Msg("owner API on")
+	}
+	public := web.New(wc)
 	srv := &http.Server{
 		Handler:           public,
 		ReadHeaderTimeout: to.ReadHeader,
@@ -168,6 +186,14 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		if err != nil {
 			pub.Close()
 			return fmt.Errorf("listen on -admin-addr %s: %w", cfg.AdminAddr, err)
+		}
+		if remote := notLoopback(adm.Addr()); remote != "" {
+			if !cfg.AdminAllowRemote {
+				pub.Close()
+				adm.Close()
+				return fmt.Errorf("-admin-addr %s listens on %s, which is not loopback: pprof, /debug/vars and the flight recorder show keys, names and flags to whoever reaches it; listen on 127.0.0.1 or [::1], or add -admin-allow-remote to mean it", cfg.AdminAddr, remote)
+			}
+			log.Warn().Str("admin_addr", remote).Msg("the admin listener is not on loopback (-admin-allow-remote): keep it behind a firewall, its profiles show keys, names and flags")
 		}
 		ao := admin.Options{
 			Health: st.Health,

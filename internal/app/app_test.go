@@ -1,10 +1,13 @@
 package app
 
 import (
+	"crypto/sha256"
 	"flag"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,16 +18,25 @@ import (
 	"visitors/internal/store"
 )
 
+// testRoot is the tests' root token of the owner API.
+const testRoot = "app-test-root-token-0123456789"
+
 // defFair are the default fairness rules.
 var defFair = Fair{ClientRate: client.Rate{Events: 10, Per: time.Second}, ClientBurst: 20,
 	ClientNewKeys: client.Rate{Events: 100, Per: time.Hour}, Unique: true, MaxConns: 10000}
 
 func TestParseFlags(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "root")
+	if err := os.WriteFile(tokenFile, []byte(testRoot+"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rootHash := sha256.Sum256([]byte(testRoot))
 	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
 		Store: "embedded", Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
 		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
-		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"}}
+		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"},
+		API:   APIConfig{ImportMaxBytes: 256 << 20, AuthFailures: client.Rate{Events: 5, Per: time.Minute}}}
 	with := func(f func(*Config)) Config { c := def; f(&c); return c }
 	tests := []struct {
 		name string
@@ -39,7 +51,7 @@ func TestParseFlags(t *testing.T) {
 				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
 					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
 					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
-					Redis: def.Redis}
+					Redis: def.Redis, API: def.API}
 			})},
 		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,
 			with(func(c *Config) {
@@ -72,6 +84,18 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) {
 				c.Addr, c.MaxKeys, c.ShutdownTimeout, c.LogLevel, c.Data, c.Durability = ":7", 3, 2*time.Second, "warn", "/d", store.Sync
 			})},
+		{"api flags", []string{"-admin-token-file", tokenFile, "-import-max-bytes", "1024", "-api-auth-failures", "3/h", "-admin-allow-remote"}, nil,
+			with(func(c *Config) {
+				c.API = APIConfig{TokenFile: tokenFile, RootHash: &rootHash, ImportMaxBytes: 1024, AuthFailures: client.Rate{Events: 3, Per: time.Hour}}
+				c.AdminAllowRemote = true
+			})},
+		{"api env", nil, map[string]string{"VISITORS_ADMIN_TOKEN": testRoot + "\n", "VISITORS_IMPORT_MAX_BYTES": "7", "VISITORS_API_AUTH_FAILURES": "0", "VISITORS_ADMIN_ALLOW_REMOTE": "true"},
+			with(func(c *Config) {
+				c.API = APIConfig{RootHash: &rootHash, ImportMaxBytes: 7}
+				c.AdminAllowRemote = true
+			})},
+		{"token file from env", nil, map[string]string{"VISITORS_ADMIN_TOKEN_FILE": tokenFile},
+			with(func(c *Config) { c.API.TokenFile, c.API.RootHash = tokenFile, &rootHash })},
 		{"flag beats env", []string{"-addr", ":6"}, map[string]string{"VISITORS_ADDR": ":7"}, with(func(c *Config) { c.Addr = ":6" })},
 		{"no wait at shutdown", []string{"-shutdown-timeout", "0s"}, nil, with(func(c *Config) { c.ShutdownTimeout = 0 })},
 	}
@@ -86,6 +110,15 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestParseFlagsErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty, newline, short, spaced, big := file("empty", ""), file("newline", "\n"), file("short", "0123456789abcde\n"), file("spaced", "0123456789 abcdef"), file("big", strings.Repeat("x", 5000))
 	tests := []struct {
 		name string
 		args []string
@@ -117,6 +150,16 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"burst", []string{"-client-burst", "0"}, nil, "-client-burst must be at least 1"},
 		{"repeat window", []string{"-repeat-window", "-1s"}, nil, "-repeat-window must not be negative"},
 		{"max conns", []string{"-max-conns", "-1"}, nil, "-max-conns must not be negative"},
+		{"token file missing", []string{"-admin-token-file", filepath.Join(dir, "nope")}, nil, "-admin-token-file: open"},
+		{"token file empty", []string{"-admin-token-file", empty}, nil, "-admin-token-file " + empty + ": the root token is empty"},
+		{"token file a newline", []string{"-admin-token-file", newline}, nil, "the root token is empty"},
+		{"token short", []string{"-admin-token-file", short}, nil, "the root token is 15 bytes; want at least 16"},
+		{"token with a space", []string{"-admin-token-file", spaced}, nil, "want printable ASCII without spaces"},
+		{"token file too big", []string{"-admin-token-file", big}, nil, "longer than 4096 bytes"},
+		{"token env short", nil, map[string]string{"VISITORS_ADMIN_TOKEN": "short"}, "VISITORS_ADMIN_TOKEN: the root token is 5 bytes"},
+		{"token twice", []string{"-admin-token-file", short}, map[string]string{"VISITORS_ADMIN_TOKEN": testRoot}, "not both"},
+		{"import max bytes", []string{"-import-max-bytes", "0"}, nil, "-import-max-bytes must be at least 1"},
+		{"auth failures", []string{"-api-auth-failures", "5"}, nil, `rate "5"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,16 +1,20 @@
 package app
 
 import (
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/api"
+	"visitors/internal/client"
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore"
 	"visitors/internal/web"
@@ -46,6 +50,8 @@ type Config struct {
 	Fair                 Fair             // the fairness rules of the keyed counters
 	MaxStreams           int              // live streams open at once
 	PublicTop            bool             // serve /top.json, the most visited counters
+	AdminAllowRemote     bool             // let -admin-addr listen on an address that is not loopback
+	API                  APIConfig        // the owner API
 
 	// Test holds hooks for tests. No flag sets it; it is nil in the
 	// binary.
@@ -76,6 +82,63 @@ func redisFlags(fs *flag.FlagSet, r *RedisConfig, getenv func(string) string) {
 	})
 	fs.StringVar(&r.Prefix, "redis-prefix", redisstore.DefaultPrefix, "-store redis: `prefix` of every Redis key, so several services can share one Redis")
 	r.Password = getenv(EnvPrefix + "REDIS_PASSWORD")
+}
+
+// APIConfig configures the owner API (/api/v1/).
+type APIConfig struct {
+	// TokenFile is -admin-token-file: the file that holds the root
+	// token, read at start.
+	TokenFile string
+	// RootHash is the SHA-256 of the root token, from TokenFile or
+	// VISITORS_ADMIN_TOKEN; nil: no root token, and no API (/api/ is
+	// 404). The token itself is not kept.
+	RootHash *[32]byte
+	// ImportMaxBytes bounds the body of POST /api/v1/import.
+	ImportMaxBytes int64
+	// AuthFailures is how many failed authentications a client may
+	// make; 0 is no limit.
+	AuthFailures client.Rate
+}
+
+// maxTokenFileBytes bounds -admin-token-file: a token, not a document.
+const maxTokenFileBytes = 4096
+
+// rootToken returns the SHA-256 of the root token, from file or the
+// environment variable VISITORS_ADMIN_TOKEN (never a flag's value, which
+// ps and /debug/pprof/cmdline show), with a trailing newline trimmed;
+// nil if neither names one. A root token that is empty, short or holds
+// spaces or control characters is refused, as are both sources at once.
+func rootToken(file string, getenv func(string) string) (*[32]byte, error) {
+	env := getenv(EnvPrefix + "ADMIN_TOKEN")
+	var secret, from string
+	switch {
+	case file != "" && env != "":
+		return nil, errors.New("the root token comes from " + EnvPrefix + "ADMIN_TOKEN or -admin-token-file, not both")
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("-admin-token-file: %w", err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("-admin-token-file: %w", err)
+		}
+		if len(b) > maxTokenFileBytes {
+			return nil, fmt.Errorf("-admin-token-file %s: longer than %d bytes; it must hold the root token alone", file, maxTokenFileBytes)
+		}
+		secret, from = string(b), "-admin-token-file "+file
+	case env != "":
+		secret, from = env, EnvPrefix+"ADMIN_TOKEN"
+	default:
+		return nil, nil
+	}
+	secret = strings.TrimSuffix(strings.TrimSuffix(secret, "\n"), "\r")
+	if err := api.CheckRoot(secret); err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	return &sum, nil
 }
 
 // TestHooks change the service in ways only a test wants.
@@ -132,6 +195,11 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	c.Fair.flags(fs)
 	fs.BoolVar(&c.PublicTop, "public-top", false, "serve /top.json and the landing page's most visited counters (off: keys may be private)")
 	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once; past it 503")
+	fs.BoolVar(&c.AdminAllowRemote, "admin-allow-remote", false, "let -admin-addr listen on an address that is not loopback (pprof and /debug/vars show keys, names and flags; a warning is logged)")
+	fs.StringVar(&c.API.TokenFile, "admin-token-file", "", "`file` holding the owner API's root token (or set "+EnvPrefix+"ADMIN_TOKEN); without one /api/ is 404")
+	fs.Int64Var(&c.API.ImportMaxBytes, "import-max-bytes", api.DefaultImportMaxBytes, "largest body of POST /api/v1/import, in `bytes`; past it 413")
+	c.API.AuthFailures = api.DefaultFailures
+	fs.Var(&c.API.AuthFailures, "api-auth-failures", "failed owner-API authentications per client, as N/s, N/m, N/h or N/d; past it 429 (0: no limit)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir | -store redis ...]\n                                    write every count as JSON to stdout\n  visitors import [-data dir | -store redis ...] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -196,6 +264,14 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	if err := c.Fair.check(); err != nil {
 		return c, err
 	}
+	if c.API.ImportMaxBytes < 1 {
+		return c, errors.New("-import-max-bytes must be at least 1")
+	}
+	root, err := rootToken(c.API.TokenFile, getenv)
+	if err != nil {
+		return c, err
+	}
+	c.API.RootHash = root
 	return c, nil
 }
 

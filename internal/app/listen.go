@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -29,4 +30,21 @@ func Listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("%s: not a listening socket: %w", addr, err)
 	}
 	return l, nil
+}
+
+// notLoopback returns a, as text, if it is an address other hosts may
+// reach: a TCP address that is not loopback (the unspecified address,
+// every interface, included). It returns "" for a loopback address and
+// for a Unix socket. It judges the address the listener is bound to,
+// so it holds for fd:N too: a socket passed by a supervisor is judged
+// by where it listens.
+func notLoopback(a net.Addr) string {
+	t, ok := a.(*net.TCPAddr)
+	if !ok { // a Unix socket: local by nature
+		return ""
+	}
+	if ip, ok := netip.AddrFromSlice(t.IP); ok && ip.Unmap().IsLoopback() {
+		return ""
+	}
+	return a.String()
 }

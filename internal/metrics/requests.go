@@ -25,7 +25,7 @@ const (
 	Daily                    // /counter/{key}/daily.json
 	Graph                    // /counter/{key}/graph.svg
 	Landing                  // /
-	API                      // reserved for an /api/ (none yet; the series stays 0)
+	API                      // /api/v1/…: the owner API, when a root token is configured
 	Stream                   // /counter/{key}/stream: counted when it ends, not timed
 	Top                      // /top.json
 	Other                    // anything else: 404s
@@ -41,8 +41,7 @@ func (r Route) String() string { return routeNames[r] }
 // label of visitors_visits_not_counted_total.
 type Reason uint8
 
-// The reasons a visit is not counted. Locked is registered so that its
-// series exists; no rule produces it yet.
+// The reasons a visit is not counted.
 const (
 	RateLimited Reason = iota // too many visits from one client
 	Repeat                    // the same visitor again, within the repeat window

@@ -139,3 +139,60 @@ func TestNewKeyLimit(t *testing.T) {
 		t.Errorf("another client's new key = %d, want 200", w.Code)
 	}
 }
+
+// TestLockedKeyCountsNothing: a key its owner locked answers every
+// counting endpoint with its count, marked not counted, adds no unique
+// visitor, is not shown to the top list, and is reported under the
+// locked reason; unlocked, it counts again.
+func TestLockedKeyCountsNothing(t *testing.T) {
+	s, st := mustServer(t, nil)
+	withDefaultRules(t, s)
+	s.top, s.cal = newBoard(Config{Store: st, PublicTop: true})
+	ctx := t.Context()
+	if _, err := st.Set(ctx, []byte("frozen"), 41); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Lock(ctx, []byte("frozen"), true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Lock(ctx, []byte("new/locked"), true); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		target, want string
+	}{
+		{"/counter/frozen.svg", `aria-label="visitors: 41"`},
+		{"/counter/frozen.json", `{"key":"frozen","total":41,"today":0,"unique_today":0}`},
+		{"/hello?name=frozen", "<p>Count: 41</p>"},
+		{"/counter/new/locked.svg", `aria-label="visitors: 0"`},
+	}
+	for i, tt := range tests {
+		w := serve(s, tt.target, "198.51.100.40:"+itoa(i+1), firefox)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), tt.want) || w.Header().Get("Visitors-Counted") != "false" {
+			t.Errorf("GET %s = %d %q, Visitors-Counted %q; want 200 with %s, not counted", tt.target, w.Code, w.Body, w.Header().Get("Visitors-Counted"), tt.want)
+		}
+	}
+	if c := mustCount(t, st, "frozen"); c.Total != 41 || !c.Locked {
+		t.Errorf("frozen = %+v, want total 41, locked", c)
+	}
+	if c := mustCount(t, st, "new/locked"); c.Total != 0 || !c.Locked {
+		t.Errorf("new/locked = %+v, want total 0, locked", c)
+	}
+	if got := mustUnique(t, s, "frozen"); got != "0" {
+		t.Errorf("unique visitors of a locked key = %s, want 0", got)
+	}
+	if got := mustGather(t, s.req)["visitors_visits_not_counted_total reason=locked"]; got != 4 {
+		t.Errorf("not counted for locked: %v, want 4", got)
+	}
+	w := serve(s, "/top.json?days=1", "198.51.100.41:1", firefox)
+	if strings.Contains(w.Body.String(), "frozen") {
+		t.Errorf("/top.json lists a locked key: %s", w.Body)
+	}
+	if _, err := st.Lock(ctx, []byte("frozen"), false); err != nil {
+		t.Fatal(err)
+	}
+	w = serve(s, "/counter/frozen.json", "198.51.100.42:1", firefox)
+	if !strings.Contains(w.Body.String(), `"total":42`) || w.Header().Get("Visitors-Counted") != "" {
+		t.Errorf("after unlocking: %q, Visitors-Counted %q; want total 42, counted", w.Body, w.Header().Get("Visitors-Counted"))
+	}
+}

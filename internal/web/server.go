@@ -74,6 +74,9 @@ type Config struct {
 	// PublicTop serves /top.json, the most visited counters. Off by
 	// default: keys may be private.
 	PublicTop bool
+	// API, if set, serves every path under /api/ (the owner API, whatever
+	// the method); nil leaves /api/ to the 404 of any unknown path.
+	API http.Handler
 
 	streamTimes *streamTimes // tests shorten the streams' timing
 }
@@ -92,6 +95,7 @@ type Server struct {
 	hub      *live.Hub       // the live streams
 	times    streamTimes
 	top      *top.Board      // nil unless PublicTop
+	api      http.Handler    // nil: no /api/
 	cal      *tally.Calendar // top's calendar, or nil
 }
 
@@ -111,7 +115,7 @@ type scratch struct {
 // process ends. A server that may hold live streams must be told of
 // shutdown with [Server.Shutdown].
 func New(c Config) *Server {
-	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, rules: c.Rules, uniques: c.Rules.Uniques}
+	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, rules: c.Rules, uniques: c.Rules.Uniques, api: c.API}
 	s.hub, s.times = newHub(c)
 	s.top, s.cal = newBoard(c)
 	if s.now == nil {
@@ -163,6 +167,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h, route = (*Server).handleStream, metrics.Stream
 		case strings.HasPrefix(r.URL.Path, "/counter/"):
 			h, route = (*Server).handleCounter, counterRoute(r.URL.Path)
+		case s.api != nil && strings.HasPrefix(r.URL.Path, "/api/"):
+			h, route = (*Server).handleAPI, metrics.API
 		}
 	}
 	var start int64
@@ -174,7 +180,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case h == nil:
 		code = s.fail(w, r, svg, errNotFound) // whatever the method
-	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+	case r.Method != http.MethodGet && r.Method != http.MethodHead && route != metrics.API:
 		w.Header()["Allow"] = allowGetHead
 		code = s.fail(w, r, svg, errMethod)
 	default:
@@ -193,6 +199,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.notCounted(metrics.Invalid) // a 429 was reported by the counting path
 	}
 }
+
+// handleAPI serves the owner API and returns the status it answered.
+func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) int {
+	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	s.api.ServeHTTP(sw, r)
+	return sw.code
+}
+
+// statusWriter records the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+// WriteHeader records code and sends it.
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write sends p, with a 200 if no status was sent.
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap returns the ResponseWriter beneath, for http.ResponseController:
+// an export and an import extend their deadlines through it.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // counts reports whether a request to route is a visit to count.
 func counts(route metrics.Route) bool {

@@ -114,8 +114,10 @@ type outcome struct {
 // the per-client limit on new keys — then counts in the store, adds the
 // visitor to the key's unique visitors (GitHub's image proxy excepted),
 // and reports to the metrics every visit not counted, with why. A visit
-// a rule refuses is still answered, with the counts as they are. The
-// global counter of /hi counts every visit.
+// a rule refuses is still answered, with the counts as they are. A key
+// its owner locked (the store answers Counts.Locked) counts nothing: the
+// visit is answered as refused, adds no unique visitor and is not shown
+// to the top list. The global counter of /hi counts every visit.
 func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 	var o outcome
 	ctx := v.r.Context()
@@ -152,6 +154,14 @@ func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 	if err != nil {
 		return o, err
 	}
+	if c.Locked { // frozen by its owner: answered with its counts, not counted
+		s.notCounted(metrics.Locked)
+		o.counts, o.refused = c, true
+		if v.unique {
+			o.unique = s.uniques.Today(v.key, now)
+		}
+		return o, nil
+	}
 	o.counts, o.visit = c, metrics.Visit
 	if v.listed {
 		s.observe(v.key, c)
@@ -187,7 +197,7 @@ func (s *Server) incr(v *countReq, id netip.Addr, now time.Time, mayCreate bool)
 	if err != nil {
 		return c, s.storeFailed(err)
 	}
-	if mayCreate && c.Total == 1 {
+	if mayCreate && c.Total == 1 && !c.Locked {
 		s.rules.Limiter.Created(id, now)
 	}
 	return c, nil

@@ -1,0 +1,347 @@
+// Package api serves the owner API of visitors, /api/v1/ on the public
+// listener: counter owners read, set, reset, lock, delete and list their
+// counters, and the root token makes and revokes scoped tokens and
+// exports and imports the whole store while it serves.
+//
+// Every call is authenticated with a Bearer token. The root token is
+// configured at start (its SHA-256 only is kept; it is never stored);
+// the tokens it makes are shown once and kept in the store as the
+// SHA-256 of their secret ([store.Token]), read on every call, so that a
+// token revoked through one instance is refused by every instance at
+// once. A token acts only on keys that start with its prefix; the empty
+// prefix, every key, is the root token's alone.
+//
+// Every answer is JSON; every refusal is {"error":"…"} with a 4xx (a
+// store that fails is a 503; export and import on a store that cannot
+// do them online a 501). A refused call changes nothing. Every change
+// writes one audit line to the log: the token's name, the call, the key,
+// the counts before and after; never a secret.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"visitors/internal/client"
+	"visitors/internal/store"
+)
+
+// Limits and defaults of the API.
+const (
+	// Prefix starts every path the API serves.
+	Prefix = "/api/v1/"
+	// MinRootBytes is the shortest root token accepted at start.
+	MinRootBytes = 16
+	// MaxBodyBytes bounds a JSON body; an import is bounded by
+	// Config.ImportMaxBytes instead.
+	MaxBodyBytes = 1 << 20
+	// DefaultImportMaxBytes is the largest import body by default.
+	DefaultImportMaxBytes = 256 << 20
+	// DefaultLimit and MaxLimit are a list's page size by default and
+	// at most.
+	DefaultLimit = 100
+	MaxLimit     = store.MaxList
+	// MaxTokens is the most tokens the store holds; every call reads
+	// them all.
+	MaxTokens = 1000
+	// MaxNameBytes bounds a token's name.
+	MaxNameBytes = 64
+	// MaxTotal is the largest total PUT sets: room is left for 2^62
+	// more visits, as an import leaves.
+	MaxTotal = 1 << 62
+	// TokenPrefix starts every token the API makes.
+	TokenPrefix = "vt_"
+	// transferTimeout is how long an authenticated export or import may
+	// take to stream, past the public listener's read and write
+	// timeouts, which are made for requests without a body.
+	transferTimeout = 30 * time.Minute
+)
+
+// DefaultFailures is how many failed authentications a client may make:
+// five at once, then one every 12 seconds.
+var DefaultFailures = client.Rate{Events: 5, Per: time.Minute}
+
+// Uniques tells today's unique visitors of a key: the web layer's
+// *unique.Counter.
+type Uniques interface {
+	Today(key []byte, now time.Time) uint64
+}
+
+// Config holds what a [Handler] depends on.
+type Config struct {
+	// Store holds the counters and the tokens. Required. If it
+	// implements store.Backup, export and import are served.
+	Store store.Store
+	// RootHash is the SHA-256 of the root token. Required: without a
+	// root token there is no API (the caller answers 404).
+	RootHash [32]byte
+	// Log receives the audit lines and the causes of 5xx answers.
+	Log zerolog.Logger
+	// Uniques, if set, adds unique_today to a counter's answer.
+	Uniques Uniques
+	// Trusted are the reverse proxies whose forwarding headers name the
+	// client, for the limit on failed attempts.
+	Trusted *client.Proxies
+	// Failures is how many failed authentications a client may make;
+	// the zero Rate means DefaultFailures. Past it, 429.
+	Failures client.Rate
+	// NoFailureLimit turns the limit on failed authentications off.
+	NoFailureLimit bool
+	// ImportMaxBytes bounds an import's body; <= 0 means
+	// DefaultImportMaxBytes. Past it, 413.
+	ImportMaxBytes int64
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Rand makes token secrets and ids; nil means crypto/rand.
+	Rand io.Reader
+}
+
+// Handler serves the owner API. It is safe for concurrent use.
+type Handler struct {
+	c        Config
+	backup   store.Backup // nil: export and import answer 501
+	failures *client.Limiter
+}
+
+// New returns a Handler for c.
+func New(c Config) *Handler {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	if c.ImportMaxBytes <= 0 {
+		c.ImportMaxBytes = DefaultImportMaxBytes
+	}
+	if c.Failures.Off() {
+		c.Failures = DefaultFailures
+	}
+	h := &Handler{c: c}
+	h.backup, _ = c.Store.(store.Backup)
+	if !c.NoFailureLimit {
+		// A failure takes a token from the new-key bucket, whose burst
+		// is its count per period: five failures at once, then one per
+		// 12 s; the visit bucket is off.
+		h.failures = client.NewLimiter(client.LimiterOptions{NewKeys: c.Failures})
+	}
+	return h
+}
+
+// CheckRoot reports why secret cannot be the root token: it must be at
+// least [MinRootBytes] bytes of printable ASCII without spaces, which
+// an Authorization header carries as it is.
+func CheckRoot(secret string) error {
+	if secret == "" {
+		return errors.New("the root token is empty")
+	}
+	if len(secret) < MinRootBytes {
+		return fmt.Errorf("the root token is %d bytes; want at least %d (e.g. openssl rand -hex 32)", len(secret), MinRootBytes)
+	}
+	for i := 0; i < len(secret); i++ {
+		if c := secret[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("the root token holds byte %#x at %d; want printable ASCII without spaces", c, i)
+		}
+	}
+	return nil
+}
+
+// principal is who made a call: the root token or a stored one.
+type principal struct {
+	id     string // "" for root
+	name   string
+	prefix string
+	root   bool
+}
+
+// may reports whether p may act on key.
+func (p *principal) may(key string) bool { return strings.HasPrefix(key, p.prefix) }
+
+// route is one endpoint: a handler per method.
+type route struct {
+	name    string // for the audit log and errors: "counters/{key}"
+	methods map[string]func(*Handler, *call) error
+}
+
+// call is one authenticated request.
+type call struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	who   *principal
+	param string // the path's parameter: a key or a token id, unescaped
+	query map[string][]string
+}
+
+// ServeHTTP routes an /api/v1/ request: 404 for an unknown path, 405
+// for a method the path does not take, 429 for a client past its failed
+// attempts, 401 without a valid token, then the call.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd["Cache-Control"] = []string{"no-store"}
+	hd["X-Content-Type-Options"] = []string{"nosniff"}
+	rt, param, err := lookup(r.URL.EscapedPath())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	fn := rt.methods[r.Method]
+	if fn == nil {
+		allow := make([]string, 0, len(rt.methods))
+		for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+			if rt.methods[m] != nil {
+				allow = append(allow, m)
+			}
+		}
+		hd["Allow"] = []string{strings.Join(allow, ", ")}
+		h.fail(w, r, &Error{Code: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s takes %s", rt.name, strings.Join(allow, ", "))})
+		return
+	}
+	who, err := h.authenticate(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q, err := parseQuery(r.URL.RawQuery)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := fn(h, &call{w: w, r: r, who: who, param: param, query: q}); err != nil {
+		h.fail(w, r, err)
+	}
+}
+
+// lookup finds the route of escaped path p and its parameter.
+func lookup(p string) (*route, string, error) {
+	rest, ok := strings.CutPrefix(p, Prefix)
+	if !ok {
+		return nil, "", errNotFound
+	}
+	switch {
+	case rest == "counters":
+		return &routeCounters, "", nil
+	case strings.HasPrefix(rest, "counters/"):
+		key, err := unescapeKey(rest[len("counters/"):])
+		return &routeCounter, key, err
+	case rest == "tokens":
+		return &routeTokens, "", nil
+	case strings.HasPrefix(rest, "tokens/") && !strings.Contains(rest[len("tokens/"):], "/"):
+		id, err := unescape(rest[len("tokens/"):])
+		return &routeToken, id, err
+	case rest == "export":
+		return &routeExport, "", nil
+	case rest == "import":
+		return &routeImport, "", nil
+	}
+	return nil, "", errNotFound
+}
+
+// The routes.
+var (
+	routeCounters = route{name: "/api/v1/counters", methods: map[string]func(*Handler, *call) error{http.MethodGet: (*Handler).listCounters}}
+	routeCounter  = route{name: "/api/v1/counters/{key}", methods: map[string]func(*Handler, *call) error{
+		http.MethodGet: (*Handler).getCounter, http.MethodPut: (*Handler).putCounter, http.MethodDelete: (*Handler).deleteCounter}}
+	routeTokens = route{name: "/api/v1/tokens", methods: map[string]func(*Handler, *call) error{
+		http.MethodGet: (*Handler).listTokens, http.MethodPost: (*Handler).createToken}}
+	routeToken  = route{name: "/api/v1/tokens/{id}", methods: map[string]func(*Handler, *call) error{http.MethodDelete: (*Handler).deleteToken}}
+	routeExport = route{name: "/api/v1/export", methods: map[string]func(*Handler, *call) error{http.MethodGet: (*Handler).export}}
+	routeImport = route{name: "/api/v1/import", methods: map[string]func(*Handler, *call) error{http.MethodPost: (*Handler).importDump}}
+)
+
+// Authentication answers.
+var (
+	errNoToken = &Error{Code: http.StatusUnauthorized, Msg: "missing token: send Authorization: Bearer TOKEN",
+		Authenticate: `Bearer realm="visitors"`}
+	errBadToken = &Error{Code: http.StatusUnauthorized, Msg: "invalid or revoked token",
+		Authenticate: `Bearer realm="visitors", error="invalid_token"`}
+	errRootOnly = &Error{Code: http.StatusForbidden, Msg: "only the root token may do this"}
+)
+
+// authenticate returns who sent r, or the error to answer: 429 for a
+// client past its failed attempts (before its token is looked at, so
+// that the answer tells nothing of it), 401 for a missing token, and
+// for a wrong or revoked one, which counts as a failed attempt.
+func (h *Handler) authenticate(r *http.Request) (*principal, error) {
+	now := h.c.Now()
+	var id netip.Addr
+	if h.failures != nil {
+		id = client.Identify(r.RemoteAddr, r.Header, h.c.Trusted)
+		if _, ok := h.failures.Visit(id, now, true); !ok {
+			return nil, tooManyFailures(h.failures.CreateRefused(id, now))
+		}
+	}
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return nil, errNoToken
+	}
+	scheme, secret, _ := strings.Cut(auth, " ")
+	secret = strings.TrimSpace(secret)
+	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return nil, errNoToken
+	}
+	sum := sha256.Sum256([]byte(secret))
+	tokens, err := h.c.Store.Tokens(r.Context())
+	if err != nil {
+		return nil, h.storeError(err, "read the tokens")
+	}
+	var who *principal
+	if subtle.ConstantTimeCompare(sum[:], h.c.RootHash[:]) == 1 {
+		who = &principal{name: "root", root: true}
+	}
+	for i := range tokens { // every one, whatever matched
+		if subtle.ConstantTimeCompare(sum[:], tokens[i].Hash[:]) == 1 && who == nil {
+			t := &tokens[i]
+			who = &principal{id: t.ID, name: t.Name, prefix: t.Prefix}
+		}
+	}
+	if who != nil {
+		return who, nil
+	}
+	if h.failures != nil {
+		if ok, retry := h.failures.Created(id, now); !ok {
+			return nil, tooManyFailures(retry)
+		}
+	}
+	return nil, errBadToken
+}
+
+// tooManyFailures is the 429 of a client past its failed attempts.
+func tooManyFailures(retry time.Duration) *Error {
+	return &Error{Code: http.StatusTooManyRequests, Msg: "too many failed attempts from your address; try again later", RetryAfter: max(retry, time.Second)}
+}
+
+// newSecret returns a new token secret and id.
+func (h *Handler) newSecret() (secret, id string, err error) {
+	var b [32 + 8]byte
+	if _, err := io.ReadFull(h.c.Rand, b[:]); err != nil {
+		return "", "", fmt.Errorf("random token: %w", err)
+	}
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:32]), hex.EncodeToString(b[32:]), nil
+}
+
+// storeError is the 503 of a store's failure; the cause goes to the log.
+func (h *Handler) storeError(err error, what string) error {
+	if errors.Is(err, context.Canceled) {
+		return &Error{Code: 499, Msg: "request canceled", Err: err}
+	}
+	return &Error{Code: http.StatusServiceUnavailable, Msg: "the counter store is unavailable; try again", Err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// retryAfter formats d in whole seconds, rounded up.
+func retryAfter(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"visitors/internal/store"
+)
+
+var errNoBackup = &Error{Code: http.StatusNotImplemented, Msg: "this store cannot export or import while it serves (-store memory); use the embedded or the Redis store"}
+
+// countingWriter counts what passes through it to w.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// export serves GET /api/v1/export, root only: every counter in the
+// format of "visitors export", streamed. A failure after the first byte
+// aborts the connection, so that a client never takes a cut dump for a
+// whole one.
+func (h *Handler) export(c *call) error {
+	if !c.who.root {
+		return errRootOnly
+	}
+	if err := c.only(); err != nil {
+		return err
+	}
+	if h.backup == nil {
+		return errNoBackup
+	}
+	rc := http.NewResponseController(c.w)
+	rc.SetWriteDeadline(time.Now().Add(transferTimeout)) // past the public listener's 10 s; ignored if unsupported
+	hd := c.w.Header()
+	hd["Content-Type"] = []string{"application/json"}
+	hd["Content-Disposition"] = []string{`attachment; filename="visitors-export.json"`}
+	cw := &countingWriter{w: c.w}
+	start := h.c.Now()
+	if err := h.backup.Export(c.r.Context(), cw); err != nil {
+		if cw.n == 0 {
+			delete(hd, "Content-Disposition")
+			return h.storeError(err, "export")
+		}
+		h.c.Log.Error().Err(err).Int64("bytes", cw.n).Msg("api export failed after it began; the connection is cut")
+		panic(http.ErrAbortHandler)
+	}
+	h.audit(c, "export", "").Int64("bytes", cw.n).Dur("took", h.c.Now().Sub(start)).Msg("api read")
+	return nil
+}
+
+// importDump serves POST /api/v1/import[?replace=true], root only: a
+// dump of "visitors export", checked whole before anything changes (a
+// refused dump is 400 and changes nothing), of at most ImportMaxBytes
+// (413). Any Content-Type is taken.
+func (h *Handler) importDump(c *call) error {
+	if !c.who.root {
+		return errRootOnly
+	}
+	if err := c.only("replace"); err != nil {
+		return err
+	}
+	replace, err := c.boolParam("replace")
+	if err != nil {
+		return err
+	}
+	if h.backup == nil {
+		return errNoBackup
+	}
+	tooLarge := &Error{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the dump is larger than -import-max-bytes (%d bytes)", h.c.ImportMaxBytes)}
+	if c.r.ContentLength > h.c.ImportMaxBytes {
+		return tooLarge
+	}
+	rc := http.NewResponseController(c.w)
+	rc.SetReadDeadline(time.Now().Add(transferTimeout)) // past the public listener's 5 s
+	rc.SetWriteDeadline(time.Now().Add(transferTimeout))
+	ctx := c.r.Context()
+	keysBefore := h.c.Store.Keys()
+	body := &countingReader{r: http.MaxBytesReader(c.w, c.r.Body, h.c.ImportMaxBytes)}
+	start := h.c.Now()
+	err = h.backup.Import(ctx, body, replace)
+	var mbe *http.MaxBytesError
+	switch {
+	case body.tooLarge || errors.As(err, &mbe): // however the store wrapped the read's error
+		return tooLarge
+	case errors.Is(err, store.ErrInvalidDump):
+		return badRequest("the dump was refused, nothing changed: %v", err)
+	case err != nil:
+		return h.storeError(err, "import")
+	}
+	h.audit(c, "import", "").Bool("replace", replace).Int64("bytes", body.n).Int("keys_before", keysBefore).Int("keys_after", h.c.Store.Keys()).
+		Dur("took", h.c.Now().Sub(start)).Msg("api change")
+	writeJSON(c.w, http.StatusOK, struct {
+		Imported bool  `json:"imported"`
+		Replace  bool  `json:"replace"`
+		Bytes    int64 `json:"bytes"`
+		Keys     int   `json:"keys"`
+	}{true, replace, body.n, h.c.Store.Keys()})
+	return nil
+}
+
+// countingReader counts what is read through it from r, and notes a
+// read past http.MaxBytesReader's limit.
+type countingReader struct {
+	r        io.Reader
+	n        int64
+	tooLarge bool
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		c.tooLarge = true
+	}
+	return n, err
+}

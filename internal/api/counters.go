@@ -1,0 +1,277 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"visitors/internal/store"
+)
+
+// Counter is a counter as the API answers it.
+type Counter struct {
+	Key         string  `json:"key"`
+	Total       uint64  `json:"total"`
+	Today       uint64  `json:"today"`
+	Locked      bool    `json:"locked"`
+	UniqueToday *uint64 `json:"unique_today,omitempty"` // GET of one key, when unique visitors are counted
+}
+
+func counterOf(key string, c store.Counts) Counter {
+	return Counter{Key: key, Total: c.Total, Today: c.Today, Locked: c.Locked}
+}
+
+// Page is one page of GET /api/v1/counters: the counters in byte order
+// of their keys and, if there may be more, the after cursor of the next
+// page (null when there are none).
+type Page struct {
+	Counters []Counter `json:"counters"`
+	Next     *string   `json:"next"`
+}
+
+var (
+	errEmptyKey = badRequest("no key: address a key as /api/v1/counters/{key}, percent-encoded, or any key, the empty one included, as /api/v1/counters/?key=KEY")
+	errTwoKeys  = badRequest("a key in the path and a key parameter: give one")
+	errFull     = &Error{Code: http.StatusConflict, Msg: "the store holds -max-keys keys: a new key cannot be made; delete one first"}
+)
+
+// key returns the key a call on /api/v1/counters/{key} acts on, which
+// must be in the caller's scope: the path's, or, with an empty path
+// key, the key parameter's (?key= is the empty key: /hello's counter
+// without a name).
+func (c *call) key() (string, error) {
+	if err := c.only("key"); err != nil {
+		return "", err
+	}
+	k, given, err := c.keyParam("key")
+	switch {
+	case err != nil:
+		return "", err
+	case given && c.param != "":
+		return "", errTwoKeys
+	case !given && c.param == "":
+		return "", errEmptyKey
+	case !given:
+		k = c.param
+	}
+	if !c.who.may(k) {
+		return "", &Error{Code: http.StatusForbidden, Msg: "the key is outside this token's prefix " + quote(c.who.prefix)}
+	}
+	return k, nil
+}
+
+// quote returns s as a JSON-style quoted string.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < ' ':
+			b.WriteString(`\u00`)
+			b.WriteByte("0123456789abcdef"[r>>4])
+			b.WriteByte("0123456789abcdef"[r&15])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// getCounter serves GET /api/v1/counters/{key}.
+func (h *Handler) getCounter(c *call) error {
+	k, err := c.key()
+	if err != nil {
+		return err
+	}
+	counts, err := h.c.Store.Get(c.r.Context(), []byte(k))
+	if err != nil {
+		return h.storeError(err, "get")
+	}
+	out := counterOf(k, counts)
+	if h.c.Uniques != nil {
+		u := h.c.Uniques.Today([]byte(k), h.c.Now())
+		out.UniqueToday = &u
+	}
+	writeJSON(c.w, http.StatusOK, out)
+	return nil
+}
+
+// putCounter serves PUT /api/v1/counters/{key} {"total":N,"locked":B}:
+// either or both. Locking is done before the total is set and unlocking
+// after, so that no visit counts between the two.
+func (h *Handler) putCounter(c *call) error {
+	k, err := c.key()
+	if err != nil {
+		return err
+	}
+	m, err := c.body("total", "locked")
+	if err != nil {
+		return err
+	}
+	var total *uint64
+	var locked *bool
+	if raw, ok := m["total"]; ok {
+		total = new(uint64)
+		if err := field(raw, "total", "a whole number from 0", total); err != nil {
+			return err
+		}
+		if *total > MaxTotal {
+			return badRequest("field \"total\": at most %d", uint64(MaxTotal))
+		}
+	}
+	if raw, ok := m["locked"]; ok {
+		locked = new(bool)
+		if err := field(raw, "locked", "true or false", locked); err != nil {
+			return err
+		}
+	}
+	if total == nil && locked == nil {
+		return badRequest("nothing to change: send {\"total\":N} and/or {\"locked\":true|false}")
+	}
+	ctx, key := c.r.Context(), []byte(k)
+	before, err := h.c.Store.Get(ctx, key)
+	if err != nil {
+		return h.storeError(err, "get")
+	}
+	after := before
+	if locked != nil && *locked {
+		if after, err = h.c.Store.Lock(ctx, key, true); err != nil {
+			return h.changeError(err, "lock")
+		}
+	}
+	if total != nil {
+		if after, err = h.c.Store.Set(ctx, key, *total); err != nil {
+			return h.changeError(err, "set")
+		}
+	}
+	if locked != nil && !*locked {
+		if after, err = h.c.Store.Lock(ctx, key, false); err != nil {
+			return h.changeError(err, "unlock")
+		}
+	}
+	h.audit(c, "set", k).Object("before", countsLog(before)).Object("after", countsLog(after)).Msg("api change")
+	writeJSON(c.w, http.StatusOK, counterOf(k, after))
+	return nil
+}
+
+// changeError is the answer to a change the store refused.
+func (h *Handler) changeError(err error, what string) error {
+	if errors.Is(err, store.ErrTooManyKeys) {
+		return errFull
+	}
+	return h.storeError(err, what)
+}
+
+// deleteCounter serves DELETE /api/v1/counters/{key}: 404 if absent.
+func (h *Handler) deleteCounter(c *call) error {
+	k, err := c.key()
+	if err != nil {
+		return err
+	}
+	ctx, key := c.r.Context(), []byte(k)
+	before, err := h.c.Store.Get(ctx, key)
+	if err != nil {
+		return h.storeError(err, "get")
+	}
+	ok, err := h.c.Store.Delete(ctx, key)
+	if err != nil {
+		return h.storeError(err, "delete")
+	}
+	if !ok {
+		return &Error{Code: http.StatusNotFound, Msg: "no such counter"}
+	}
+	h.audit(c, "delete", k).Object("before", countsLog(before)).Msg("api change")
+	writeJSON(c.w, http.StatusOK, struct {
+		Counter
+		Deleted bool `json:"deleted"`
+	}{counterOf(k, before), true})
+	return nil
+}
+
+// listCounters serves GET /api/v1/counters?prefix=P&after=K&limit=N.
+// A scoped token lists within its prefix: the prefix asked for, if it
+// starts with the token's, or the token's, if it starts with the one
+// asked for; another prefix is 403. after absent starts at the first
+// key; after present, even empty, starts strictly after it.
+func (h *Handler) listCounters(c *call) error {
+	if err := c.only("prefix", "after", "limit"); err != nil {
+		return err
+	}
+	prefix, _, err := c.keyParam("prefix")
+	if err != nil {
+		return err
+	}
+	after, hasAfter, err := c.keyParam("after")
+	if err != nil {
+		return err
+	}
+	limit, err := c.intParam("limit", DefaultLimit, MaxLimit)
+	if err != nil {
+		return err
+	}
+	switch {
+	case strings.HasPrefix(prefix, c.who.prefix):
+	case strings.HasPrefix(c.who.prefix, prefix):
+		prefix = c.who.prefix
+	default:
+		return &Error{Code: http.StatusForbidden, Msg: "the prefix is outside this token's prefix " + quote(c.who.prefix)}
+	}
+	es, err := h.list(c, []byte(prefix), []byte(after), hasAfter, limit)
+	if err != nil {
+		return err
+	}
+	p := Page{Counters: make([]Counter, len(es))}
+	for i, e := range es {
+		p.Counters[i] = counterOf(string(e.Key), e.Counts)
+	}
+	if len(es) == limit {
+		// One more key means one more page: a client never asks for an
+		// empty one.
+		last := es[len(es)-1].Key
+		more, err := h.list(c, []byte(prefix), last, true, 1)
+		if err != nil {
+			return err
+		}
+		if len(more) > 0 {
+			next := string(last)
+			p.Next = &next
+		}
+	}
+	writeJSON(c.w, http.StatusOK, p)
+	return nil
+}
+
+// list returns up to limit entries under prefix after the cursor. The
+// store reads an empty after as "from the first"; strictly after the
+// empty key, which sorts first, the empty key is left out.
+func (h *Handler) list(c *call, prefix, after []byte, hasAfter bool, limit int) ([]store.Entry, error) {
+	ctx := c.r.Context()
+	afterEmpty := hasAfter && len(after) == 0
+	if len(after) == 0 {
+		after = nil // from the first (the memory store reads a non-nil empty after as strictly after "")
+	}
+	n := limit
+	if afterEmpty {
+		n = min(limit+1, store.MaxList) // room for the empty key
+	}
+	es, err := h.c.Store.List(ctx, prefix, after, n)
+	if err != nil {
+		return nil, h.storeError(err, "list")
+	}
+	if afterEmpty && len(es) > 0 && len(es[0].Key) == 0 {
+		full := len(es) == n
+		es = es[1:]
+		if full && len(es) < limit { // n was store.MaxList: fill the place the empty key took
+			more, err := h.c.Store.List(ctx, prefix, es[len(es)-1].Key, limit-len(es))
+			if err != nil {
+				return nil, h.storeError(err, "list")
+			}
+			es = append(es, more...)
+		}
+	}
+	return es[:min(len(es), limit)], nil
+}

@@ -1,0 +1,167 @@
+package api
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"visitors/internal/store"
+)
+
+// TokenInfo is a token as GET /api/v1/tokens lists it: never its
+// secret.
+type TokenInfo struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Prefix  string    `json:"prefix"`
+	Created time.Time `json:"created"`
+}
+
+// NewToken is the answer to POST /api/v1/tokens: the token's secret,
+// shown this once.
+type NewToken struct {
+	ID      string    `json:"id"`
+	Token   string    `json:"token"`
+	Name    string    `json:"name"`
+	Prefix  string    `json:"prefix"`
+	Created time.Time `json:"created"`
+}
+
+// createToken serves POST /api/v1/tokens {"name":N,"prefix":P}, root
+// only: P must not be empty (the empty prefix, every key, is root's).
+func (h *Handler) createToken(c *call) error {
+	if !c.who.root {
+		return errRootOnly
+	}
+	if err := c.only(); err != nil {
+		return err
+	}
+	m, err := c.body("name", "prefix")
+	if err != nil {
+		return err
+	}
+	var name, prefix string
+	if err := field(m["name"], "name", "a string", &name); err != nil {
+		return badRequest("field \"name\": want a string of 1 to %d bytes", MaxNameBytes)
+	}
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := field(m["prefix"], "prefix", "a string", &prefix); err != nil {
+		return badRequest("field \"prefix\": want a non-empty string: the keys the token may act on start with it")
+	}
+	if prefix == "" {
+		return badRequest("field \"prefix\": want a non-empty string; the empty prefix, every key, is the root token's alone")
+	}
+	if !store.ValidKey([]byte(prefix)) {
+		return badRequest("field \"prefix\": at most %d bytes of valid UTF-8", store.MaxKeyBytes)
+	}
+	ctx := c.r.Context()
+	tokens, err := h.c.Store.Tokens(ctx)
+	if err != nil {
+		return h.storeError(err, "read the tokens")
+	}
+	if len(tokens) >= MaxTokens {
+		return &Error{Code: http.StatusConflict, Msg: "the store holds the most tokens it may; revoke one first"}
+	}
+	secret, id, err := h.newSecret()
+	if err != nil {
+		return &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
+	}
+	t := store.Token{ID: id, Name: name, Prefix: prefix, Hash: sha256.Sum256([]byte(secret)), Created: h.c.Now().UTC().Truncate(time.Second)}
+	if err := h.c.Store.PutToken(ctx, t); err != nil {
+		return h.storeError(err, "store the token")
+	}
+	h.audit(c, "create token", "").Dict("after", tokenLog(t)).Msg("api change")
+	writeJSON(c.w, http.StatusCreated, NewToken{ID: id, Token: secret, Name: name, Prefix: prefix, Created: t.Created})
+	return nil
+}
+
+// listTokens serves GET /api/v1/tokens, root only.
+func (h *Handler) listTokens(c *call) error {
+	if !c.who.root {
+		return errRootOnly
+	}
+	if err := c.only(); err != nil {
+		return err
+	}
+	tokens, err := h.c.Store.Tokens(c.r.Context())
+	if err != nil {
+		return h.storeError(err, "read the tokens")
+	}
+	out := struct {
+		Tokens []TokenInfo `json:"tokens"`
+	}{make([]TokenInfo, len(tokens))}
+	for i, t := range tokens {
+		out.Tokens[i] = TokenInfo{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: t.Created}
+	}
+	writeJSON(c.w, http.StatusOK, out)
+	return nil
+}
+
+// deleteToken serves DELETE /api/v1/tokens/{id}, root only: the token
+// is refused from the next call on, by every instance.
+func (h *Handler) deleteToken(c *call) error {
+	if !c.who.root {
+		return errRootOnly
+	}
+	if err := c.only(); err != nil {
+		return err
+	}
+	ctx := c.r.Context()
+	tokens, err := h.c.Store.Tokens(ctx)
+	if err != nil {
+		return h.storeError(err, "read the tokens")
+	}
+	var before *store.Token
+	for i := range tokens {
+		if tokens[i].ID == c.param {
+			before = &tokens[i]
+		}
+	}
+	ok, err := h.c.Store.DeleteToken(ctx, c.param)
+	if err != nil {
+		return h.storeError(err, "revoke the token")
+	}
+	if !ok {
+		return &Error{Code: http.StatusNotFound, Msg: "no such token"}
+	}
+	e := h.audit(c, "revoke token", "")
+	if before != nil {
+		e = e.Dict("before", tokenLog(*before))
+	}
+	e.Msg("api change")
+	writeJSON(c.w, http.StatusOK, struct {
+		ID      string `json:"id"`
+		Revoked bool   `json:"revoked"`
+	}{c.param, true})
+	return nil
+}
+
+// audit starts the log line of a change: who, the call, the key.
+func (h *Handler) audit(c *call, what, key string) *zerolog.Event {
+	e := h.c.Log.Info().Str("audit", what).Str("token", c.who.name)
+	if c.who.id != "" {
+		e = e.Str("token_id", c.who.id)
+	}
+	e = e.Str("call", c.r.Method+" "+c.r.URL.Path)
+	if what == "set" || what == "delete" {
+		e = e.Str("key", key)
+	}
+	return e
+}
+
+// countsLog is a key's counts in the audit log.
+type countsLog store.Counts
+
+// MarshalZerologObject implements zerolog.LogObjectMarshaler.
+func (c countsLog) MarshalZerologObject(e *zerolog.Event) {
+	e.Uint64("total", c.Total).Uint64("today", c.Today).Bool("locked", c.Locked)
+}
+
+// tokenLog is a token in the audit log: never its hash.
+func tokenLog(t store.Token) *zerolog.Event {
+	return zerolog.Dict().Str("id", t.ID).Str("name", t.Name).Str("prefix", t.Prefix)
+}
