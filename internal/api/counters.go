@@ -245,33 +245,19 @@ func (h *Handler) listCounters(c *call) error {
 	return nil
 }
 
-// list returns up to limit entries under prefix after the cursor. The
-// store reads an empty after as "from the first"; strictly after the
-// empty key, which sorts first, the empty key is left out.
+// list returns up to limit entries under prefix after the cursor: with
+// hasAfter, strictly after it, even when it is the empty key (a non-nil
+// empty after, as store.List reads it).
 func (h *Handler) list(c *call, prefix, after []byte, hasAfter bool, limit int) ([]store.Entry, error) {
-	ctx := c.r.Context()
-	afterEmpty := hasAfter && len(after) == 0
-	if len(after) == 0 {
-		after = nil // from the first (the memory store reads a non-nil empty after as strictly after "")
+	if hasAfter && after == nil {
+		after = []byte{}
 	}
-	n := limit
-	if afterEmpty {
-		n = min(limit+1, store.MaxList) // room for the empty key
+	if !hasAfter {
+		after = nil
 	}
-	es, err := h.c.Store.List(ctx, prefix, after, n)
+	es, err := h.c.Store.List(c.r.Context(), prefix, after, limit)
 	if err != nil {
 		return nil, h.storeError(err, "list")
 	}
-	if afterEmpty && len(es) > 0 && len(es[0].Key) == 0 {
-		full := len(es) == n
-		es = es[1:]
-		if full && len(es) < limit { // n was store.MaxList: fill the place the empty key took
-			more, err := h.c.Store.List(ctx, prefix, es[len(es)-1].Key, limit-len(es))
-			if err != nil {
-				return nil, h.storeError(err, "list")
-			}
-			es = append(es, more...)
-		}
-	}
-	return es[:min(len(es), limit)], nil
+	return es, nil
 }
