@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -722,6 +723,12 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 		s.writes = append(s.writes, w)
 		e = next
 	}
+	// In the file's order: bbolt grows a node in memory and splits it only
+	// at the commit, so each key put out of order moves the node's tail, and
+	// a pass of n new keys in the journal's order cost O(n²) (3 minutes for
+	// 200,000 new keys; compareFile is the file's order:
+	// TestCompareFileIsTheFileOrder).
+	slices.SortFunc(s.writes, func(a, b write) int { return compareFile(a.e.key, b.e.key) })
 	hits := s.hits.Load()
 	reserve := hits
 	if s.o.Durability == store.Batch && !final {

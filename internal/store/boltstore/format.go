@@ -1,10 +1,12 @@
 package boltstore
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 
 	"visitors/internal/store"
 )
@@ -116,4 +118,14 @@ func splitDayKey(k []byte) ([]byte, store.Day, error) {
 		return nil, 0, errors.New("malformed key")
 	}
 	return k[w : len(k)-4], store.Day(binary.BigEndian.Uint32(k[len(k)-4:])), nil
+}
+
+// compareFile orders keys as the file does: keyPrefix puts the length
+// first (as a uvarint, which for lengths up to MaxKeyBytes sorts as the
+// number does), then the bytes.
+func compareFile(a, b string) int {
+	if c := cmp.Compare(len(a), len(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
 }

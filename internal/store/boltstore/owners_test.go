@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -731,5 +732,30 @@ func TestRetiredEntryIsNeverWritten(t *testing.T) {
 				t.Errorf("on disk k = %d, want %d: a pass wrote the retired entry", n, want)
 			}
 		})
+	}
+}
+
+// TestCompareFileIsTheFileOrder: the order a pass writes its keys in is
+// the order of their records in the file (bbolt's byte order of
+// keyPrefix), for the hostile keys, both sides of the uvarint's second
+// byte (127 and 128 bytes), and random keys.
+func TestCompareFileIsTheFileOrder(t *testing.T) {
+	keys := storetest.HostileKeys()
+	keys = append(keys, bytes.Repeat([]byte("z"), 127), bytes.Repeat([]byte("a"), 128), bytes.Repeat([]byte("\xff"), 1))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		k := make([]byte, rng.IntN(store.MaxKeyBytes+1))
+		for i := range k {
+			k[i] = byte(rng.IntN(256))
+		}
+		keys = append(keys, k)
+	}
+	for _, a := range keys {
+		for _, b := range keys {
+			want := bytes.Compare(keyPrefix(a), keyPrefix(b))
+			if got := compareFile(string(a), string(b)); got != want {
+				t.Fatalf("compareFile(%q, %q) = %d, want %d as the file orders them", a, b, got, want)
+			}
+		}
 	}
 }
