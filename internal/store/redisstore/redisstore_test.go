@@ -104,25 +104,26 @@ func TestResentRoundLandsOnce(t *testing.T) {
 			round := func(seq string) []int64 {
 				t.Helper()
 				sc := script{src: applySrc, sha: applySHA,
-					keys: []string{st.n.seq(g, "test"), total(tag), dayKey(tag, today), dayKey(tag, today-1)},
-					args: []string{seq, "60", "9999999999", "3", "1", "2", "9999999999"}}
+					keys: []string{st.n.seq(g, "test"), total(tag), dayKey(tag, today), genKey(tag), lockKey(tag), dayKey(tag, today-1)},
+					args: []string{seq, "60", "9999999999", "0", "3", "1", "2", "9999999999"}}
 				vals, err := st.doScripts(t.Context(), []script{sc})[0].AsIntSlice()
 				if err != nil {
 					t.Fatal(err)
 				}
 				return vals
 			}
-			if got := fmt.Sprint(round("1")); got != "[5 3 2]" {
-				t.Fatalf("round 1 = %s, want [5 3 2] (total, today, yesterday)", got)
+			// The answer: total, today, yesterday, generation, flags.
+			if got := fmt.Sprint(round("1")); got != "[5 3 2 0 6]" {
+				t.Fatalf("round 1 = %s, want [5 3 2 0 6] (total, today, yesterday; generation 0; exists and created)", got)
 			}
-			if got := fmt.Sprint(round("1")); got != "[5 3 2]" {
-				t.Fatalf("round 1 sent again = %s, want [5 3 2]: nothing added twice", got)
+			if got := fmt.Sprint(round("1")); got != "[5 3 2 0 2]" {
+				t.Fatalf("round 1 sent again = %s, want [5 3 2 0 2]: nothing added twice", got)
 			}
-			if got := fmt.Sprint(round("2")); got != "[10 6 4]" {
-				t.Fatalf("round 2 = %s, want [10 6 4]", got)
+			if got := fmt.Sprint(round("2")); got != "[10 6 4 0 2]" {
+				t.Fatalf("round 2 = %s, want [10 6 4 0 2]", got)
 			}
-			if got := fmt.Sprint(round("1")); got != "[10 6 4]" {
-				t.Fatalf("round 1 arriving late = %s, want [10 6 4]", got)
+			if got := fmt.Sprint(round("1")); got != "[10 6 4 0 2]" {
+				t.Fatalf("round 1 arriving late = %s, want [10 6 4 0 2]", got)
 			}
 		})
 	}
