@@ -25,7 +25,8 @@ const dateLayout = "2006-01-02"
 const backupTimeout = 30 * time.Second
 
 // connectNames connects to the Redis of o and returns the names of the
-// store under o.Prefix (DefaultPrefix if empty), which must be valid.
+// store under o.Prefix (DefaultPrefix if empty), which must be valid,
+// with the keys of an older store migrated as Open does.
 func connectNames(o Options) (rueidis.Client, names, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
@@ -37,7 +38,14 @@ func connectNames(o Options) (rueidis.Client, names, error) {
 	if err != nil {
 		return nil, names{}, err
 	}
-	return c, newNames(o.Prefix), nil
+	n := newNames(o.Prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), backupTimeout)
+	defer cancel()
+	if _, err := migrate(ctx, c, n); err != nil {
+		c.Close()
+		return nil, names{}, fmt.Errorf("redis: move the set of keys to a sorted set: %w", err)
+	}
+	return c, n, nil
 }
 
 // Export writes every counter under o.Prefix, totals, locks and the daily

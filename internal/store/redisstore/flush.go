@@ -378,7 +378,7 @@ func (s *Store) take(g *group, vals []int64, today store.Day, fresh uint64, read
 		}
 		gen, flags := uint64(vals[0]), vals[1]
 		vals = vals[2:]
-		if flags&flagCreated != 0 && !e.justAdmitted {
+		if flags&flagCreated != 0 && (!e.justAdmitted || e.dead.Load()) {
 			readmit = append(readmit, e.key)
 		}
 		e.justAdmitted = false

@@ -35,8 +35,16 @@
 // it counted (it then counts exactly once), or until its client leaves.
 // While a round is unanswered new visits fail at once.
 //
-// Keys and -max-keys use one set of every key ({keys}), updated by a
-// script (lua/admit.lua) so that the limit holds across all instances.
+// Keys, List and -max-keys use one sorted set of every key ({keys}i, all
+// scores 0, so ZRANGE BYLEX is byte order), updated by a script
+// (lua/admit.lua) so that the limit holds across all instances.
+//
+// The owner's operations (owner.go) are shared by every instance: Set
+// and Delete give the counter a new generation, which the round script
+// compares with the one each delta was counted under, so no delta from
+// before them, on any instance, lands after them; a lock is a name the
+// round script checks, so no visit that reaches Redis after it counts;
+// tokens are read from Redis on every call.
 package redisstore
 
 import (
@@ -373,10 +381,7 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 	s.reserved = sync.NewCond(&s.hiMu)
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
-	// The set of every key of an older store becomes the sorted set List
-	// reads; then the script just counts.
-	mig := script{src: migrateSrc, sha: migrateSHA, keys: []string{s.n.oldSet, s.n.index}}
-	n, err := s.doScripts(ctx, []script{mig})[0].AsInt64()
+	n, err := migrate(ctx, c, s.n)
 	if err != nil {
 		s.cal.Stop()
 		c.Close()
@@ -385,6 +390,14 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 	s.keyCount.Store(n)
 	go s.flusher()
 	return s, nil
+}
+
+// migrate moves the set of every key of an older store into the sorted
+// set List reads, if there is one, and returns how many keys the sorted
+// set holds.
+func migrate(ctx context.Context, c rueidis.Client, n names) (int64, error) {
+	mig := script{src: migrateSrc, sha: migrateSHA, keys: []string{n.oldSet, n.index}}
+	return (&Store{c: c}).doScripts(ctx, []script{mig})[0].AsInt64()
 }
 
 // Rollover makes a new UTC day, if one has begun on the store's clock,
