@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"visitors/internal/store"
 )
 
@@ -167,8 +169,7 @@ func (s *Store) round() error {
 		}
 		if !closeBy.IsZero() && time.Now().After(closeBy) {
 			if r != nil {
-				r.err = herr
-				close(r.done)
+				s.settle(r, groups, today, herr)
 			}
 			return herr
 		}
@@ -207,14 +208,114 @@ func (s *Store) refuseWaiting() {
 	close(r.done)
 }
 
+// Outcomes of a group of a Sync round that Close gave up on.
+const (
+	answered   = iota // Redis answered the round
+	applied           // Redis had applied it; the answer was lost
+	notApplied        // Redis had not, and now never will
+	unknown           // Redis does not say
+)
+
+// settle ends a Sync round that Close gave up on. A group Redis did not
+// answer may have applied the round all the same (its answer may be what
+// was lost). One SET ... GET of the group's sequence key to the round's
+// number, a plain command (no script), tells which, and fences the round:
+// a copy still on its way finds the number and adds nothing. The visits
+// of a group that had applied it are answered with counts read from
+// Redis; those of a group that had not, with an error: they did not
+// count. If Redis does not answer this either, the visits get an error
+// wrapping ErrOutcomeUnknown.
+func (s *Store) settle(r *round, groups []group, today store.Day, herr error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	defer cancel()
+	seq := strconv.FormatUint(s.seq, 10)
+	outcome := make(map[uint16]int, len(groups))
+	var cmds rueidis.Commands
+	var open []*group
+	for gi := range groups {
+		g := &groups[gi]
+		if !g.done {
+			cmds = append(cmds, s.c.B().Set().Key(s.n.seq(g.es[0].group, s.id)).Value(seq).Get().ExSeconds(seqTTL).Build())
+			open = append(open, g)
+		}
+	}
+	var reads rueidis.Commands
+	var readOf []*entry
+	for j, res := range s.c.DoMulti(ctx, cmds...) {
+		g := open[j]
+		old, err := res.AsUint64()
+		switch {
+		case rueidis.IsRedisNil(err):
+			outcome[g.es[0].group] = notApplied // this instance never wrote the group
+		case err != nil:
+			outcome[g.es[0].group] = unknown
+		case old >= s.seq:
+			outcome[g.es[0].group] = applied
+			for _, e := range g.es {
+				names := []string{e.total, lockKey(e.tag), dayKey(e.tag, today)}
+				for _, d := range e.flight {
+					if d.day != today {
+						names = append(names, dayKey(e.tag, d.day))
+					}
+				}
+				reads = append(reads, s.c.B().Mget().Key(names...).Build())
+				readOf = append(readOf, e)
+			}
+		default:
+			outcome[g.es[0].group] = notApplied
+		}
+	}
+	for j, res := range s.c.DoMulti(ctx, reads...) {
+		e := readOf[j]
+		v := make([]uint64, 3, 3+len(e.flight))
+		for _, d := range e.flight {
+			if d.day != today {
+				v = append(v, 0)
+			}
+		}
+		if err := readInts(res, v); err != nil {
+			outcome[e.group] = unknown
+			continue
+		}
+		e.resTotal, e.resLocked = v[0], v[1] != 0
+		e.resDays = append(e.resDays[:0], dayDelta{today, v[2]})
+		i := 3
+		for _, d := range e.flight {
+			if d.day != today {
+				e.resDays = append(e.resDays, dayDelta{d.day, v[i]})
+				i++
+			}
+		}
+	}
+	var held int64
+	for i := range r.visits {
+		v := &r.visits[i]
+		switch outcome[v.e.group] {
+		case notApplied:
+			v.err = herr
+			held++
+		case unknown:
+			v.err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, herr)
+			held++
+		}
+	}
+	s.held.Store(held)
+	s.answer(r)
+}
+
 // answer gives each visit of a Sync round its counts: the last visit to
 // a key in the round gets what Redis returned, the one before it one
 // less, and so on. Visits to a key Redis found locked get its counts,
 // locked: they counted nothing.
 func (s *Store) answer(r *round) {
+	n := 0
 	for i := len(r.visits) - 1; i >= 0; i-- {
 		v := &r.visits[i]
 		e := v.e
+		if v.err != nil {
+			continue // settled: not answered
+		}
+		n++
 		if e.resLocked {
 			v.c = store.Counts{Total: e.resTotal, Today: onDay(e.resDays, v.day), Locked: true}
 			continue
@@ -229,7 +330,7 @@ func (s *Store) answer(r *round) {
 	for _, v := range r.visits {
 		v.e.seen, v.e.seenN = v.e.seen[:0], 0
 	}
-	s.stats.syncVisits.Add(uint64(len(r.visits)))
+	s.stats.syncVisits.Add(uint64(n))
 	close(r.done)
 }
 

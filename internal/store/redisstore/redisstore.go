@@ -30,10 +30,15 @@
 // With [store.Sync] durability a visit is answered only once Redis has
 // confirmed it. Visits that arrive while a round is in flight share the
 // next one (group commit); /hi is one INCR per visit. An error means the
-// visit did not count. A visit whose round was sent and got no answer is
-// not answered with an error: it waits until the resend learns whether
-// it counted (it then counts exactly once), or until its client leaves.
-// While a round is unanswered new visits fail at once.
+// visit did not count (but for ErrOutcomeUnknown). A visit whose round
+// was sent and got no answer is not answered with an error: it waits
+// until the resend learns whether it counted (it then counts exactly
+// once), or until its client leaves. If Close gives up on the round
+// first, one plain command per group asks Redis whether the round landed
+// and fences it so that it never lands later: the visit is answered
+// with its counts if it did, an error if it did not, and
+// ErrOutcomeUnknown if Redis does not answer that either. While a round
+// is unanswered new visits fail at once.
 //
 // Keys, List and -max-keys use one sorted set of every key ({keys}i, all
 // scores 0, so ZRANGE BYLEX is byte order), updated by a script
@@ -216,6 +221,7 @@ type visit struct {
 	e   *entry
 	day store.Day
 	c   store.Counts // set by the flusher
+	err error        // set by the flusher: why the visit has no counts
 }
 
 // statCounters are the flusher's counters, read by [Store.Stats].
@@ -263,6 +269,12 @@ func sha(s string) string {
 // ErrUnavailable is wrapped by the errors of calls that need Redis while
 // it does not answer.
 var ErrUnavailable = errors.New("redis unavailable")
+
+// ErrOutcomeUnknown is wrapped by the error of a Sync visit whose round
+// Close gave up on while Redis answered neither the round nor the check
+// of whether it had applied it: the visit may have counted. It is the
+// one error of Incr after which the visit may have counted.
+var ErrOutcomeUnknown = errors.New("redis did not answer: the visit may have counted")
 
 // Open connects to Redis as o says and returns a store on it. It fails if
 // Redis does not answer. The caller must call Close, which sends what is
@@ -792,6 +804,9 @@ func (s *Store) incrSync(ctx context.Context, key []byte) (store.Counts, error) 
 	}
 	if r.err != nil {
 		return store.Counts{}, r.err
+	}
+	if v := &r.visits[i]; v.err != nil {
+		return store.Counts{}, v.err
 	}
 	return r.visits[i].c, nil
 }
