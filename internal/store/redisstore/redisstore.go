@@ -400,8 +400,29 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 		return nil, fmt.Errorf("redis: count keys: %w", err)
 	}
 	s.keyCount.Store(n)
+	s.checkEviction(ctx)
 	go s.flusher()
 	return s, nil
+}
+
+// checkEviction warns in the log for each Redis node whose
+// maxmemory-policy is not noeviction: one that evicts may drop a count,
+// a day, a lock or a round's sequence number (a resent round would then
+// count twice) without a word, where noeviction refuses writes, which
+// the store reports. A node that does not let CONFIG GET be run (some
+// managed services) is noted at info level.
+func (s *Store) checkEviction(ctx context.Context) {
+	for addr, node := range s.c.Nodes() {
+		m, err := node.Do(ctx, node.B().ConfigGet().Parameter("maxmemory-policy").Build()).AsStrMap()
+		if err != nil {
+			s.o.Log.Info().Err(err).Str("node", addr).Msg("redis: could not read maxmemory-policy; it should be noeviction, or Redis may drop counts when full")
+			continue
+		}
+		if p, ok := m["maxmemory-policy"]; ok && p != "noeviction" {
+			s.o.Log.Warn().Str("node", addr).Str("maxmemory-policy", p).
+				Msg("redis may evict keys when full and so lose counts, locks or round numbers silently: set maxmemory-policy noeviction")
+		}
+	}
 }
 
 // migrate moves the set of every key of an older store into the sorted
