@@ -401,22 +401,25 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 }
 
 // deleteEvery deletes every key of the sorted set of every key, as
-// Delete does.
+// Delete does, in byte order: a key visits make again behind it is a
+// visit after the replace began, and stays.
 func (s *Store) deleteEvery(ctx context.Context) error {
+	lo := "-"
 	for {
 		tctx, cancel := context.WithTimeout(ctx, backupTimeout)
-		keys, err := s.c.Do(tctx, s.c.B().Zrange().Key(s.n.index).Min("-").Max("+").Bylex().Limit(0, 200).Build()).AsStrSlice()
+		keys, err := s.c.Do(tctx, s.c.B().Zrange().Key(s.n.index).Min(lo).Max("+").Bylex().Limit(0, 200).Build()).AsStrSlice()
 		cancel()
 		if err != nil {
 			return fmt.Errorf("list keys: %w", err)
-		}
-		if len(keys) == 0 {
-			return nil
 		}
 		for _, k := range keys {
 			if _, err := s.Delete(ctx, []byte(k)); err != nil {
 				return err
 			}
 		}
+		if len(keys) < 200 {
+			return nil
+		}
+		lo = "(" + keys[len(keys)-1]
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -393,5 +394,25 @@ func TestOnlineBackup(t *testing.T) {
 				t.Errorf("Hit after importing hits 1 = %d, want more", n)
 			}
 		})
+	}
+}
+
+// TestOnlineImportReplaceDeletesEveryPage: a replace deletes every key,
+// however many pages of the sorted set they fill.
+func TestOnlineImportReplaceDeletesEveryPage(t *testing.T) {
+	st := instance(t, "standalone", prefixOf(t.TempDir()), store.Sync)
+	m := musts{t}
+	for i := range 450 {
+		m.c(st.Incr(t.Context(), []byte(strconv.Itoa(i))))
+	}
+	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"only","total":7}]}`
+	if err := st.Import(t.Context(), strings.NewReader(dump), true); err != nil {
+		t.Fatal(err)
+	}
+	if es := m.l(st.List(t.Context(), nil, nil, store.MaxList)); len(es) != 1 || string(es[0].Key) != "only" || es[0].Total != 7 {
+		t.Errorf("List after replacing 450 keys with one = %d entries (%v...), want only \"only\", total 7", len(es), es[:min(3, len(es))])
+	}
+	if st.Keys() != 1 {
+		t.Errorf("Keys() = %d, want 1", st.Keys())
 	}
 }
