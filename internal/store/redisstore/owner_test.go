@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -414,5 +415,27 @@ func TestOnlineImportReplaceDeletesEveryPage(t *testing.T) {
 	}
 	if st.Keys() != 1 {
 		t.Errorf("Keys() = %d, want 1", st.Keys())
+	}
+}
+
+// BenchmarkList is one page of 100 keys, with their counts, from a store
+// of 1,000 keys (standalone, sync: the counts are read from Redis).
+func BenchmarkList(b *testing.B) {
+	o := Options{URL: standalone.URL(), Prefix: prefixOf(b.TempDir()), Durability: store.Sync}
+	st, err := Open(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for i := range 1000 {
+		if _, err := st.Incr(b.Context(), fmt.Appendf(nil, "k/%04d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if es, err := st.List(b.Context(), []byte("k/"), []byte("k/0450"), 100); err != nil || len(es) != 100 {
+			b.Fatal(len(es), err)
+		}
 	}
 }
