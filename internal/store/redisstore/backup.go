@@ -25,7 +25,8 @@ const dateLayout = "2006-01-02"
 const backupTimeout = 30 * time.Second
 
 // connectNames connects to the Redis of o and returns the names of the
-// store under o.Prefix (DefaultPrefix if empty), which must be valid.
+// store under o.Prefix (DefaultPrefix if empty), which must be valid,
+// with the keys of an older store migrated as Open does.
 func connectNames(o Options) (rueidis.Client, names, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
@@ -37,20 +38,33 @@ func connectNames(o Options) (rueidis.Client, names, error) {
 	if err != nil {
 		return nil, names{}, err
 	}
-	return c, newNames(o.Prefix), nil
+	n := newNames(o.Prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), backupTimeout)
+	defer cancel()
+	if _, err := migrate(ctx, c, n); err != nil {
+		c.Close()
+		return nil, names{}, fmt.Errorf("redis: move the set of keys to a sorted set: %w", err)
+	}
+	return c, n, nil
 }
 
-// Export writes every counter under o.Prefix, totals and the daily counts
-// Redis still holds (the last DayTTL), as one JSON [boltstore.Dump] to w,
-// one key a line, streaming. Instances may keep counting meanwhile: each
-// key is read at one moment, not the whole store.
+// Export writes every counter under o.Prefix, totals, locks and the daily
+// counts Redis still holds (the last DayTTL), as one JSON
+// [boltstore.Dump] to w, one key a line in byte order, streaming.
+// Instances may keep counting meanwhile: each key is read at one moment,
+// not the whole store.
 func Export(o Options, w io.Writer, now time.Time) error {
 	c, n, err := connectNames(o)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ctx := context.Background()
+	return export(context.Background(), c, n, w, store.DayOf(now))
+}
+
+// export writes the dump of the store named n on c, with today as the
+// last day.
+func export(ctx context.Context, c rueidis.Client, n names, w io.Writer, today store.Day) error {
 	tctx, cancel := context.WithTimeout(ctx, backupTimeout)
 	hits, err := c.Do(tctx, c.B().Get().Key(n.hi).Build()).AsUint64()
 	cancel()
@@ -59,21 +73,20 @@ func Export(o Options, w io.Writer, now time.Time) error {
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "{\"format\":%q,\"hits\":%d,\"keys\":[", boltstore.ExportFormat, hits)
-	today := store.DayOf(now)
 	const window = DayTTL / 86400
 	first := true
-	var cursor uint64
+	lo := "-"
 	for {
 		tctx, cancel := context.WithTimeout(ctx, backupTimeout)
-		e, err := c.Do(tctx, c.B().Sscan().Key(n.keys).Cursor(cursor).Count(200).Build()).AsScanEntry()
+		keys, err := c.Do(tctx, c.B().Zrange().Key(n.index).Min(lo).Max("+").Bylex().Limit(0, 200).Build()).AsStrSlice()
 		if err != nil {
 			cancel()
 			return fmt.Errorf("export: list keys: %w", err)
 		}
-		cmds := make(rueidis.Commands, 0, len(e.Elements))
-		for _, k := range e.Elements {
+		cmds := make(rueidis.Commands, 0, len(keys))
+		for _, k := range keys {
 			tag := n.tag([]byte(k))
-			names := []string{total(tag)}
+			names := []string{total(tag), lockKey(tag)}
 			for d := today - window + 1; d <= today; d++ {
 				names = append(names, dayKey(tag, d))
 			}
@@ -81,7 +94,7 @@ func Export(o Options, w io.Writer, now time.Time) error {
 		}
 		res := c.DoMulti(tctx, cmds...)
 		cancel()
-		for i, k := range e.Elements {
+		for i, k := range keys {
 			vs, err := res[i].ToArray()
 			if err != nil {
 				return fmt.Errorf("export: read key %q: %w", k, err)
@@ -99,10 +112,13 @@ func Export(o Options, w io.Writer, now time.Time) error {
 				if err != nil {
 					return fmt.Errorf("export: key %q: %q is not a count", k, s)
 				}
-				if j == 0 {
+				switch {
+				case j == 0:
 					kd.Total = x
-				} else if x > 0 {
-					kd.Days[(today - window + store.Day(j)).Time().Format(dateLayout)] = x
+				case j == 1:
+					kd.Locked = x != 0
+				case x > 0:
+					kd.Days[(today - window + store.Day(j-1)).Time().Format(dateLayout)] = x
 				}
 			}
 			b, err := json.Marshal(kd)
@@ -116,39 +132,36 @@ func Export(o Options, w io.Writer, now time.Time) error {
 			bw.WriteString("\n")
 			bw.Write(b)
 		}
-		if cursor = e.Cursor; cursor == 0 {
+		if len(keys) < 200 {
 			break
 		}
+		lo = "(" + keys[len(keys)-1]
 	}
 	bw.WriteString("\n]}\n")
 	return bw.Flush()
 }
 
 // Import reads a [boltstore.Dump] from r into Redis under o.Prefix: with
-// replace, every name under the prefix is deleted first; otherwise the
-// dump's counts are added to what Redis holds. Either way the /hi
-// counter becomes the larger of the two, so no number is handed out
-// twice. Days older than DayTTL, which Redis would drop at once, are
-// left out (their visits stay in the totals).
+// replace, every name under the prefix but the /hi counter and the
+// tokens is deleted first; otherwise the dump's counts are added to what
+// Redis holds (and a key is locked if either side has it locked). Either
+// way the /hi counter becomes the larger of the two, so no number is
+// handed out twice. Days older than DayTTL, which Redis would drop at
+// once, are left out (their visits stay in the totals).
 //
 // It checks the whole dump first, as the embedded store's import does
 // (boltstore.DecodeDump), and writes nothing if any of it is refused: r
 // is read once, into a temporary file in tmpDir, so memory does not
-// grow with the dump. The service should be stopped, or its instances
-// will show the old counts until their next read.
+// grow with the dump. The service should be stopped (or use the online
+// import, [Store.Import]), or its instances will show the old counts
+// until their next read.
 func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) error {
-	spool, err := os.CreateTemp(tmpDir, "visitors-import-*")
+	spool, err := spoolDump(context.Background(), r, tmpDir)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	if _, err := boltstore.DecodeDump(io.TeeReader(r, spool), func([]boltstore.KeyDump) error { return nil }); err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
 	c, n, err := connectNames(o)
 	if err != nil {
 		return err
@@ -160,13 +173,90 @@ func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) 
 			return fmt.Errorf("import -replace: %w", err)
 		}
 	}
-	oldest := store.DayOf(now) - DayTTL/86400 + 1
+	if err := importSpool(ctx, c, n, spool, store.DayOf(now)); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
+
+// spoolWriter is the temporary file a dump is read into, and the first
+// error writing it (the store's fault, not the dump's).
+type spoolWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *spoolWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// ctxReader reads r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// spoolDump reads a dump from r into a temporary file in tmpDir while
+// boltstore.DecodeDump checks all of it, and returns the file, at its
+// start; the caller removes it. A dump refused is an error wrapping
+// [store.ErrInvalidDump].
+func spoolDump(ctx context.Context, r io.Reader, tmpDir string) (*os.File, error) {
+	spool, err := os.CreateTemp(tmpDir, "visitors-import-*")
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	fail := func(err error) (*os.File, error) {
+		spool.Close()
+		os.Remove(spool.Name())
+		return nil, err
+	}
+	bw := bufio.NewWriter(spool)
+	sw := &spoolWriter{w: bw}
+	_, err = boltstore.DecodeDump(io.TeeReader(ctxReader{ctx, r}, sw), func([]boltstore.KeyDump) error { return nil })
+	switch {
+	case sw.err != nil:
+		return fail(fmt.Errorf("spool: %w", sw.err))
+	case ctx.Err() != nil:
+		return fail(ctx.Err())
+	case err != nil:
+		return fail(fmt.Errorf("%w: %w; nothing was changed", store.ErrInvalidDump, err))
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(fmt.Errorf("spool: %w", err))
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return fail(fmt.Errorf("spool: %w", err))
+	}
+	return spool, nil
+}
+
+// importSpool adds the checked dump in spool to the store named n on c,
+// and raises its /hi counter to the dump's. A key imported is in the
+// sorted set of every key (the limit is not checked), and its
+// generation, a tombstone if a replace deleted it, is kept for good.
+func importSpool(ctx context.Context, c rueidis.Client, n names, spool io.Reader, today store.Day) error {
+	oldest := today - DayTTL/86400 + 1
 	hits, err := boltstore.DecodeDump(bufio.NewReader(spool), func(keys []boltstore.KeyDump) error {
 		var cmds rueidis.Commands
 		for _, kd := range keys {
 			tag := n.tag([]byte(kd.Key))
-			cmds = append(cmds, c.B().Sadd().Key(n.keys).Member(kd.Key).Build(),
-				c.B().Incrby().Key(total(tag)).Increment(int64(kd.Total)).Build())
+			cmds = append(cmds, c.B().Zadd().Key(n.index).ScoreMember().ScoreMember(0, kd.Key).Build(),
+				c.B().Incrby().Key(total(tag)).Increment(int64(kd.Total)).Build(),
+				c.B().Persist().Key(genKey(tag)).Build())
+			if kd.Locked {
+				cmds = append(cmds, c.B().Set().Key(lockKey(tag)).Value("1").Build())
+			}
 			for date, x := range kd.Days {
 				t, _ := time.Parse(dateLayout, date) // checked by DecodeDump
 				d := store.DayOf(t)
@@ -187,20 +277,20 @@ func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		return err
 	}
 	tctx, cancel := context.WithTimeout(ctx, backupTimeout)
 	defer cancel()
 	sc := script{src: atleastSrc, sha: atleastSHA, keys: []string{n.hi}, args: []string{strconv.FormatUint(hits, 10)}}
 	s := &Store{c: c}
 	if err := s.doScripts(tctx, []script{sc})[0].Error(); err != nil {
-		return fmt.Errorf("import: /hi: %w", err)
+		return fmt.Errorf("/hi: %w", err)
 	}
 	return nil
 }
 
-// deleteAll deletes every name under n's prefix but the /hi counter, on
-// every node.
+// deleteAll deletes every name under n's prefix but the /hi counter and
+// the tokens, on every node.
 func deleteAll(ctx context.Context, c rueidis.Client, n names) error {
 	// Every name of this store is the prefix and then "{" (a prefix has no
 	// braces): "P{*" spares a store under a longer prefix such as
@@ -217,7 +307,7 @@ func deleteAll(ctx context.Context, c rueidis.Client, n names) error {
 			}
 			var cmds rueidis.Commands
 			for _, k := range e.Elements {
-				if k != n.hi {
+				if k != n.hi && k != n.tokens {
 					cmds = append(cmds, c.B().Del().Key(k).Build())
 				}
 			}
@@ -234,4 +324,102 @@ func deleteAll(ctx context.Context, c rueidis.Client, n names) error {
 		}
 	}
 	return nil
+}
+
+var _ store.Backup = (*Store)(nil)
+
+// Export implements [store.Backup]: in Batch it first sends what this
+// instance has counted, then writes the dump as [Export] does, each key
+// read at one moment while every instance keeps counting.
+func (s *Store) Export(ctx context.Context, w io.Writer) error {
+	if s.o.Durability == store.Batch {
+		if err := s.flush(ctx); err != nil {
+			return fmt.Errorf("export: send what was counted: %w", err)
+		}
+	}
+	return export(ctx, s.c, s.n, w, s.cal.Today())
+}
+
+// Import implements [store.Backup]. The dump is read once into a
+// temporary file (os.TempDir) while it is checked; a refused dump changes
+// nothing. Adding, this instance first sends what it has counted, and
+// then the dump's counts are added in Redis; the other instances show
+// them from their next read of each key. Replacing, every key of the
+// sorted set of every key is deleted as [Store.Delete] deletes one (so
+// no instance's pending visits bring one back), then the dump is added.
+// Visits made meanwhile may count before or after it, or, replacing, be
+// dropped. The limit of distinct keys is not checked. A count the
+// addition would raise above what Redis holds (2^63-1) fails that write
+// after the others: the dump's counts stay within 2^62.
+func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
+	spool, err := spoolDump(ctx, r, "")
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	if !replace && s.o.Durability == store.Batch {
+		if err := s.flush(ctx); err != nil {
+			return fmt.Errorf("import: send what was counted: %w", err)
+		}
+	}
+	if replace {
+		if err := s.deleteEvery(ctx); err != nil {
+			return fmt.Errorf("import: replace: %w", err)
+		}
+	}
+	if err := importSpool(ctx, s.c, s.n, spool, s.cal.Today()); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	// This instance reads every key it holds again with its next round.
+	var q []*entry
+	s.entries.Range(func(_, v any) bool {
+		e := v.(*entry)
+		select {
+		case <-e.ready:
+		default:
+			return true
+		}
+		e.mu.Lock()
+		if !e.queued && e.err == nil && !e.dead.Load() {
+			e.queued = true
+			q = append(q, e)
+		}
+		e.mu.Unlock()
+		return true
+	})
+	for _, e := range q {
+		s.queue(e)
+	}
+	if s.o.Durability == store.Batch {
+		if err := s.flush(ctx); err != nil {
+			return fmt.Errorf("import: read the counts back: %w", err)
+		}
+	}
+	s.countKeys()
+	return nil
+}
+
+// deleteEvery deletes every key of the sorted set of every key, as
+// Delete does, in byte order: a key visits make again behind it is a
+// visit after the replace began, and stays.
+func (s *Store) deleteEvery(ctx context.Context) error {
+	lo := "-"
+	for {
+		tctx, cancel := context.WithTimeout(ctx, backupTimeout)
+		keys, err := s.c.Do(tctx, s.c.B().Zrange().Key(s.n.index).Min(lo).Max("+").Bylex().Limit(0, 200).Build()).AsStrSlice()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("list keys: %w", err)
+		}
+		for _, k := range keys {
+			if _, err := s.Delete(ctx, []byte(k)); err != nil {
+				return err
+			}
+		}
+		if len(keys) < 200 {
+			return nil
+		}
+		lo = "(" + keys[len(keys)-1]
+	}
 }

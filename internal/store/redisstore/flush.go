@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"visitors/internal/store"
 )
 
@@ -66,7 +68,7 @@ func (s *Store) countKeys() {
 	if begun != s.admitted.Load() {
 		return
 	}
-	if n, err := s.c.Do(ctx, s.c.B().Scard().Key(s.n.keys).Build()).AsInt64(); err == nil && s.admitted.Load() == begun {
+	if n, err := s.c.Do(ctx, s.c.B().Zcard().Key(s.n.index).Build()).AsInt64(); err == nil && s.admitted.Load() == begun {
 		s.keyCount.Store(n)
 	}
 }
@@ -102,6 +104,7 @@ func (s *Store) round() error {
 			if e.flightN == 0 { // always: a round ends with flight empty
 				e.flight, e.pend = e.pend, e.flight[:0]
 				e.flightN, e.pendN = e.pendN, 0
+				e.flightGen = e.gen
 			}
 			e.mu.Unlock()
 		}
@@ -166,8 +169,7 @@ func (s *Store) round() error {
 		}
 		if !closeBy.IsZero() && time.Now().After(closeBy) {
 			if r != nil {
-				r.err = herr
-				close(r.done)
+				s.settle(r, groups, today, herr)
 			}
 			return herr
 		}
@@ -206,23 +208,138 @@ func (s *Store) refuseWaiting() {
 	close(r.done)
 }
 
+// Outcomes of a group of a Sync round that Close gave up on.
+const (
+	answered   = iota // Redis answered the round
+	applied           // Redis had applied it; the answer was lost
+	notApplied        // Redis had not, and now never will
+	unknown           // Redis does not say
+)
+
+// settle ends a Sync round that Close gave up on. A group Redis did not
+// answer may have applied the round all the same (its answer may be what
+// was lost). One SET ... GET of the group's sequence key to the round's
+// number, a plain command (no script), tells which, and fences the round:
+// a copy still on its way finds the number and adds nothing. The visits
+// of a group that had applied it are answered with counts read from
+// Redis; those of a group that had not, with an error: they did not
+// count. If Redis does not answer this either, the visits get an error
+// wrapping ErrOutcomeUnknown.
+func (s *Store) settle(r *round, groups []group, today store.Day, herr error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	defer cancel()
+	seq := strconv.FormatUint(s.seq, 10)
+	outcome := make(map[uint16]int, len(groups))
+	var cmds rueidis.Commands
+	var open []*group
+	for gi := range groups {
+		g := &groups[gi]
+		if !g.done {
+			cmds = append(cmds, s.c.B().Set().Key(s.n.seq(g.es[0].group, s.id)).Value(seq).Get().ExSeconds(seqTTL).Build())
+			open = append(open, g)
+		}
+	}
+	var reads rueidis.Commands
+	var readOf []*entry
+	for j, res := range s.c.DoMulti(ctx, cmds...) {
+		g := open[j]
+		old, err := res.AsUint64()
+		switch {
+		case rueidis.IsRedisNil(err):
+			outcome[g.es[0].group] = notApplied // this instance never wrote the group
+		case err != nil:
+			outcome[g.es[0].group] = unknown
+		case old >= s.seq:
+			outcome[g.es[0].group] = applied
+			for _, e := range g.es {
+				names := []string{e.total, lockKey(e.tag), dayKey(e.tag, today)}
+				for _, d := range e.flight {
+					if d.day != today {
+						names = append(names, dayKey(e.tag, d.day))
+					}
+				}
+				reads = append(reads, s.c.B().Mget().Key(names...).Build())
+				readOf = append(readOf, e)
+			}
+		default:
+			outcome[g.es[0].group] = notApplied
+		}
+	}
+	for j, res := range s.c.DoMulti(ctx, reads...) {
+		e := readOf[j]
+		v := make([]uint64, 3, 3+len(e.flight))
+		for _, d := range e.flight {
+			if d.day != today {
+				v = append(v, 0)
+			}
+		}
+		if err := readInts(res, v); err != nil {
+			outcome[e.group] = unknown
+			continue
+		}
+		e.resTotal, e.resLocked = v[0], v[1] != 0
+		e.resDays = append(e.resDays[:0], dayDelta{today, v[2]})
+		i := 3
+		for _, d := range e.flight {
+			if d.day != today {
+				e.resDays = append(e.resDays, dayDelta{d.day, v[i]})
+				i++
+			}
+		}
+	}
+	var held int64
+	for i := range r.visits {
+		v := &r.visits[i]
+		switch outcome[v.e.group] {
+		case notApplied:
+			v.err = herr
+			held++
+		case unknown:
+			v.err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, herr)
+			held++
+		}
+	}
+	s.held.Store(held)
+	s.answer(r)
+}
+
 // answer gives each visit of a Sync round its counts: the last visit to
 // a key in the round gets what Redis returned, the one before it one
-// less, and so on.
+// less, and so on. Visits to a key Redis found locked get its counts,
+// locked: they counted nothing.
 func (s *Store) answer(r *round) {
+	n := 0
 	for i := len(r.visits) - 1; i >= 0; i-- {
 		v := &r.visits[i]
 		e := v.e
-		v.c.Total = e.resTotal - e.seenN
-		v.c.Today = onDay(e.resDays, v.day) - onDay(e.seen, v.day)
+		if v.err != nil {
+			continue // settled: not answered
+		}
+		n++
+		if e.resLocked {
+			v.c = store.Counts{Total: e.resTotal, Today: onDay(e.resDays, v.day), Locked: true}
+			continue
+		}
+		// A Set between a lost answer and its resend may have lowered
+		// the counts below the round's visits: no number wraps.
+		v.c.Total = sub(e.resTotal, e.seenN)
+		v.c.Today = sub(onDay(e.resDays, v.day), onDay(e.seen, v.day))
 		e.seen = addDay(e.seen, v.day, 1)
 		e.seenN++
 	}
 	for _, v := range r.visits {
 		v.e.seen, v.e.seenN = v.e.seen[:0], 0
 	}
-	s.stats.syncVisits.Add(uint64(len(r.visits)))
+	s.stats.syncVisits.Add(uint64(n))
 	close(r.done)
+}
+
+// sub returns a-b, or 0 if b > a.
+func sub(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
 }
 
 // send sends the groups Redis has not answered yet, each as one apply
@@ -243,8 +360,12 @@ func (s *Store) send(groups []group, today store.Day) error {
 		args := []string{seq, strconv.Itoa(seqTTL), todayExp}
 		for _, e := range g.es {
 			e.mu.Lock()
-			keys = append(keys, e.total, dayKey(e.tag, today))
-			args = append(args, strconv.FormatUint(onDay(e.flight, today), 10))
+			keys = append(keys, e.total, dayKey(e.tag, today), genKey(e.tag), lockKey(e.tag))
+			gen := "*" // Sync: a visit not yet answered counts after any Set
+			if s.o.Durability == store.Batch {
+				gen = strconv.FormatUint(e.flightGen, 10)
+			}
+			args = append(args, gen, strconv.FormatUint(onDay(e.flight, today), 10))
 			n := 0
 			for _, d := range e.flight {
 				if d.day != today {
@@ -269,11 +390,12 @@ func (s *Store) send(groups []group, today store.Day) error {
 	res := s.doScripts(ctx, scripts)
 	var first error
 	fresh := s.rounds.Load() + 1
+	var readmit []string
 	for i, r := range res {
 		g := &groups[which[i]]
 		vals, err := r.AsIntSlice()
 		if err == nil {
-			err = s.take(g, vals, today, fresh)
+			readmit, err = s.take(g, vals, today, fresh, readmit)
 		}
 		if err != nil {
 			if first == nil {
@@ -283,15 +405,48 @@ func (s *Store) send(groups []group, today store.Day) error {
 		}
 		g.done = true
 	}
+	s.readmit(ctx, readmit)
 	return first
 }
 
-// take applies one group's answer to its entries.
-func (s *Store) take(g *group, vals []int64, today store.Day, fresh uint64) error {
+// readmit puts keys back in the sorted set of every key: keys this
+// instance had admitted, that a Delete elsewhere removed, and that a
+// round of this one made again (a Sync visit after the Delete, or a
+// batch visit after its tombstone expired). The key's counts are in
+// Redis already, so the limit is not checked: it may be passed by the
+// keys that race so with a Delete. It runs while the round holds
+// roundMu, so no Delete of this instance comes between.
+func (s *Store) readmit(ctx context.Context, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	cmd := s.c.B().Zadd().Key(s.n.index).Nx().ScoreMember()
+	for _, k := range keys {
+		cmd = cmd.ScoreMember(0, k)
+	}
+	n, err := s.c.Do(ctx, cmd.Build()).AsInt64()
+	if err != nil {
+		s.o.Log.Warn().Err(err).Int("keys", len(keys)).Msg("redis: could not list keys made again after a delete; List and -max-keys miss them until they are deleted or imported")
+		return
+	}
+	s.keyCount.Add(n)
+}
+
+// Flags of a counter in apply.lua's answer.
+const (
+	flagLocked  = 1 // the counter is locked
+	flagExists  = 2 // the counter exists
+	flagCreated = 4 // this round made it
+	flagStale   = 8 // the deltas' generation was not the counter's
+)
+
+// take applies one group's answer to its entries, and adds to readmit
+// the keys the round made again after a Delete.
+func (s *Store) take(g *group, vals []int64, today store.Day, fresh uint64, readmit []string) ([]string, error) {
 	// Check the shape first: an entry is changed only if all fit.
 	need := 0
 	for _, e := range g.es {
-		need += 2
+		need += 4
 		for _, d := range e.flight {
 			if d.day != today {
 				need++
@@ -299,7 +454,7 @@ func (s *Store) take(g *group, vals []int64, today store.Day, fresh uint64) erro
 		}
 	}
 	if len(vals) != need {
-		return fmt.Errorf("apply script: %d values, want %d", len(vals), need)
+		return readmit, fmt.Errorf("apply script: %d values, want %d", len(vals), need)
 	}
 	for _, e := range g.es {
 		e.mu.Lock()
@@ -322,8 +477,31 @@ func (s *Store) take(g *group, vals []int64, today store.Day, fresh uint64) erro
 			}
 			e.base, e.baseDay, e.baseToday, e.fresh = total, today, td, fresh
 		}
+		gen, flags := uint64(vals[0]), vals[1]
+		vals = vals[2:]
+		if flags&flagCreated != 0 && (!e.justAdmitted || e.dead.Load()) {
+			readmit = append(readmit, e.key)
+		}
+		e.justAdmitted = false
+		e.resLocked = flags&flagLocked != 0
+		if s.o.Durability == store.Batch && !e.dead.Load() {
+			if flags&flagStale != 0 && e.gen != gen {
+				// A Set or Delete elsewhere: what this instance counted
+				// under the old generation is dropped, here as in Redis.
+				e.gen = gen
+				e.pend, e.pendN = e.pend[:0], 0
+				if flags&flagExists == 0 {
+					// Deleted: the next visit admits the key again.
+					e.dead.Store(true)
+					s.entries.CompareAndDelete(e.key, e)
+				}
+			}
+			if e.locked = flags&flagLocked != 0; e.locked {
+				e.pend, e.pendN = e.pend[:0], 0 // Redis will drop them
+			}
+		}
 		e.flight, e.flightN = e.flight[:0], 0
 		e.mu.Unlock()
 	}
-	return nil
+	return readmit, nil
 }

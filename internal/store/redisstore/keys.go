@@ -14,15 +14,34 @@ import (
 // before the hex keeps the tag of the empty key from being empty, which
 // would hash the whole name instead):
 //
-//	P{k<hex>}t          the counter's total
+//	P{k<hex>}t          the counter's total; present while the counter exists
 //	P{k<hex>}d<day>     its count on UTC day <day> (days since 1970), with a TTL of DayTTL
-//	P{keys}             a set of every counter's key, as raw bytes: Keys and -max-keys
+//	P{k<hex>}g          its generation: a random number Set and Delete replace (absent: 0)
+//	P{k<hex>}l          "1" while the owner has locked it
+//	P{keys}i            a sorted set of every counter's key, as raw bytes, all with
+//	                    score 0: Keys, -max-keys and List (ZRANGE BYLEX is byte order)
+//	P{keys}             the set of every key of stores before List; migrated into
+//	                    P{keys}i (and deleted) when a store opens
+//	P{tokens}           a hash of the owner API's tokens: ID -> JSON record
 //	P{hi}               the last /hi number handed out or reserved
 //	P{<tag>}s:<id>      instance <id>'s last flush round applied to one group of slots
+//
+// The generation is what keeps a Set or Delete from being undone: every
+// delta a batch instance sends carries the generation it was counted
+// under, and the flush script (lua/apply.lua) drops deltas whose
+// generation is not the counter's. Delete leaves the new generation
+// behind as a tombstone for TombstoneTTL, so deltas counted before it
+// still find a generation they do not match.
 const (
 	totalSuffix = "t"
 	daySuffix   = "d"
+	genSuffix   = "g"
+	lockSuffix  = "l"
 )
+
+// TombstoneTTL is how long a deleted counter's generation outlives it
+// (seconds): far longer than an instance holds a delta it counted.
+const TombstoneTTL = 30 * 24 * 60 * 60
 
 // DayTTL is how long Redis keeps a day's count after the day began: a
 // little more than the [store.MaxDays] anyone can read.
@@ -35,12 +54,15 @@ const seqTTL = 7 * 24 * 60 * 60 // seconds
 // names builds the Redis key names of one store.
 type names struct {
 	prefix string
-	keys   string // the set of every key
+	index  string // the sorted set of every key
+	oldSet string // the set of every key, before List
+	tokens string // the hash of tokens
 	hi     string // the /hi counter
 }
 
 func newNames(prefix string) names {
-	return names{prefix: prefix, keys: prefix + "{keys}", hi: prefix + "{hi}"}
+	return names{prefix: prefix, index: prefix + "{keys}i", oldSet: prefix + "{keys}",
+		tokens: prefix + "{tokens}", hi: prefix + "{hi}"}
 }
 
 // tag returns the hash-tagged stem of key's Redis names: P{k<hex>}.
@@ -54,6 +76,10 @@ func (n names) tag(key []byte) string {
 }
 
 func total(tag string) string { return tag + totalSuffix }
+
+func genKey(tag string) string { return tag + genSuffix }
+
+func lockKey(tag string) string { return tag + lockSuffix }
 
 func dayKey(tag string, d store.Day) string {
 	return tag + daySuffix + strconv.FormatUint(uint64(d), 10)

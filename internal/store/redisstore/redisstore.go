@@ -30,13 +30,26 @@
 // With [store.Sync] durability a visit is answered only once Redis has
 // confirmed it. Visits that arrive while a round is in flight share the
 // next one (group commit); /hi is one INCR per visit. An error means the
-// visit did not count. A visit whose round was sent and got no answer is
-// not answered with an error: it waits until the resend learns whether
-// it counted (it then counts exactly once), or until its client leaves.
-// While a round is unanswered new visits fail at once.
+// visit did not count (but for ErrOutcomeUnknown). A visit whose round
+// was sent and got no answer is not answered with an error: it waits
+// until the resend learns whether it counted (it then counts exactly
+// once), or until its client leaves. If Close gives up on the round
+// first, one plain command per group asks Redis whether the round landed
+// and fences it so that it never lands later: the visit is answered
+// with its counts if it did, an error if it did not, and
+// ErrOutcomeUnknown if Redis does not answer that either. While a round
+// is unanswered new visits fail at once.
 //
-// Keys and -max-keys use one set of every key ({keys}), updated by a
-// script (lua/admit.lua) so that the limit holds across all instances.
+// Keys, List and -max-keys use one sorted set of every key ({keys}i, all
+// scores 0, so ZRANGE BYLEX is byte order), updated by a script
+// (lua/admit.lua) so that the limit holds across all instances.
+//
+// The owner's operations (owner.go) are shared by every instance: Set
+// and Delete give the counter a new generation, which the round script
+// compares with the one each delta was counted under, so no delta from
+// before them, on any instance, lands after them; a lock is a name the
+// round script checks, so no visit that reaches Redis after it counts;
+// tokens are read from Redis on every call.
 package redisstore
 
 import (
@@ -160,6 +173,10 @@ type entry struct {
 	group uint16
 	ready chan struct{} // closed once admitted and loaded
 	err   error         // why it could not be; read after ready
+	// dead is set, under mu, once the entry is out of entries: its key was
+	// deleted (here, or elsewhere as a round learned). Visits retry with a
+	// new entry, which admits the key again.
+	dead atomic.Bool
 
 	mu        sync.Mutex // guards the fields below
 	base      uint64     // Batch: Redis's total as of the last read
@@ -170,13 +187,21 @@ type entry struct {
 	pendN     uint64
 	flight    []dayDelta // visits sent and not yet confirmed
 	flightN   uint64
-	queued    bool // Batch: in dirty
+	queued    bool   // Batch: in dirty
+	gen       uint64 // Batch: the key's generation that pend is counted under
+	flightGen uint64 // Batch: the generation flight was counted under
+	locked    bool   // Batch: the key is locked, as of the last read
+	// justAdmitted: no round has answered for the entry since this
+	// instance admitted its key; a round that creates the key then needs
+	// no admission again.
+	justAdmitted bool
 
 	// Owned by the flusher.
-	resTotal uint64
-	resDays  []dayDelta // counts per day as Redis returned them
-	seen     []dayDelta // Sync: visits already answered, per day
-	seenN    uint64
+	resTotal  uint64
+	resDays   []dayDelta // counts per day as Redis returned them
+	seen      []dayDelta // Sync: visits already answered, per day
+	seenN     uint64
+	resLocked bool // Sync: Redis found the key locked and counted nothing
 }
 
 // dayDelta is a number of visits (or a count) on one day.
@@ -196,6 +221,7 @@ type visit struct {
 	e   *entry
 	day store.Day
 	c   store.Counts // set by the flusher
+	err error        // set by the flusher: why the visit has no counts
 }
 
 // statCounters are the flusher's counters, read by [Store.Stats].
@@ -222,11 +248,17 @@ var (
 	givebackSrc string
 	//go:embed lua/atleast.lua
 	atleastSrc string
+	//go:embed lua/owner.lua
+	ownerSrc string
+	//go:embed lua/migrate.lua
+	migrateSrc string
 
 	applySHA    = sha(applySrc)
 	admitSHA    = sha(admitSrc)
 	givebackSHA = sha(givebackSrc)
 	atleastSHA  = sha(atleastSrc)
+	ownerSHA    = sha(ownerSrc)
+	migrateSHA  = sha(migrateSrc)
 )
 
 func sha(s string) string {
@@ -237,6 +269,12 @@ func sha(s string) string {
 // ErrUnavailable is wrapped by the errors of calls that need Redis while
 // it does not answer.
 var ErrUnavailable = errors.New("redis unavailable")
+
+// ErrOutcomeUnknown is wrapped by the error of a Sync visit whose round
+// Close gave up on while Redis answered neither the round nor the check
+// of whether it had applied it: the visit may have counted. It is the
+// one error of Incr after which the visit may have counted.
+var ErrOutcomeUnknown = errors.New("redis did not answer: the visit may have counted")
 
 // Open connects to Redis as o says and returns a store on it. It fails if
 // Redis does not answer. The caller must call Close, which sends what is
@@ -355,15 +393,44 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 	s.reserved = sync.NewCond(&s.hiMu)
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
-	n, err := c.Do(ctx, c.B().Scard().Key(s.n.keys).Build()).AsInt64()
+	n, err := migrate(ctx, c, s.n)
 	if err != nil {
 		s.cal.Stop()
 		c.Close()
 		return nil, fmt.Errorf("redis: count keys: %w", err)
 	}
 	s.keyCount.Store(n)
+	s.checkEviction(ctx)
 	go s.flusher()
 	return s, nil
+}
+
+// checkEviction warns in the log for each Redis node whose
+// maxmemory-policy is not noeviction: one that evicts may drop a count,
+// a day, a lock or a round's sequence number (a resent round would then
+// count twice) without a word, where noeviction refuses writes, which
+// the store reports. A node that does not let CONFIG GET be run (some
+// managed services) is noted at info level.
+func (s *Store) checkEviction(ctx context.Context) {
+	for addr, node := range s.c.Nodes() {
+		m, err := node.Do(ctx, node.B().ConfigGet().Parameter("maxmemory-policy").Build()).AsStrMap()
+		if err != nil {
+			s.o.Log.Info().Err(err).Str("node", addr).Msg("redis: could not read maxmemory-policy; it should be noeviction, or Redis may drop counts when full")
+			continue
+		}
+		if p, ok := m["maxmemory-policy"]; ok && p != "noeviction" {
+			s.o.Log.Warn().Str("node", addr).Str("maxmemory-policy", p).
+				Msg("redis may evict keys when full and so lose counts, locks or round numbers silently: set maxmemory-policy noeviction")
+		}
+	}
+}
+
+// migrate moves the set of every key of an older store into the sorted
+// set List reads, if there is one, and returns how many keys the sorted
+// set holds.
+func migrate(ctx context.Context, c rueidis.Client, n names) (int64, error) {
+	mig := script{src: migrateSrc, sha: migrateSHA, keys: []string{n.oldSet, n.index}}
+	return (&Store{c: c}).doScripts(ctx, []script{mig})[0].AsInt64()
 }
 
 // Rollover makes a new UTC day, if one has begun on the store's clock,
@@ -525,10 +592,10 @@ func (s *Store) admit(ctx context.Context, e *entry) error {
 	s.admits.Add(1)
 	defer s.admitted.Add(1)
 	today := s.cal.Today()
-	admit := []script{{src: admitSrc, sha: admitSHA, keys: []string{s.n.keys}, args: []string{e.key, strconv.Itoa(s.o.MaxKeys)}}}
+	admit := []script{s.admitScript(e.key)}
 	var res []rueidis.RedisResult
 	if s.o.Durability == store.Batch {
-		res = s.doScripts(ctx, admit, s.c.B().Mget().Key(e.total, dayKey(e.tag, today)).Build())
+		res = s.doScripts(ctx, admit, s.c.B().Mget().Key(e.total, dayKey(e.tag, today), genKey(e.tag), lockKey(e.tag)).Build())
 	} else {
 		res = s.doScripts(ctx, admit)
 	}
@@ -540,14 +607,22 @@ func (s *Store) admit(ctx context.Context, e *entry) error {
 		return store.ErrTooManyKeys
 	}
 	s.seeKeys(n)
+	e.justAdmitted = true
 	if s.o.Durability == store.Batch {
-		total, td, err := twoInts(res[1])
-		if err != nil {
+		var v [4]uint64
+		if err := readInts(res[1], v[:]); err != nil {
 			return fmt.Errorf("redis: read counts: %w: %w", ErrUnavailable, err)
 		}
-		e.base, e.baseDay, e.baseToday, e.fresh = total, today, td, s.rounds.Load()
+		e.base, e.baseDay, e.baseToday, e.fresh = v[0], today, v[1], s.rounds.Load()
+		e.gen, e.flightGen, e.locked = v[2], v[2], v[3] != 0
 	}
 	return nil
+}
+
+// admitScript is the run of lua/admit.lua that admits key within the
+// limit.
+func (s *Store) admitScript(key string) script {
+	return script{src: admitSrc, sha: admitSHA, keys: []string{s.n.index}, args: []string{key, strconv.Itoa(s.o.MaxKeys)}}
 }
 
 // seeKeys records that the set of every key holds at least n keys.
@@ -601,28 +676,43 @@ func (s *Store) doScripts(ctx context.Context, scripts []script, extra ...rueidi
 	return res
 }
 
-func twoInts(r rueidis.RedisResult) (uint64, uint64, error) {
+// readInts reads an MGET's answer of len(out) numbers into out; a name
+// that does not exist reads 0.
+func readInts(r rueidis.RedisResult, out []uint64) error {
 	vs, err := r.ToArray()
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	if len(vs) != 2 {
-		return 0, 0, fmt.Errorf("want 2 values, got %d", len(vs))
+	if len(vs) != len(out) {
+		return fmt.Errorf("want %d values, got %d", len(out), len(vs))
 	}
-	var out [2]uint64
 	for i, v := range vs {
+		out[i] = 0
 		if v.IsNil() {
 			continue
 		}
 		s, err := v.ToString()
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
 		if out[i], err = strconv.ParseUint(s, 10, 64); err != nil {
-			return 0, 0, err
+			return err
 		}
 	}
-	return out[0], out[1], nil
+	return nil
+}
+
+// readCounts reads the counts of key from Redis: its total, today's
+// count and lock.
+func (s *Store) readCounts(ctx context.Context, key []byte, today store.Day) (store.Counts, error) {
+	tag := s.n.tag(key)
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	var v [3]uint64
+	if err := readInts(s.c.Do(ctx, s.c.B().Mget().Key(total(tag), dayKey(tag, today), lockKey(tag)).Build()), v[:]); err != nil {
+		return store.Counts{}, fmt.Errorf("redis: read counts: %w: %w", ErrUnavailable, err)
+	}
+	return store.Counts{Total: v[0], Today: v[1], Locked: v[2] != 0}, nil
 }
 
 // Incr implements [store.Store].
@@ -633,22 +723,30 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 	if s.o.Durability == store.Sync {
 		return s.incrSync(ctx, key)
 	}
-	e, err := s.entry(ctx, key)
-	if err != nil {
-		return store.Counts{}, err
+	for {
+		e, err := s.entry(ctx, key)
+		if err != nil {
+			return store.Counts{}, err
+		}
+		today := s.cal.Today()
+		e.mu.Lock()
+		if e.dead.Load() {
+			e.mu.Unlock()
+			continue // deleted: a new entry admits the key again
+		}
+		if !e.locked {
+			e.pend = addDay(e.pend, today, 1)
+			e.pendN++
+		}
+		c := e.counts(today)
+		q := !e.queued
+		e.queued = true // locked, the next round reads whether it still is
+		e.mu.Unlock()
+		if q {
+			s.queue(e)
+		}
+		return c, nil
 	}
-	today := s.cal.Today()
-	e.mu.Lock()
-	e.pend = addDay(e.pend, today, 1)
-	e.pendN++
-	c := e.counts(today)
-	q := !e.queued
-	e.queued = true
-	e.mu.Unlock()
-	if q {
-		s.queue(e)
-	}
-	return c, nil
 }
 
 func (s *Store) queue(e *entry) {
@@ -678,13 +776,18 @@ func onDay(ds []dayDelta, d store.Day) uint64 {
 }
 
 // counts returns what e shows in Batch: Redis's counts as last read plus
-// what this instance has not yet had confirmed. e.mu must be held.
+// what this instance has not yet had confirmed (less a round in flight
+// that a Set made stale: Redis will drop it). e.mu must be held.
 func (e *entry) counts(today store.Day) store.Counts {
-	c := store.Counts{Total: e.base + e.flightN + e.pendN}
+	c := store.Counts{Total: e.base + e.pendN, Locked: e.locked}
 	if e.baseDay == today {
 		c.Today = e.baseToday
 	}
-	c.Today += onDay(e.flight, today) + onDay(e.pend, today)
+	c.Today += onDay(e.pend, today)
+	if e.flightGen == e.gen {
+		c.Total += e.flightN
+		c.Today += onDay(e.flight, today)
+	}
 	return c
 }
 
@@ -693,6 +796,9 @@ func (s *Store) incrSync(ctx context.Context, key []byte) (store.Counts, error) 
 		return store.Counts{}, s.downErr()
 	}
 	e, err := s.entry(ctx, key)
+	for err == nil && e.dead.Load() {
+		e, err = s.entry(ctx, key) // deleted: a new entry admits the key again
+	}
 	if err != nil {
 		return store.Counts{}, err
 	}
@@ -720,6 +826,9 @@ func (s *Store) incrSync(ctx context.Context, key []byte) (store.Counts, error) 
 	if r.err != nil {
 		return store.Counts{}, r.err
 	}
+	if v := &r.visits[i]; v.err != nil {
+		return store.Counts{}, v.err
+	}
 	return r.visits[i].c, nil
 }
 
@@ -744,15 +853,8 @@ func (s *Store) Get(ctx context.Context, key []byte) (store.Counts, error) {
 			e = nil // being admitted: read Redis
 		}
 	}
-	if s.o.Durability == store.Sync || e == nil || e.err != nil {
-		tag := s.n.tag(key)
-		ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
-		defer cancel()
-		t, d, err := twoInts(s.c.Do(ctx, s.c.B().Mget().Key(total(tag), dayKey(tag, today)).Build()))
-		if err != nil {
-			return store.Counts{}, fmt.Errorf("redis: read counts: %w: %w", ErrUnavailable, err)
-		}
-		return store.Counts{Total: t, Today: d}, nil
+	if s.o.Durability == store.Sync || e == nil || e.err != nil || e.dead.Load() {
+		return s.readCounts(ctx, key, today)
 	}
 	if s.rounds.Load() > e.freshRound()+2 {
 		s.refresh(ctx, e, today) // best effort: a failure shows the counts as last read
@@ -783,13 +885,18 @@ func (s *Store) refresh(ctx context.Context, e *entry, today store.Day) {
 	defer s.roundMu.RUnlock()
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
-	t, d, err := twoInts(s.c.Do(ctx, s.c.B().Mget().Key(e.total, dayKey(e.tag, today)).Build()))
-	if err != nil {
+	var v [4]uint64
+	if err := readInts(s.c.Do(ctx, s.c.B().Mget().Key(e.total, dayKey(e.tag, today), genKey(e.tag), lockKey(e.tag)).Build()), v[:]); err != nil {
 		return
 	}
 	e.mu.Lock()
-	if e.flightN == 0 {
-		e.base, e.baseDay, e.baseToday, e.fresh = t, today, d, s.rounds.Load()
+	// Of another generation (a Set or Delete elsewhere), the counts wait
+	// for the next round, which drops what was counted under the old one.
+	if e.flightN == 0 && v[2] == e.gen {
+		e.base, e.baseDay, e.baseToday, e.fresh = v[0], today, v[1], s.rounds.Load()
+		if e.locked = v[3] != 0; e.locked {
+			e.pend, e.pendN = e.pend[:0], 0
+		}
 	}
 	e.mu.Unlock()
 }
@@ -842,7 +949,10 @@ func (s *Store) Days(ctx context.Context, key []byte, n int) (store.Daily, error
 				d.Counts[i] = max(d.Counts[i]+onDay(e.pend, day), e.counts(today).Today)
 				continue
 			}
-			d.Counts[i] += onDay(e.pend, day) + onDay(e.flight, day)
+			d.Counts[i] += onDay(e.pend, day)
+			if e.flightGen == e.gen {
+				d.Counts[i] += onDay(e.flight, day)
+			}
 		}
 		e.mu.Unlock()
 	}

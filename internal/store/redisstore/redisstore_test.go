@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"visitors/internal/race"
 	"visitors/internal/store"
@@ -104,25 +107,26 @@ func TestResentRoundLandsOnce(t *testing.T) {
 			round := func(seq string) []int64 {
 				t.Helper()
 				sc := script{src: applySrc, sha: applySHA,
-					keys: []string{st.n.seq(g, "test"), total(tag), dayKey(tag, today), dayKey(tag, today-1)},
-					args: []string{seq, "60", "9999999999", "3", "1", "2", "9999999999"}}
+					keys: []string{st.n.seq(g, "test"), total(tag), dayKey(tag, today), genKey(tag), lockKey(tag), dayKey(tag, today-1)},
+					args: []string{seq, "60", "9999999999", "0", "3", "1", "2", "9999999999"}}
 				vals, err := st.doScripts(t.Context(), []script{sc})[0].AsIntSlice()
 				if err != nil {
 					t.Fatal(err)
 				}
 				return vals
 			}
-			if got := fmt.Sprint(round("1")); got != "[5 3 2]" {
-				t.Fatalf("round 1 = %s, want [5 3 2] (total, today, yesterday)", got)
+			// The answer: total, today, yesterday, generation, flags.
+			if got := fmt.Sprint(round("1")); got != "[5 3 2 0 6]" {
+				t.Fatalf("round 1 = %s, want [5 3 2 0 6] (total, today, yesterday; generation 0; exists and created)", got)
 			}
-			if got := fmt.Sprint(round("1")); got != "[5 3 2]" {
-				t.Fatalf("round 1 sent again = %s, want [5 3 2]: nothing added twice", got)
+			if got := fmt.Sprint(round("1")); got != "[5 3 2 0 2]" {
+				t.Fatalf("round 1 sent again = %s, want [5 3 2 0 2]: nothing added twice", got)
 			}
-			if got := fmt.Sprint(round("2")); got != "[10 6 4]" {
-				t.Fatalf("round 2 = %s, want [10 6 4]", got)
+			if got := fmt.Sprint(round("2")); got != "[10 6 4 0 2]" {
+				t.Fatalf("round 2 = %s, want [10 6 4 0 2]", got)
 			}
-			if got := fmt.Sprint(round("1")); got != "[10 6 4]" {
-				t.Fatalf("round 1 arriving late = %s, want [10 6 4]", got)
+			if got := fmt.Sprint(round("1")); got != "[10 6 4 0 2]" {
+				t.Fatalf("round 1 arriving late = %s, want [10 6 4 0 2]", got)
 			}
 		})
 	}
@@ -243,6 +247,61 @@ func TestMaxKeysAcrossInstances(t *testing.T) {
 				}
 				a.Close()
 				b.Close()
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger and a test may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestWarnsWhenRedisMayEvict: opening a store on a Redis whose
+// maxmemory-policy evicts warns in the log, naming the policy; on the
+// test's servers (noeviction, Redis's default) it does not.
+func TestWarnsWhenRedisMayEvict(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir(), "--maxmemory-policy", "allkeys-lru")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	tests := []struct {
+		name string
+		o    Options
+		warn bool
+	}{
+		{"allkeys-lru", Options{URL: rs.URL()}, true},
+		{"standalone noeviction", Options{URL: standalone.URL()}, false},
+		{"cluster noeviction", Options{Cluster: cluster.Addrs()}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log syncBuffer
+			tt.o.Log = zerolog.New(&log)
+			tt.o.Prefix = prefixOf(t.TempDir())
+			st, err := Open(tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			got := log.String()
+			warned := strings.Contains(got, `"level":"warn"`) && strings.Contains(got, `"maxmemory-policy":"allkeys-lru"`)
+			if warned != tt.warn || !tt.warn && strings.Contains(got, "maxmemory-policy") {
+				t.Errorf("log after Open = %q; want a warning naming the policy: %v", got, tt.warn)
 			}
 		})
 	}

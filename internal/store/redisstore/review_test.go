@@ -2,11 +2,14 @@ package redisstore
 
 import (
 	"bytes"
+	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"visitors/internal/store"
+	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
 )
 
@@ -161,5 +164,143 @@ func TestReviewRedisDaysDuringUnansweredRoundCountsOnce(t *testing.T) {
 	}
 	if got := redisTotal(t, st, "days-twice"); got != 3 {
 		t.Errorf("Redis total = %d, want 3", got)
+	}
+}
+
+// TestReviewRedisSyncCloseDoesNotRefuseACountedVisit: the package
+// promises that in Sync "an error means the visit did not count", and a
+// visit whose round got no answer waits for the resend. When Close gave
+// up on an unanswered round after CloseTimeout, round() handed the
+// waiting visits an error although Redis may have applied the round:
+// here it did (the answer was lost), so the client was told 503 for a
+// visit Redis holds, and a retry counted it twice. Fixed: Close asks
+// Redis, with a plain command, whether the round landed (settle).
+func TestReviewRedisSyncCloseDoesNotRefuseACountedVisit(t *testing.T) {
+	p := startLossyProxy(t, standalone.Addr)
+	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync,
+		Timeout: 300 * time.Millisecond, CloseTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("close-ambiguous")
+	if _, err := st.Incr(t.Context(), key); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	p.blocking.Store(true)
+	p.armed.Store(true)
+	errc := make(chan error, 1)
+	var got store.Counts
+	go func() {
+		var err error
+		got, err = st.Incr(t.Context(), key)
+		errc <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.lost.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p.lost.Load() == 0 {
+		t.Fatal("the test did not lose the round's answer")
+	}
+	st.Close()
+	err = <-errc
+	st2, oerr := Open(Options{URL: standalone.URL(), Prefix: st.o.Prefix, Durability: store.Sync})
+	if oerr != nil {
+		t.Fatal(oerr)
+	}
+	defer st2.Close()
+	c, _ := st2.Get(t.Context(), key)
+	if err != nil && c.Total == 2 {
+		t.Errorf("the visit was answered %v, yet Redis holds it (total %d): a refused visit counted", err, c.Total)
+	}
+	if err != nil || got.Total != 2 || c.Total != 2 {
+		t.Errorf("the visit was answered %+v, %v; Redis holds total %d; want total 2, no error", got, err, c.Total)
+	}
+}
+
+// TestSyncCloseFencesARoundThatDidNotLand: a round that never reached
+// Redis when Close gives up on it is answered with an error that is not
+// ErrOutcomeUnknown (the visit did not count), and it is fenced: sent
+// after that, it adds nothing.
+func TestSyncCloseFencesARoundThatDidNotLand(t *testing.T) {
+	p := startLossyProxy(t, standalone.Addr)
+	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync,
+		Timeout: 300 * time.Millisecond, CloseTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("close-not-landed")
+	if _, err := st.Incr(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	p.blocking.Store(true) // every script is cut before it reaches Redis
+	errc := make(chan error, 1)
+	go func() {
+		_, err := st.Incr(t.Context(), key)
+		errc <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st.Stats().RoundErrors == 0 {
+		t.Fatal("the round was never refused")
+	}
+	if cerr := st.Close(); cerr == nil {
+		t.Error("Close = nil with a visit that could not be sent")
+	}
+	err = <-errc
+	if err == nil || errors.Is(err, ErrOutcomeUnknown) {
+		t.Errorf("a visit whose round never reached Redis was answered %v, want an error that says it did not count", err)
+	}
+	st2 := instance(t, "standalone", st.o.Prefix, store.Sync)
+	if c, _ := st2.Get(t.Context(), key); c.Total != 1 {
+		t.Errorf("Redis holds total %d, want 1", c.Total)
+	}
+	// The same round, arriving now, adds nothing.
+	tag := st.n.tag(key)
+	sc := script{src: applySrc, sha: applySHA,
+		keys: []string{st.n.seq(st.groupOf(tag), st.id), total(tag), dayKey(tag, st.cal.Today()), genKey(tag), lockKey(tag)},
+		args: []string{strconv.FormatUint(st.seq, 10), "60", "9999999999", "*", "1", "0"}}
+	if err := st2.doScripts(t.Context(), []script{sc})[0].Error(); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := st2.Get(t.Context(), key); c.Total != 1 {
+		t.Errorf("the fenced round, sent late, made the total %d, want 1", c.Total)
+	}
+}
+
+// TestSyncCloseOutcomeUnknownWhileRedisIsDown: Redis gone, Close cannot
+// learn whether the round landed, and says so: ErrOutcomeUnknown.
+func TestSyncCloseOutcomeUnknownWhileRedisIsDown(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), Durability: store.Sync, Timeout: 300 * time.Millisecond, CloseTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("close-unknown")
+	if _, err := st.Incr(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	rs.Kill()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := st.Incr(t.Context(), key)
+		errc <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st.Stats().RoundErrors == 0 {
+		t.Fatal("the round was never refused")
+	}
+	st.Close()
+	if err := <-errc; !errors.Is(err, ErrOutcomeUnknown) {
+		t.Errorf("a visit whose round Close gave up on with Redis down = %v, want ErrOutcomeUnknown", err)
 	}
 }

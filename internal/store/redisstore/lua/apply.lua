@@ -1,16 +1,21 @@
 -- apply.lua adds one flush round's deltas of one group of counters, once.
 --
 -- KEYS[1] is the instance's sequence key for the group. Then, per
--- counter: its total key, its key for today, then one key per earlier
--- day it has a delta for.
+-- counter: its total key, its key for today, its generation, its lock,
+-- then one key per earlier day it has a delta for.
 -- ARGV[1] is the round's sequence number, ARGV[2] the sequence key's
 -- lifetime in seconds, ARGV[3] the time (Unix seconds) today's key
--- expires at. Then, per counter: today's delta, the number n of earlier
--- days, then n pairs of (delta, expire-at).
+-- expires at. Then, per counter: the generation its deltas were counted
+-- under ('*': any, for visits not yet answered), today's delta, the
+-- number n of earlier days, then n pairs of (delta, expire-at).
 --
 -- If the group already holds this round or a later one (a retry of a
--- round whose answer was lost), nothing is added. Either way it returns,
--- per counter, the total, today's count and each earlier day's count.
+-- round whose answer was lost), nothing is added. A counter's deltas are
+-- also dropped while it is locked, or if its generation is not theirs: a
+-- Set or Delete came after they were counted. Either way it returns, per
+-- counter, the total, today's count, each earlier day's count, the
+-- generation, and flags: 1 locked, 2 the counter exists, 4 this round
+-- created it, 8 the generation did not match.
 local seq = tonumber(ARGV[1])
 local fresh = tonumber(redis.call('GET', KEYS[1]) or '0') < seq
 if fresh then
@@ -19,15 +24,21 @@ end
 local out = {}
 local k, a = 2, 4
 while k <= #KEYS do
-  local tk, dk = KEYS[k], KEYS[k + 1]
-  local todayDelta = tonumber(ARGV[a])
-  local n = tonumber(ARGV[a + 1])
-  k, a = k + 2, a + 2
+  local tk, dk, gk, lk = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local want = ARGV[a]
+  local todayDelta = tonumber(ARGV[a + 1])
+  local n = tonumber(ARGV[a + 2])
+  k, a = k + 4, a + 3
+  local gen = redis.call('GET', gk) or '0'
+  local locked = redis.call('EXISTS', lk) == 1
+  local existed = redis.call('EXISTS', tk) == 1
+  local stale = want ~= '*' and want ~= gen
+  local land = fresh and not locked and not stale
   local sum = todayDelta
   local days = {}
   for i = 1, n do
     local d = tonumber(ARGV[a])
-    if fresh then
+    if land then
       days[i] = redis.call('INCRBY', KEYS[k], d)
       redis.call('EXPIREAT', KEYS[k], ARGV[a + 1])
     else
@@ -37,12 +48,17 @@ while k <= #KEYS do
     k, a = k + 1, a + 2
   end
   local total, today
-  if fresh and sum > 0 then
+  local created = false
+  if land and sum > 0 then
     total = redis.call('INCRBY', tk, sum)
+    if not existed then
+      created = true
+      redis.call('PERSIST', gk) -- a tombstone becomes the live generation
+    end
   else
     total = tonumber(redis.call('GET', tk) or '0')
   end
-  if fresh and todayDelta > 0 then
+  if land and todayDelta > 0 then
     today = redis.call('INCRBY', dk, todayDelta)
     redis.call('EXPIREAT', dk, ARGV[3])
   else
@@ -53,5 +69,12 @@ while k <= #KEYS do
   for i = 1, n do
     out[#out + 1] = days[i]
   end
+  out[#out + 1] = tonumber(gen)
+  local flags = 0
+  if locked then flags = flags + 1 end
+  if existed or created then flags = flags + 2 end
+  if created then flags = flags + 4 end
+  if stale then flags = flags + 8 end
+  out[#out + 1] = flags
 end
 return out

@@ -1,0 +1,441 @@
+package redisstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+// instance opens one more instance on prefix, standalone or on the
+// cluster, that flushes only when told (Flush, Lock, Export).
+func instance(t *testing.T, where, prefix string, d store.Durability) *Store {
+	t.Helper()
+	o := Options{Prefix: prefix, Durability: d, FlushInterval: time.Hour}
+	if where == "cluster" {
+		o.Cluster = cluster.Addrs()
+	} else {
+		o.URL = standalone.URL()
+	}
+	st, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// musts fails its test on an error, and returns the value beside it.
+type musts struct{ t *testing.T }
+
+func (m musts) fail(err error) {
+	m.t.Helper()
+	if err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m musts) c(v store.Counts, err error) store.Counts { m.t.Helper(); m.fail(err); return v }
+func (m musts) b(v bool, err error) bool                 { m.t.Helper(); m.fail(err); return v }
+func (m musts) n(v uint64, err error) uint64             { m.t.Helper(); m.fail(err); return v }
+func (m musts) l(v []store.Entry, err error) []store.Entry {
+	m.t.Helper()
+	m.fail(err)
+	return v
+}
+func (m musts) tk(v []store.Token, err error) []store.Token {
+	m.t.Helper()
+	m.fail(err)
+	return v
+}
+
+func flushed(t *testing.T, sts ...*Store) {
+	t.Helper()
+	for _, st := range sts {
+		if err := st.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLockAcrossInstances: a lock set through one instance is honoured by
+// the others: a batch instance's visits that reach Redis after it do not
+// count (those it sent before do), the batch instance answers locked from
+// its next round on, a sync instance at once; and an unlock reaches them
+// the same way.
+func TestLockAcrossInstances(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			m := musts{t}
+			prefix := prefixOf(t.TempDir())
+			a := instance(t, where, prefix, store.Batch)
+			b := instance(t, where, prefix, store.Batch)
+			c := instance(t, where, prefix, store.Sync)
+			ctx := t.Context()
+			key := []byte("frozen/日本")
+			for range 3 {
+				m.c(a.Incr(ctx, key))
+			}
+			flushed(t, a) // sent before the lock: they count
+			m.c(a.Incr(ctx, key))
+			m.c(a.Incr(ctx, key)) // counted by a, not yet sent
+			if got := m.c(b.Lock(ctx, key, true)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
+				t.Fatalf("Lock through b = %+v, want total 3, locked", got)
+			}
+			if got := m.c(c.Incr(ctx, key)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
+				t.Errorf("sync Incr on a key locked elsewhere = %+v, want total 3, locked", got)
+			}
+			flushed(t, a) // reaches Redis after the lock: dropped
+			if got := m.c(a.Incr(ctx, key)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
+				t.Errorf("batch Incr after its round saw the lock = %+v, want total 3, locked", got)
+			}
+			flushed(t, a, b)
+			for name, st := range map[string]*Store{"a": a, "b": b, "c": c} {
+				if got := m.c(st.Get(ctx, key)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
+					t.Errorf("%s: Get = %+v, want total 3, today 3, locked", name, got)
+				}
+			}
+			if got := redisTotal(t, a, string(key)); got != 3 {
+				t.Errorf("Redis holds total %d, want 3: a visit that reached Redis after the lock counted", got)
+			}
+
+			m.c(c.Lock(ctx, key, false))
+			if got := m.c(c.Incr(ctx, key)); got != (store.Counts{Total: 4, Today: 4}) {
+				t.Errorf("sync Incr after the unlock = %+v, want total 4", got)
+			}
+			flushed(t, a) // a asked with its locked visit: it reads the unlock
+			if got := m.c(a.Incr(ctx, key)); got != (store.Counts{Total: 5, Today: 5}) {
+				t.Errorf("batch Incr after its round saw the unlock = %+v, want total 5", got)
+			}
+			flushed(t, a)
+			if got := redisTotal(t, a, string(key)); got != 5 {
+				t.Errorf("Redis holds total %d after the unlock, want 5", got)
+			}
+		})
+	}
+}
+
+// TestDeleteNotUndoneByOtherInstances: visits another instance counted
+// before a Delete or a Set — pending in memory, or in a round Redis has
+// not answered — never bring the old counts back, and the key is out of
+// Keys and List; a visit after makes the key anew everywhere.
+func TestDeleteNotUndoneByOtherInstances(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			m := musts{t}
+			prefix := prefixOf(t.TempDir())
+			a := instance(t, where, prefix, store.Batch)
+			b := instance(t, where, prefix, store.Sync)
+			ctx := t.Context()
+			key, other := []byte("gone"), []byte("stays")
+			for range 5 {
+				m.c(a.Incr(ctx, key))
+			}
+			m.c(a.Incr(ctx, other))
+			flushed(t, a)
+			for range 3 {
+				m.c(a.Incr(ctx, key)) // pending in a
+			}
+			if !m.b(b.Delete(ctx, key)) {
+				t.Fatal("Delete through b = false, want true")
+			}
+			flushed(t, a)
+			r := instance(t, where, prefix, store.Sync)
+			for name, st := range map[string]*Store{"a": a, "b": b, "a fresh instance": r} {
+				if got := m.c(st.Get(ctx, key)); got != (store.Counts{}) {
+					t.Errorf("%s: Get after the Delete and a's round = %+v, want zero: a's pending visits brought it back", name, got)
+				}
+				if es := m.l(st.List(ctx, nil, nil, 10)); len(es) != 1 || !bytes.Equal(es[0].Key, other) {
+					t.Errorf("%s: List = %v, want only %q", name, es, other)
+				}
+			}
+			if r.Keys() != 1 {
+				t.Errorf("Keys() = %d, want 1", r.Keys())
+			}
+			// A visit after the Delete makes the key anew, on a as on b.
+			if got := m.c(a.Incr(ctx, key)); got != (store.Counts{Total: 1, Today: 1}) {
+				t.Errorf("a: Incr after the Delete = %+v, want total 1", got)
+			}
+			flushed(t, a)
+			if got := m.c(b.Incr(ctx, key)); got != (store.Counts{Total: 2, Today: 2}) {
+				t.Errorf("b: Incr after the Delete = %+v, want total 2", got)
+			}
+			if es := m.l(r.List(ctx, nil, nil, 10)); len(es) != 2 || es[0].Total != 2 {
+				t.Errorf("List after the key was made anew = %v, want it back with total 2", es)
+			}
+
+			// Set to a lower total: a's pending visits do not raise it.
+			for range 4 {
+				m.c(a.Incr(ctx, key))
+			}
+			if got := m.c(b.Set(ctx, key, 1)); got != (store.Counts{Total: 1}) {
+				t.Errorf("Set(1) = %+v, want total 1", got)
+			}
+			flushed(t, a)
+			if got := m.c(r.Get(ctx, key)); got != (store.Counts{Total: 1}) {
+				t.Errorf("Get after Set(1) and a's round = %+v, want total 1", got)
+			}
+			if got := m.c(a.Incr(ctx, key)); got.Total != 2 {
+				t.Errorf("a: Incr after the Set = %+v, want total 2", got)
+			}
+		})
+	}
+}
+
+// TestDeleteDropsARoundInFlight: a batch round that Redis has not
+// answered when another instance deletes the key is sent again after the
+// Delete, and Redis drops it.
+func TestDeleteDropsARoundInFlight(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	p := startLossyProxy(t, standalone.Addr)
+	a, err := Open(Options{URL: p.url(), Prefix: prefix, FlushInterval: time.Hour, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := instance(t, "standalone", prefix, store.Sync)
+	ctx := t.Context()
+	m := musts{t}
+	key := []byte("in-flight")
+	for range 4 {
+		m.c(a.Incr(ctx, key)) // admitted through the proxy
+	}
+	p.blocking.Store(true) // every script is cut: the round is retried
+	done := make(chan error, 1)
+	go func() { done <- a.Flush() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if a.Stats().RoundErrors == 0 {
+		t.Fatal("the round was never refused: the test did not hold it in flight")
+	}
+	if !m.b(b.Delete(ctx, key)) {
+		t.Error("Delete = false for a key admitted by a, want true")
+	}
+	p.blocking.Store(false)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := m.c(b.Get(ctx, key)); got != (store.Counts{}) {
+		t.Errorf("Get after the resent round = %+v, want zero: a round from before the Delete landed", got)
+	}
+	if got := m.c(a.Get(ctx, key)); got != (store.Counts{}) {
+		t.Errorf("a: Get after its round learned of the Delete = %+v, want zero", got)
+	}
+}
+
+// TestTokenRevokeSeenAtOnce: a token made through one instance is seen by
+// another at once, and a revoke through the other is seen by the first at
+// once: no instance caches tokens.
+func TestTokenRevokeSeenAtOnce(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			m := musts{t}
+			prefix := prefixOf(t.TempDir())
+			a := instance(t, where, prefix, store.Batch)
+			b := instance(t, where, prefix, store.Sync)
+			ctx := t.Context()
+			tk := store.Token{ID: "t1", Name: "ci", Prefix: "octocat/", Hash: sha256.Sum256([]byte("s")), Created: time.Date(2026, 11, 22, 1, 2, 3, 4, time.UTC)}
+			if err := a.PutToken(ctx, tk); err != nil {
+				t.Fatal(err)
+			}
+			if ts := m.tk(b.Tokens(ctx)); len(ts) != 1 || ts[0].ID != "t1" || ts[0].Hash != tk.Hash || !ts[0].Created.Equal(tk.Created) {
+				t.Fatalf("b: Tokens = %+v, want a's token", ts)
+			}
+			m.tk(a.Tokens(ctx)) // a has read them too
+			if !m.b(b.DeleteToken(ctx, "t1")) {
+				t.Fatal("DeleteToken through b = false")
+			}
+			if ts := m.tk(a.Tokens(ctx)); len(ts) != 0 {
+				t.Errorf("a: Tokens right after b revoked = %+v, want none", ts)
+			}
+		})
+	}
+}
+
+// TestOpenMigratesTheSetOfKeys: a store written before List kept its
+// keys in a set; opening it moves them into the sorted set, so List gives
+// them in byte order, and Keys and the limit count them.
+func TestOpenMigratesTheSetOfKeys(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			m := musts{t}
+			prefix := prefixOf(t.TempDir())
+			w := instance(t, where, prefix, store.Sync)
+			ctx := t.Context()
+			keys := []string{"b", "", "a/日本", "a", "\x00"}
+			for _, k := range keys {
+				m.c(w.Incr(ctx, []byte(k)))
+			}
+			// Make it look like an older store: the keys in a set.
+			if err := w.c.Do(ctx, w.c.B().Rename().Key(w.n.index).Newkey(w.n.index+"x").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.c.Do(ctx, w.c.B().Del().Key(w.n.index+"x").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.c.Do(ctx, w.c.B().Sadd().Key(w.n.oldSet).Member(keys...).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Prefix: prefix, MaxKeys: 5, Durability: store.Batch}
+			if where == "cluster" {
+				o.Cluster = cluster.Addrs()
+			} else {
+				o.URL = standalone.URL()
+			}
+			st, err := Open(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if st.Keys() != len(keys) {
+				t.Errorf("Keys() = %d after migrating, want %d", st.Keys(), len(keys))
+			}
+			var got []string
+			for _, e := range m.l(st.List(ctx, nil, nil, 10)) {
+				got = append(got, string(e.Key))
+				if e.Total != 1 {
+					t.Errorf("List: %q has total %d, want 1", e.Key, e.Total)
+				}
+			}
+			want := slices.Sorted(slices.Values(keys))
+			if !slices.Equal(got, want) {
+				t.Errorf("List after migrating = %q, want %q", got, want)
+			}
+			if _, err := st.Incr(ctx, []byte("new")); !errors.Is(err, store.ErrTooManyKeys) {
+				t.Errorf("Incr(new key) with 5 migrated keys and -max-keys 5 = %v, want ErrTooManyKeys", err)
+			}
+			if n, err := st.c.Do(ctx, st.c.B().Exists().Key(st.n.oldSet).Build()).AsInt64(); err != nil || n != 0 {
+				t.Errorf("the old set still exists (%d, %v)", n, err)
+			}
+		})
+	}
+}
+
+// TestOnlineBackup: Export carries totals, days and locks; Import into
+// another store gives the same dump back; a refused dump says
+// ErrInvalidDump and changes nothing; a replace is not undone by another
+// instance's pending visits.
+func TestOnlineBackup(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			m := musts{t}
+			ctx := t.Context()
+			src := instance(t, where, prefixOf(t.TempDir()), store.Batch)
+			for i, k := range [][]byte{[]byte("a"), {}, []byte("日本"), []byte(strings.Repeat("x", store.MaxKeyBytes))} {
+				for range i + 1 {
+					m.c(src.Incr(ctx, k))
+				}
+			}
+			m.c(src.Lock(ctx, []byte("a"), true))
+			m.n(src.Hit(ctx))
+			var dump bytes.Buffer
+			if err := src.Export(ctx, &dump); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(dump.String(), `"locked":true`) {
+				t.Errorf("the dump has no lock:\n%s", dump.String())
+			}
+			prefix := prefixOf(t.TempDir())
+			dst := instance(t, where, prefix, store.Batch)
+			other := instance(t, where, prefix, store.Batch)
+			m.c(other.Incr(ctx, []byte("old")))
+			flushed(t, other)
+			m.c(other.Incr(ctx, []byte("old"))) // pending in other
+			exportOf := func(st *Store) string {
+				t.Helper()
+				var b bytes.Buffer
+				if err := st.Export(ctx, &b); err != nil {
+					t.Fatal(err)
+				}
+				return b.String()
+			}
+			before := exportOf(dst)
+			for _, bad := range []string{
+				`{"format":"visitors-export-1","hits":1,"keys":[{"key":"a","total":1},{"key":"` + strings.Repeat("x", store.MaxKeyBytes+1) + `","total":1}]}`,
+				`{"format":"visitors-export-1","hits":1,"keys":[{"key":"a","total":1,"days":{"2026-13-01":1}}]}`,
+				`{"format":"visitors-export-1","hits":1,"keys":[{"key":"a","total":"x"}]}`,
+				`not json`,
+			} {
+				for _, replace := range []bool{false, true} {
+					if err := dst.Import(ctx, strings.NewReader(bad), replace); !errors.Is(err, store.ErrInvalidDump) {
+						t.Errorf("Import(%q, replace %v) = %v, want ErrInvalidDump", bad, replace, err)
+					}
+				}
+			}
+			if after := exportOf(dst); after != before {
+				t.Errorf("a refused import changed the store:\n%s\nwas\n%s", after, before)
+			}
+			if err := dst.Import(ctx, bytes.NewReader(dump.Bytes()), true); err != nil {
+				t.Fatal(err)
+			}
+			flushed(t, other) // its pending visit to "old" is from before the replace
+			if got := exportOf(dst); got != dump.String() {
+				t.Errorf("export after import -replace =\n%s\nwant\n%s", got, dump.String())
+			}
+			if got := m.c(other.Incr(ctx, []byte("a"))); got.Total != 1 || !got.Locked {
+				t.Errorf("other instance: Incr of an imported locked key = %+v, want total 1, locked", got)
+			}
+			// Adding doubles every count; the lock stays.
+			if err := dst.Import(ctx, bytes.NewReader(dump.Bytes()), false); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.c(dst.Get(ctx, []byte("日本"))); got.Total != 6 {
+				t.Errorf("Get after adding the dump again = %+v, want total 6", got)
+			}
+			if n := m.n(dst.Hit(ctx)); n <= 1 {
+				t.Errorf("Hit after importing hits 1 = %d, want more", n)
+			}
+		})
+	}
+}
+
+// TestOnlineImportReplaceDeletesEveryPage: a replace deletes every key,
+// however many pages of the sorted set they fill.
+func TestOnlineImportReplaceDeletesEveryPage(t *testing.T) {
+	st := instance(t, "standalone", prefixOf(t.TempDir()), store.Sync)
+	m := musts{t}
+	for i := range 450 {
+		m.c(st.Incr(t.Context(), []byte(strconv.Itoa(i))))
+	}
+	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"only","total":7}]}`
+	if err := st.Import(t.Context(), strings.NewReader(dump), true); err != nil {
+		t.Fatal(err)
+	}
+	if es := m.l(st.List(t.Context(), nil, nil, store.MaxList)); len(es) != 1 || string(es[0].Key) != "only" || es[0].Total != 7 {
+		t.Errorf("List after replacing 450 keys with one = %d entries (%v...), want only \"only\", total 7", len(es), es[:min(3, len(es))])
+	}
+	if st.Keys() != 1 {
+		t.Errorf("Keys() = %d, want 1", st.Keys())
+	}
+}
+
+// BenchmarkList is one page of 100 keys, with their counts, from a store
+// of 1,000 keys (standalone, sync: the counts are read from Redis).
+func BenchmarkList(b *testing.B) {
+	o := Options{URL: standalone.URL(), Prefix: prefixOf(b.TempDir()), Durability: store.Sync}
+	st, err := Open(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for i := range 1000 {
+		if _, err := st.Incr(b.Context(), fmt.Appendf(nil, "k/%04d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if es, err := st.List(b.Context(), []byte("k/"), []byte("k/0450"), 100); err != nil || len(es) != 100 {
+			b.Fatal(len(es), err)
+		}
+	}
+}
