@@ -1,8 +1,11 @@
 package bots
 
 import (
+	"fmt"
+	"hash/maphash"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,7 +97,8 @@ func TestFastMatchAgreesWithRegexp(t *testing.T) {
 		}
 	}
 	in = append(in, browsers...)
-	in = append(in, "wget", "Wget/1.21", "xsentry/1", "sentry/1", "a sentry/1", "SSL Labs", "SSL Labs x", "AdsBot-Google-Mobile", "AdsBot-Google", "ClaudeBot", "claudebot", "CLAUDEBOT")
+	in = append(in, "wget", "Wget/1.21", "xsentry/1", "sentry/1", "a sentry/1", "SSL Labs", "SSL Labs x", "AdsBot-Google-Mobile", "AdsBot-Google", "ClaudeBot", "claudebot", "CLAUDEBOT",
+		"x ds9", "xds9 ", "ds", "Mozilla BW/", "BW/2", "xY!J", "curl/8", "xcurl", "ab SSL Labs", "SSL Lab")
 	for _, ua := range in {
 		if got, want := d.match(ua), reference().MatchString(ua); got != want {
 			t.Errorf("match(%q) = %v, regexp says %v", ua, got, want)
@@ -155,4 +159,86 @@ func BenchmarkIs(b *testing.B) {
 			d.match(browsers[0])
 		}
 	})
+}
+
+// TestExpand: a pattern that is a finite set of at most maxExpansions
+// case-sensitive strings of three bytes or more expands to them, with
+// its anchor; anything else is left to the regexp engine.
+func TestExpand(t *testing.T) {
+	for _, tt := range []struct {
+		p          string
+		want       []string // nil: not expanded
+		start, end bool
+	}{
+		{"Googlebot", []string{"Googlebot"}, false, false},
+		{"abc", []string{"abc"}, false, false},
+		{"ab", nil, false, false},
+		{"^curl", []string{"curl"}, true, false},
+		{"SSL Labs$", []string{"SSL Labs"}, false, true},
+		{"^curl$", nil, false, false},
+		{"^", nil, false, false},
+		{"$", nil, false, false},
+		{"", nil, false, false},
+		{"[wW]get", []string{"wget", "Wget"}, false, false},
+		{"(?i)abcd", []string{"abcd", "abcD", "abCd", "abCD", "aBcd", "aBcD", "aBCd", "aBCD", "Abcd", "AbcD", "AbCd", "AbCD", "ABcd", "ABcD", "ABCd", "ABCD"}, false, false},
+		{"(?i)abcde", nil, false, false},
+		{"[xy]bot", []string{"xbot", "ybot"}, false, false},
+		{"[a-cx-z]yz", []string{"ayz", "byz", "cyz", "xyz", "yyz", "zyz"}, false, false},
+		{"[a-p]yz", []string{"ayz", "byz", "cyz", "dyz", "eyz", "fyz", "gyz", "hyz", "iyz", "jyz", "kyz", "lyz", "myz", "nyz", "oyz", "pyz"}, false, false},
+		{"[a-q]yz", nil, false, false},
+		{"[a-p][a-p]", nil, false, false},
+		{"Chirp|gotosocial", []string{"Chirp", "gotosocial"}, false, false},
+		{"Chirp|go", nil, false, false},
+		{"x(ab[cd])", []string{"xabc", "xabd"}, false, false},
+		{"x(ab|cd)(ef|gh)", []string{"xabef", "xabgh", "xcdef", "xcdgh"}, false, false},
+		{"(?:a[b-i]|b[b-i])x", []string{"abx", "acx", "adx", "aex", "afx", "agx", "ahx", "aix", "bbx", "bcx", "bdx", "bex", "bfx", "bgx", "bhx", "bix"}, false, false},
+		{"(?:a[b-i]|b[b-i]|c)x", nil, false, false},
+		{"x(?:a|b)(?:a|b)(?:a|b)(?:a|b)(?:a|b)", nil, false, false},
+		{"Spider.*spider", nil, false, false},
+		{"bot\\d", []string{"bot0", "bot1", "bot2", "bot3", "bot4", "bot5", "bot6", "bot7", "bot8", "bot9"}, false, false},
+		{"bot\\w", nil, false, false},
+		{"(", nil, false, false},
+	} {
+		got, start, end, ok := expand(tt.p)
+		slices.Sort(got)
+		slices.Sort(tt.want)
+		if ok != (tt.want != nil) || !slices.Equal(got, tt.want) || start != tt.start || end != tt.end {
+			t.Errorf("expand(%q) = %q, start %v, end %v, ok %v; want %q, %v, %v", tt.p, got, start, end, ok, tt.want, tt.start, tt.end)
+		}
+	}
+}
+
+// TestFewRegexps: nearly every pattern of the list is looked up as a
+// string; only a few run as regular expressions.
+func TestFewRegexps(t *testing.T) {
+	d := New()
+	if len(d.res) > 16 {
+		t.Errorf("%d patterns run as regular expressions, want at most 16: %v", len(d.res), d.res)
+	}
+	if len(d.prefixes) == 0 || len(d.suffixes) == 0 {
+		t.Errorf("%d anchored at the start, %d at the end, want some of each", len(d.prefixes), len(d.suffixes))
+	}
+}
+
+// TestCacheShardHoldsItsShare: a part of the cache holds its share of
+// MaxCached verdicts, and the next one empties it first.
+func TestCacheShardHoldsItsShare(t *testing.T) {
+	d := New()
+	share := MaxCached / numShards
+	want := &d.shards[0]
+	n := 0
+	for i := 0; n <= share; i++ {
+		ua := fmt.Sprintf("Mozilla/5.0 shard test %d", i)
+		if &d.shards[maphash.String(d.seed, ua)%numShards] != want {
+			continue
+		}
+		d.Is(ua)
+		n++
+		if got, wantLen := len(want.m), min(n, share+1)%(share+1); n <= share && got != wantLen {
+			t.Fatalf("after %d User-Agents in one part it holds %d, want %d", n, got, wantLen)
+		}
+	}
+	if got := len(want.m); got != 1 {
+		t.Errorf("after %d User-Agents in a part of %d it holds %d, want 1", share+1, share, got)
+	}
 }

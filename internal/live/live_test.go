@@ -169,3 +169,46 @@ func TestPollerStops(t *testing.T) {
 		t.Errorf("the store was read %d more times after Close", c.reads-reads)
 	}
 }
+
+// TestClientLimitAfterClose: a client's closed watches give its slots
+// back, one each, and no more: it holds PerClient at once, however many
+// it opened and closed before, and a client with none left is
+// forgotten.
+func TestClientLimitAfterClose(t *testing.T) {
+	h, _ := mustHub(t, Options{Max: 100, PerClient: 2, Interval: time.Hour})
+	for round := range 3 {
+		w1, err1 := h.Watch("k", "a")
+		w2, err2 := h.Watch("j", "a")
+		if err1 != nil || err2 != nil {
+			t.Fatalf("round %d: two watches of one client: %v, %v", round, err1, err2)
+		}
+		w1.Close()
+		w3, err := h.Watch("k", "a")
+		if err != nil {
+			t.Fatalf("round %d: a watch after one of two closed = %v", round, err)
+		}
+		if _, err := h.Watch("i", "a"); err != ErrClientFull {
+			t.Errorf("round %d: a third watch at once = %v, want ErrClientFull", round, err)
+		}
+		w2.Close()
+		w3.Close()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.clients) != 0 || h.total != 0 {
+		t.Errorf("after every watch closed: %d clients, %d watches held, want none", len(h.clients), h.total)
+	}
+}
+
+// TestDefaultInterval: an Interval of 0 polls once a second.
+func TestDefaultInterval(t *testing.T) {
+	h, _ := mustHub(t, Options{Max: 1, PerClient: 1})
+	if h.o.Interval != time.Second {
+		t.Errorf("Interval = %v, want 1s", h.o.Interval)
+	}
+	w, err := h.Watch("k", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+}

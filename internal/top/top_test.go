@@ -24,6 +24,7 @@ type fixture struct {
 	st    *memstore.Store
 	clock *storetest.Clock
 	days  atomic.Int64 // Days calls
+	back  atomic.Int64 // days the board's Today lags the clock, for a late visit
 }
 
 func (f *fixture) Days(ctx context.Context, key []byte, n int) (store.Daily, error) {
@@ -37,7 +38,8 @@ func mustFixture(t testing.TB, candidates int, ttl time.Duration) *fixture {
 	st := memstore.New(memstore.Options{Now: clock.Now})
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{st: st, clock: clock}
-	f.b = New(Options{Store: daysOnly{st, f}, Today: func() store.Day { return store.DayOf(clock.Now()) }, TTL: ttl, Candidates: candidates, Now: clock.Now})
+	today := func() store.Day { return store.DayOf(clock.Now()) - store.Day(f.back.Load()) }
+	f.b = New(Options{Store: daysOnly{st, f}, Today: today, TTL: ttl, Candidates: candidates, Now: clock.Now})
 	return f
 }
 
@@ -279,5 +281,174 @@ func TestCloseRace(t *testing.T) {
 		if w := want(t, f.st, keys, 1); !slices.Equal(got, w) {
 			t.Fatalf("seed %d: List(1) differs from a full scan:\ngot  %v\nwant %v", seed, got, w)
 		}
+	}
+}
+
+// list returns the board's list over n days, failing the test on an
+// error.
+func (f *fixture) list(t testing.TB, n int) []Entry {
+	t.Helper()
+	got, err := f.b.List(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// visitN visits key n times.
+func (f *fixture) visitN(t testing.TB, key string, n int) {
+	for range n {
+		f.visit(t, key)
+	}
+}
+
+// TestTiesByKey: keys with as many visits are listed by key, and of 101
+// keys that tie, the list keeps the 100 smallest.
+func TestTiesByKey(t *testing.T) {
+	f := mustFixture(t, 2*MaxLimit, 0)
+	for _, k := range []string{"c", "a", "d", "b"} {
+		f.visit(t, k)
+	}
+	f.visit(t, "d")
+	if got, want := f.list(t, 1), []Entry{{"d", 2}, {"a", 1}, {"b", 1}, {"c", 1}}; !slices.Equal(got, want) {
+		t.Errorf("List(1) = %v, want %v", got, want)
+	}
+
+	f = mustFixture(t, 2*MaxLimit, 0)
+	var want []Entry
+	for i := MaxLimit; i >= 0; i-- { // the largest key first: it must be dropped
+		k := fmt.Sprintf("k%03d", i)
+		f.visit(t, k)
+		if i < MaxLimit {
+			want = append(want, Entry{k, 1})
+		}
+	}
+	slices.Reverse(want)
+	if got := f.list(t, 1); !slices.Equal(got, want) {
+		t.Errorf("List(1) of %d keys that tie = %v, want k000 to k099", MaxLimit+1, got)
+	}
+}
+
+// TestCandidatesWhileRoom: while a day has fewer candidates than the
+// board keeps, every key visited that day is one, however few its
+// visits; then the board holds at most Candidates keys.
+func TestCandidatesWhileRoom(t *testing.T) {
+	f := mustFixture(t, 3, 0)
+	f.visitN(t, "a", 3)
+	f.visit(t, "b")
+	f.visit(t, "c")
+	if got, want := f.list(t, 1), []Entry{{"a", 3}, {"b", 1}, {"c", 1}}; !slices.Equal(got, want) {
+		t.Errorf("List(1) = %v, want %v", got, want)
+	}
+	f.visitN(t, "d", 2)
+	f.visitN(t, "e", 3)
+	if n := len(f.b.cur.Load().h); n != 3 {
+		t.Errorf("a board of 3 candidates holds %d", n)
+	}
+	if got, want := f.list(t, 1), []Entry{{"a", 3}, {"e", 3}, {"d", 2}}; !slices.Equal(got, want) {
+		t.Errorf("List(1) = %v, want %v", got, want)
+	}
+}
+
+// TestDefaultCandidates: Candidates 0 keeps the default number.
+func TestDefaultCandidates(t *testing.T) {
+	f := mustFixture(t, 0, 0)
+	for i := range Candidates + 1 {
+		f.visit(t, fmt.Sprintf("k%04d", i))
+	}
+	if n := len(f.b.cur.Load().h); n != Candidates {
+		t.Errorf("a default board holds %d candidates after %d keys, want %d", n, Candidates+1, Candidates)
+	}
+}
+
+// TestNewDayNewCandidates: at midnight the day's candidates start
+// empty, so a key visited once today is listed even if yesterday's
+// weakest candidate had more visits.
+func TestNewDayNewCandidates(t *testing.T) {
+	f := mustFixture(t, 1, 0)
+	f.visitN(t, "a", 5)
+	f.nextDay()
+	f.visit(t, "b")
+	if got, want := f.list(t, 1), []Entry{{"b", 1}}; !slices.Equal(got, want) {
+		t.Errorf("List(1) = %v, want %v", got, want)
+	}
+	if got, want := f.list(t, 2), []Entry{{"a", 5}, {"b", 1}}; !slices.Equal(got, want) {
+		t.Errorf("List(2) = %v, want %v", got, want)
+	}
+}
+
+// TestEarlierDayOnly: a key visited only on an earlier day, not today,
+// is in the lists that cover that day and not in the others.
+func TestEarlierDayOnly(t *testing.T) {
+	f := mustFixture(t, 10, 0)
+	f.visitN(t, "old", 2)
+	f.nextDay()
+	f.nextDay()
+	f.visit(t, "new")
+	for _, tt := range []struct {
+		n    int
+		want []Entry
+	}{
+		{1, []Entry{{"new", 1}}},
+		{2, []Entry{{"new", 1}}},
+		{3, []Entry{{"old", 2}, {"new", 1}}},
+	} {
+		if got := f.list(t, tt.n); !slices.Equal(got, tt.want) {
+			t.Errorf("List(%d) = %v, want %v", tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestOldCandidatesAreNotRead: a list reads from the store only the
+// candidates of the last MaxDays days, today's included, even when no
+// visit came since midnight: a key last a candidate MaxDays days ago is
+// not read.
+func TestOldCandidatesAreNotRead(t *testing.T) {
+	f := mustFixture(t, 10, 0)
+	f.visit(t, "old")
+	f.nextDay()
+	f.visit(t, "x") // rolls the board: "old" is kept as the day before's
+	for range MaxDays - 1 {
+		f.nextDay()
+	}
+	reads := f.days.Load()
+	if got, want := f.list(t, MaxDays), []Entry{{"x", 1}}; !slices.Equal(got, want) {
+		t.Errorf("List(%d) = %v, want %v", MaxDays, got, want)
+	}
+	if n := f.days.Load() - reads; n != 1 {
+		t.Errorf("the list read %d keys from the store, want 1 (x)", n)
+	}
+}
+
+// TestLateVisit: a visit counted for the day before, after the board
+// moved to today (a clock stepping back, or a visit that read the day
+// just before midnight), changes neither today's candidates nor the
+// day before's.
+func TestLateVisit(t *testing.T) {
+	f := mustFixture(t, 10, 0)
+	f.visit(t, "a")
+	f.nextDay()
+	f.visit(t, "b")
+	f.back.Store(1)
+	f.b.Observe([]byte("late"), store.Counts{Total: 1, Today: 1})
+	f.back.Store(0)
+	if got, want := f.list(t, 1), []Entry{{"b", 1}}; !slices.Equal(got, want) {
+		t.Errorf("List(1) = %v, want %v", got, want)
+	}
+	if got, want := f.list(t, 2), []Entry{{"a", 1}, {"b", 1}}; !slices.Equal(got, want) {
+		t.Errorf("List(2) = %v, want %v", got, want)
+	}
+}
+
+// TestRollTwice: of two visits that both saw midnight pass, the second
+// to roll the board finds it rolled and keeps today's candidates (the
+// race is played in order here: roll to the day the board is on).
+func TestRollTwice(t *testing.T) {
+	f := mustFixture(t, 10, 0)
+	f.nextDay()
+	f.visit(t, "a")
+	f.b.roll(f.b.cur.Load().d)
+	if got, want := f.list(t, 1), []Entry{{"a", 1}}; !slices.Equal(got, want) {
+		t.Errorf("List(1) = %v, want %v", got, want)
 	}
 }

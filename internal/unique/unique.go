@@ -156,7 +156,9 @@ func New(o Options) (*Counter, error) {
 }
 
 // setDay makes d the current day, with its key. c.mu must be held, or c
-// not yet shared. At start (resume) the stored seed of d is reused.
+// not yet shared. At start (resume) the stored seed of d is reused. An
+// error writing the seed is returned, but d is the current day all the
+// same, with its key in memory only.
 func (c *Counter) setDay(d store.Day, resume bool) error {
 	var seed [32]byte
 	found := false
@@ -167,20 +169,19 @@ func (c *Counter) setDay(d store.Day, resume bool) error {
 			return err
 		}
 	}
+	var werr error
 	if !found {
 		if _, err := io.ReadFull(rand.Reader, seed[:]); err != nil {
 			return fmt.Errorf("unique visitors: a random seed: %w", err)
 		}
 		if c.o.Dir != "" {
-			if err := writeSeed(filepath.Join(c.o.Dir, SeedFile), d, &seed); err != nil {
-				return err
-			}
+			werr = writeSeed(filepath.Join(c.o.Dir, SeedFile), d, &seed)
 		}
 	}
 	k := sha256.Sum256(append([]byte("visitors unique-visitor key\x00"), seed[:]...))
 	c.key.Store(&dayKey{day: d, k0: binary.LittleEndian.Uint64(k[:8]), k1: binary.LittleEndian.Uint64(k[8:16])})
 	c.day.Store(uint32(d))
-	return nil
+	return werr
 }
 
 // readSeed reads the seed file and reports whether it holds day d's

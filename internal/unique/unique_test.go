@@ -2,13 +2,19 @@ package unique
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/axiomhq/hyperloglog"
+	"github.com/rs/zerolog"
 
 	"visitors/internal/store"
 	"visitors/internal/store/storetest"
@@ -235,5 +241,347 @@ func BenchmarkAdd(b *testing.B) {
 		v := c.Hash(addr(i), "Mozilla/5.0", day0)
 		c.Add(key, v, day0)
 		i++
+	}
+}
+
+// TestMemoryKeepsMaxDays: Memory holds the sketches of store.MaxDays
+// days, the newest day's included: a day falls out when a day MaxDays
+// later is written.
+func TestMemoryKeepsMaxDays(t *testing.T) {
+	m := NewMemory()
+	d0 := store.DayOf(day0)
+	key := []byte("k")
+	put := func(d store.Day, data string) {
+		if err := m.PutSketches(d, []store.Sketch{{Key: key, Data: []byte(data)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(d0, "first")
+	put(d0+1, "second")
+	put(d0+store.MaxDays-1, "last kept")
+	got, err := m.SketchDays(key, d0+1, 2)
+	if err != nil || string(got[0]) != "first" || string(got[1]) != "second" {
+		t.Fatalf("SketchDays(d0+1, 2) = %q, %v; want first, second", got, err)
+	}
+	put(d0+store.MaxDays, "new")
+	got, _ = m.SketchDays(key, d0+1, 2)
+	if got[0] != nil || string(got[1]) != "second" {
+		t.Errorf("after day d0+MaxDays: SketchDays(d0+1, 2) = %q, want nil, second", got)
+	}
+	got, _ = m.SketchDays(key, d0+store.MaxDays, store.MaxDays)
+	if string(got[0]) != "second" || string(got[store.MaxDays-2]) != "last kept" || string(got[store.MaxDays-1]) != "new" {
+		t.Errorf("SketchDays(d0+MaxDays, MaxDays) = %q", got)
+	}
+	if got, _ := m.SketchDays([]byte("other"), d0+1, 2); got[0] != nil || got[1] != nil {
+		t.Errorf("another key's days = %q, want none", got)
+	}
+}
+
+// TestMemoryLoadSketches: LoadSketches hands over every sketch of the
+// day and stops at the first error fn returns, returning it.
+func TestMemoryLoadSketches(t *testing.T) {
+	m := NewMemory()
+	d := store.DayOf(day0)
+	m.PutSketches(d, []store.Sketch{{Key: []byte("a"), Data: []byte("1")}, {Key: []byte("b"), Data: []byte("2")}, {Key: []byte("c"), Data: []byte("3")}})
+	m.PutSketches(d+1, []store.Sketch{{Key: []byte("x"), Data: []byte("9")}})
+	got := map[string]string{}
+	if err := m.LoadSketches(d, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got["a"] != "1" || got["b"] != "2" || got["c"] != "3" {
+		t.Errorf("LoadSketches = %v, want a:1 b:2 c:3", got)
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := m.LoadSketches(d, func(k, v []byte) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("LoadSketches with a failing fn = %v after %d calls, want stop after 1", err, calls)
+	}
+}
+
+// failing is a Memory whose writes fail while fail is set, counting
+// the sketches it was given to write.
+type failing struct {
+	*Memory
+	fail    atomic.Bool
+	written atomic.Int64
+}
+
+func (f *failing) PutSketches(d store.Day, s []store.Sketch) error {
+	if f.fail.Load() {
+		return errors.New("disk on fire")
+	}
+	f.written.Add(int64(len(s)))
+	return f.Memory.PutSketches(d, s)
+}
+
+// TestFlushWritesChangesOnce: a flush writes each sketch changed since
+// the last one, once; a failed flush returns the error and leaves its
+// sketches to the next.
+func TestFlushWritesChangesOnce(t *testing.T) {
+	disk := &failing{Memory: NewMemory()}
+	c := mustCounter(t, Options{Store: disk, Now: func() time.Time { return day0 }})
+	visit(c, "a", 1, "ua", day0)
+	visit(c, "b", 1, "ua", day0)
+	if err := c.Flush(); err != nil || disk.written.Load() != 2 {
+		t.Fatalf("first flush: %v, %d sketches written, want 2", err, disk.written.Load())
+	}
+	if err := c.Flush(); err != nil || disk.written.Load() != 2 {
+		t.Errorf("a flush without changes: %v, wrote %d more", err, disk.written.Load()-2)
+	}
+	visit(c, "a", 2, "ua", day0)
+	disk.fail.Store(true)
+	if err := c.Flush(); err == nil {
+		t.Error("a failed flush returned no error")
+	}
+	disk.fail.Store(false)
+	if err := c.Flush(); err != nil || disk.written.Load() != 3 {
+		t.Errorf("the flush after a failed one: %v, %d written in all, want 3", err, disk.written.Load())
+	}
+	var n int
+	disk.LoadSketches(store.DayOf(day0), func(k, data []byte) error {
+		h := hyperloglog.New14()
+		if err := h.UnmarshalBinary(data); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]uint64{"a": 2, "b": 1}[string(k)]; h.Estimate() != want {
+			t.Errorf("the written sketch of %s estimates %d, want %d", k, h.Estimate(), want)
+		}
+		n++
+		return nil
+	})
+	if n != 2 {
+		t.Errorf("%d sketches on disk, want 2", n)
+	}
+}
+
+// TestLoadAtStart: New loads today's sketches, so a restart counts on
+// from them before any visit, and logs nothing; a damaged sketch is
+// logged, costs its key today's count, and the counter starts.
+func TestLoadAtStart(t *testing.T) {
+	disk := NewMemory()
+	c := mustCounter(t, Options{Store: disk, Now: func() time.Time { return day0 }})
+	for i := range 50 {
+		visit(c, "good", i, "ua", day0)
+	}
+	want := c.Today([]byte("good"), day0)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	c = mustCounter(t, Options{Store: disk, Now: func() time.Time { return day0 }, Log: zerolog.New(&log)})
+	if got := c.Today([]byte("good"), day0); got != want {
+		t.Errorf("after a restart: %d unique, want %d", got, want)
+	}
+	if log.Len() != 0 {
+		t.Errorf("a clean start logged %s", log.String())
+	}
+	c.Close()
+
+	// The load stops at a damaged sketch: "good" may come before it or
+	// not, so it is left out here.
+	disk = NewMemory()
+	disk.PutSketches(store.DayOf(day0), []store.Sketch{{Key: []byte("bad"), Data: []byte("not a sketch")}})
+	c = mustCounter(t, Options{Store: disk, Now: func() time.Time { return day0 }, Log: zerolog.New(&log)})
+	if got := c.Today([]byte("bad"), day0); got != 0 {
+		t.Errorf("the damaged sketch's key: %d unique, want 0", got)
+	}
+	if !strings.Contains(log.String(), `"level":"error"`) || !strings.Contains(log.String(), `key \"bad\"`) {
+		t.Errorf("a damaged sketch logged %q, want an error naming its key", log.String())
+	}
+}
+
+// TestDaysDamagedSketch: a damaged sketch of an earlier day is an error
+// that names the key and the day.
+func TestDaysDamagedSketch(t *testing.T) {
+	disk := NewMemory()
+	c := mustCounter(t, Options{Store: disk, Now: func() time.Time { return day0 }})
+	disk.PutSketches(store.DayOf(day0)-2, []store.Sketch{{Key: []byte("k"), Data: []byte("not a sketch")}})
+	_, err := c.Days([]byte("k"), day0, 5)
+	if err == nil || !strings.Contains(err.Error(), `"k"`) || !strings.Contains(err.Error(), "2026-11-20") {
+		t.Errorf("Days over a damaged sketch = %v, want an error naming k and 2026-11-20", err)
+	}
+}
+
+// capped is a log that keeps its first 64 KiB: a test that logs in a
+// loop by mistake hangs until its timeout rather than fill the memory.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.Len() < 64<<10 {
+		c.Buffer.Write(p)
+	}
+	return len(p), nil
+}
+
+// TestRolloverLogs: the move to a new day writes the old day's
+// sketches, logging nothing when that and the new seed succeed, and an
+// error for each that fails (a full disk): the new day then counts with
+// a key kept in memory. (It once looped for ever there: a seed that
+// could not be written left the counter on the old day, so each visit
+// moved it again.)
+func TestRolloverLogs(t *testing.T) {
+	dir := t.TempDir()
+	disk := &failing{Memory: NewMemory()}
+	var log capped
+	c := mustCounter(t, Options{Dir: dir, Store: disk, Now: func() time.Time { return day0 }, Log: zerolog.New(&log)})
+	visit(c, "k", 1, "ua", day0)
+	day1 := day0.Add(24 * time.Hour)
+	visit(c, "k", 1, "ua", day1)
+	if log.Len() != 0 {
+		t.Errorf("a clean rollover logged %s", log.String())
+	}
+	if disk.written.Load() != 1 {
+		t.Errorf("the rollover wrote %d sketches, want the old day's 1", disk.written.Load())
+	}
+
+	disk.fail.Store(true)
+	seed := filepath.Join(dir, SeedFile)
+	if err := os.Remove(seed); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/full", seed); err != nil {
+		t.Fatal(err)
+	}
+	day2 := day1.Add(24 * time.Hour)
+	visit(c, "k", 1, "ua", day2)
+	for _, want := range []string{"the last sketches of the day were not written", "the day's seed is in memory only"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log %q lacks %q", log.String(), want)
+		}
+	}
+	if got := c.Today([]byte("k"), day2); got != 1 {
+		t.Errorf("the day after failed writes counts %d, want 1", got)
+	}
+	disk.fail.Store(false)
+}
+
+// TestSeedFileOverwritten: the day's seed replaces whatever the file
+// held, a longer file included, and a restart that day reads it back.
+func TestSeedFileOverwritten(t *testing.T) {
+	dir := t.TempDir()
+	c := mustCounter(t, Options{Dir: dir, Now: func() time.Time { return day0 }})
+	seed := filepath.Join(dir, SeedFile)
+	if err := os.WriteFile(seed, bytes.Repeat([]byte("x"), 500), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	day1 := day0.Add(24 * time.Hour)
+	v := c.Hash(addr(1), "ua", day1) // moves to day1: writes its seed
+	c.Close()
+	c = mustCounter(t, Options{Dir: dir, Now: func() time.Time { return day1 }})
+	if got := c.Hash(addr(1), "ua", day1); got != v {
+		t.Error("a restart did not read back the day's seed written over a longer file")
+	}
+}
+
+// TestRolloverToTheSameDay: of two visits that both saw midnight pass,
+// the second to move the counter finds it moved and changes nothing
+// (the race is played in order here).
+func TestRolloverToTheSameDay(t *testing.T) {
+	c := mustCounter(t, Options{Now: func() time.Time { return day0 }})
+	day1 := day0.Add(24 * time.Hour)
+	visit(c, "k", 1, "ua", day1)
+	visit(c, "k", 2, "ua", day1)
+	v := c.Hash(addr(1), "ua", day1)
+	c.rollover(store.DayOf(day1))
+	if got := c.Today([]byte("k"), day1); got != 2 {
+		t.Errorf("after a second rollover to the same day: %d unique, want 2", got)
+	}
+	if c.Hash(addr(1), "ua", day1) != v {
+		t.Error("a second rollover to the same day changed the day's key")
+	}
+}
+
+// TestPair: a pair's hash depends on the whole key, the visitor and
+// the day.
+func TestPair(t *testing.T) {
+	c := mustCounter(t, Options{Now: func() time.Time { return day0 }})
+	long := bytes.Repeat([]byte("x"), store.MaxKeyBytes)
+	long2 := bytes.Clone(long)
+	long2[len(long2)-1] = 'y'
+	v := c.Hash(addr(1), "ua", day0)
+	seen := map[uint64]string{}
+	for _, tt := range []struct {
+		name string
+		v    uint64
+		key  []byte
+		now  time.Time
+	}{
+		{"a", v, []byte("a"), day0},
+		{"b", v, []byte("b"), day0},
+		{"ab", v, []byte("ab"), day0},
+		{"long", v, long, day0},
+		{"long, last byte changed", v, long2, day0},
+		{"another visitor", v + 1, []byte("a"), day0},
+		{"the next day", v, []byte("a"), day0.Add(24 * time.Hour)},
+	} {
+		h := c.Pair(tt.v, tt.key, tt.now)
+		if other, ok := seen[h]; ok {
+			t.Errorf("%s hashes as %s", tt.name, other)
+		}
+		seen[h] = tt.name
+	}
+	if h := c.Pair(v, []byte("a"), day0.Add(24*time.Hour)); seen[h] != "the next day" {
+		t.Error("the same pair hashes differently")
+	}
+}
+
+// TestRepeatsSameInstant: a second view at the very instant of the
+// first is a repeat.
+func TestRepeatsSameInstant(t *testing.T) {
+	r := NewRepeats(time.Minute, 0)
+	r.Seen(1, day0)
+	if !r.Seen(1, day0) {
+		t.Error("a view at the instant of the first is not a repeat")
+	}
+}
+
+// TestRepeatsHoldMax: a Repeats holds max pairs (max <= 0: the default)
+// when they spread evenly; past that, a full part of the table forgets
+// the pairs older than the window first, and only those, or else an
+// eighth of its pairs.
+func TestRepeatsHoldMax(t *testing.T) {
+	r := NewRepeats(time.Hour, 0)
+	if got := r.perShard * numShards; got != DefaultMaxRepeats {
+		t.Errorf("max 0 holds %d pairs, want %d", got, DefaultMaxRepeats)
+	}
+	const max = 16 * numShards
+	r = NewRepeats(time.Hour, max)
+	for h := range uint64(max) { // h % numShards: each part gets 16
+		if r.Seen(h, day0) {
+			t.Fatalf("pair %d seen before", h)
+		}
+	}
+	if r.Len() != max {
+		t.Fatalf("Len() = %d, want %d", r.Len(), max)
+	}
+	for h := range uint64(max) {
+		if !r.Seen(h, day0.Add(time.Minute)) {
+			t.Fatalf("pair %d of %d forgotten", h, max)
+		}
+	}
+	r.Seen(max, day0) // part 0 is full, every pair recent: an eighth goes
+	if got := r.Len(); got != max-2+1 {
+		t.Errorf("after one more pair Len() = %d, want %d", got, max-2+1)
+	}
+
+	r = NewRepeats(time.Hour, max)
+	for i := range uint64(16) { // part 0: 6 pairs a window old or more, 10 recent
+		at := day0.Add(-time.Hour + time.Nanosecond)
+		switch {
+		case i < 5:
+			at = day0.Add(-2 * time.Hour)
+		case i == 5:
+			at = day0.Add(-time.Hour)
+		}
+		r.Seen(i*numShards, at)
+	}
+	r.Seen(16*numShards, day0)
+	if got := r.Len(); got != 11 {
+		t.Errorf("Len() = %d, want 11: the 6 old pairs forgotten", got)
+	}
+	for i := uint64(6); i <= 16; i++ {
+		if !r.Seen(i*numShards, day0) {
+			t.Errorf("recent pair %d forgotten", i*numShards)
+		}
 	}
 }
