@@ -20,6 +20,11 @@ import (
 // its limit of distinct keys and key is new. Existing keys still count.
 var ErrTooManyKeys = errors.New("too many distinct keys")
 
+// ErrOutcomeUnknown is wrapped by the error of a call after which the
+// store cannot tell whether the visit counted (a shared store that did
+// not answer): the one error that does not mean "not counted".
+var ErrOutcomeUnknown = errors.New("the store did not answer: the visit may have counted")
+
 // ErrKeyTooLong is returned for a key of more than [MaxKeyBytes] bytes.
 var ErrKeyTooLong = fmt.Errorf("key longer than %d bytes", MaxKeyBytes)
 

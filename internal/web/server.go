@@ -32,13 +32,14 @@ var msgName = fmt.Sprintf("Name must be at most %d bytes of valid UTF-8", MaxNam
 
 // Messages sent to clients with a 4xx or 5xx status.
 const (
-	msgColor       = "Optional color is invalid"
-	msgNameEscape  = "Name is not valid URL encoding"
-	msgFormat      = "Optional format must be text or json"
-	msgTooManyKeys = "Too many distinct names: a new name cannot be counted now; names already seen still count"
-	msgStore       = "The counter store is unavailable; the visit was not counted"
-	msgNotFound    = "404 page not found"
-	msgMethod      = "Method not allowed: use GET or HEAD"
+	msgColor        = "Optional color is invalid"
+	msgNameEscape   = "Name is not valid URL encoding"
+	msgFormat       = "Optional format must be text or json"
+	msgTooManyKeys  = "Too many distinct names: a new name cannot be counted now; names already seen still count"
+	msgStore        = "The counter store is unavailable; the visit was not counted"
+	msgStoreUnknown = "The counter store did not answer in time; the visit may have counted"
+	msgNotFound     = "404 page not found"
+	msgMethod       = "Method not allowed: use GET or HEAD"
 )
 
 // Header values, shared by every response so that setting a header is a

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"visitors/internal/race"
 	"visitors/internal/servertest"
+	"visitors/internal/store"
 	"visitors/internal/store/memstore"
 	"visitors/internal/webtest"
 )
@@ -372,6 +374,31 @@ func TestAllocs(t *testing.T) {
 		}
 		if w.Code != 200 {
 			t.Errorf("GET %s = %d, want 200", target, w.Code)
+		}
+	}
+}
+
+// unknownStore is a store whose counts end without an answer: the
+// visit may have counted (a shared store that stopped answering).
+type unknownStore struct{ failingStore }
+
+func (unknownStore) Hit(context.Context) (uint64, error) {
+	return 0, fmt.Errorf("round: %w", store.ErrOutcomeUnknown)
+}
+func (unknownStore) Incr(context.Context, []byte) (store.Counts, error) {
+	return store.Counts{}, fmt.Errorf("round: %w", store.ErrOutcomeUnknown)
+}
+func (unknownStore) Get(context.Context, []byte) (store.Counts, error) { return store.Counts{}, nil }
+
+// TestOutcomeUnknownIsNotNotCounted: a store that cannot tell whether a
+// visit counted gets a 503 that says so, never "the visit was not
+// counted".
+func TestOutcomeUnknownIsNotNotCounted(t *testing.T) {
+	s := New(Config{Store: unknownStore{}, Log: zerolog.Nop()})
+	for _, target := range []string{"/hi", "/hello?name=x"} {
+		w := get(s, "GET", target)
+		if w.Code != 503 || w.Body.String() != msgStoreUnknown {
+			t.Errorf("GET %s with an unknown outcome = %d %q, want 503 %q", target, w.Code, w.Body, msgStoreUnknown)
 		}
 	}
 }

@@ -241,6 +241,9 @@ func (s *Server) storeError(err error) *HTTPError {
 		return errTooManyKeys
 	}
 	s.log.Error().Err(err).Msg("count a visit")
+	if errors.Is(err, store.ErrOutcomeUnknown) {
+		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgStoreUnknown, Badge: "unavailable", Err: err}
+	}
 	return &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgStore, Badge: "unavailable", Err: err}
 }
 

@@ -274,7 +274,8 @@ var ErrUnavailable = errors.New("redis unavailable")
 // Close gave up on while Redis answered neither the round nor the check
 // of whether it had applied it: the visit may have counted. It is the
 // one error of Incr after which the visit may have counted.
-var ErrOutcomeUnknown = errors.New("redis did not answer: the visit may have counted")
+// It is store.ErrOutcomeUnknown, which the web layer tells apart.
+var ErrOutcomeUnknown = store.ErrOutcomeUnknown
 
 // Open connects to Redis as o says and returns a store on it. It fails if
 // Redis does not answer. The caller must call Close, which sends what is
