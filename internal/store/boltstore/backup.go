@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -363,6 +364,8 @@ func DecodeDump(r io.Reader, write func([]KeyDump) error) (hits uint64, err erro
 			// Offset is within the value, and the decoder has read all of
 			// it: its last byte is the line to name.
 			return at(dec.InputOffset()-1, "%v", err)
+		case errors.Is(err, errNotUTF8):
+			return err // with the line of the first bad byte
 		case errors.Is(err, errValueTooLarge):
 			return at(dec.InputOffset(), "%v", err)
 		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
@@ -556,6 +559,42 @@ type lineReader struct {
 	base  int64        // the offset bit 0 of words stands for; a multiple of 64
 	words []uint64     // bit i: byte base+i is a newline
 	lines int          // newlines before base
+	pend  []byte       // read and not yet checked as UTF-8: a rune the next read may end
+}
+
+// errNotUTF8 refuses a dump that is not UTF-8. JSON must be, and
+// encoding/json would quietly turn the bad bytes of a key into U+FFFD:
+// an import would make a key that the dump does not name.
+var errNotUTF8 = errors.New("the dump is not valid UTF-8")
+
+// checkUTF8 checks b, the bytes just read, as UTF-8, leaving a rune cut
+// at the end of b for the next call; at eof nothing may be left.
+func (l *lineReader) checkUTF8(b []byte, eof bool) error {
+	l.pend = append(l.pend, b...)
+	cut := len(l.pend)
+	if !eof {
+		for i := len(l.pend) - 1; i >= 0 && i >= len(l.pend)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(l.pend[i]) {
+				if !utf8.FullRune(l.pend[i:]) {
+					cut = i
+				}
+				break
+			}
+		}
+	}
+	if !utf8.Valid(l.pend[:cut]) {
+		bad := 0
+		for bad < cut {
+			r, size := utf8.DecodeRune(l.pend[bad:cut])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			bad += size
+		}
+		return fmt.Errorf("line %d: %w", l.line(l.read-int64(len(l.pend))+int64(bad)), errNotUTF8)
+	}
+	l.pend = append(l.pend[:0], l.pend[cut:]...)
+	return nil
 }
 
 // errValueTooLarge refuses a JSON value that would hold too much memory.
@@ -584,6 +623,9 @@ func (l *lineReader) Read(p []byte) (int, error) {
 		}
 	}
 	l.read += int64(n)
+	if uerr := l.checkUTF8(p[:n], err == io.EOF); uerr != nil {
+		return 0, uerr
+	}
 	return n, err
 }
 

@@ -91,6 +91,8 @@ func TestImportIsStrict(t *testing.T) {
 		{"a value over 4 MiB", head + `{"key":"a","total":1,"days":{` + strings.Repeat(`"2026-11-20":1,`, 1<<19) + `"2026-11-21":0}}]}`, "line 2: a value of more than 4 MiB"},
 		{"days over the total", head + `{"key":"a","total":1,"days":{"2026-11-20":2}}]}`, "more than the total"},
 		{"days overflow", head + `{"key":"a","total":1,"days":{"2026-11-20":18446744073709551615,"2026-11-21":1}}]}`, "above the most a day holds"},
+		{"a key not UTF-8", head + "{\"key\":\"a\xff\",\"total\":1}\n]}", "line 2: the dump is not valid UTF-8"},
+		{"a rune cut short in a key", head + "{\"key\":\"a\",\"total\":1},\n{\"key\":\"\xe6\x97\",\"total\":1}]}", "line 3: the dump is not valid UTF-8"},
 		{"key too long", head + `{"key":"` + strings.Repeat("k", 129) + `","total":1}]}`, "not a key the service accepts"},
 		{"unknown field", `{"format":"visitors-export-1","hits":1,"keys":[],"extra":1}`, "unknown field"},
 		{"keys twice", `{"format":"visitors-export-1","hits":1,"keys":[],"keys":[{"key":"a","total":1}]}`, `field "keys" given twice`},
@@ -115,6 +117,21 @@ func TestImportIsStrict(t *testing.T) {
 				t.Error("a refused import changed the store")
 			}
 		})
+	}
+}
+
+// TestImportTakesRunesSplitAcrossReads: the UTF-8 check of a dump takes
+// a multi-byte rune that one read cuts and the next ends.
+func TestImportTakesRunesSplitAcrossReads(t *testing.T) {
+	dir := t.TempDir()
+	dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + `{"key":"日本é😀","total":3}]}`
+	if err := Import(dir, iotest.OneByteReader(strings.NewReader(dump)), false); err != nil {
+		t.Fatalf("Import one byte a read: %v", err)
+	}
+	s := mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	if got, _ := s.Get(ctx, []byte("日本é😀")); got.Total != 3 {
+		t.Errorf("Get = %+v, want total 3", got)
 	}
 }
 
