@@ -347,6 +347,15 @@ func syncDir(dir string) error {
 // returns the dump's /hi counter. Errors carry the line. Other stores'
 // imports use it, so that every store refuses the same dumps.
 func DecodeDump(r io.Reader, write func([]KeyDump) error) (hits uint64, err error) {
+	return decodeDump(r, func(keys []KeyDump, _ []span) error { return write(keys) })
+}
+
+// span is where one key's JSON object lies in a dump: from start, which
+// may be preceded by the comma and white space before it, to end.
+type span struct{ start, end int64 }
+
+// decodeDump is DecodeDump, handing write each key's span in r too.
+func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, err error) {
 	lr := &lineReader{r: r}
 	dec := json.NewDecoder(lr)
 	lr.pos = dec.InputOffset
@@ -388,6 +397,7 @@ func DecodeDump(r io.Reader, write func([]KeyDump) error) (hits uint64, err erro
 	}
 	var format string
 	batch := make([]KeyDump, 0, importBatch)
+	spans := make([]span, 0, importBatch)
 	seen := map[string]bool{}
 	for dec.More() {
 		t, err := dec.Token()
@@ -418,6 +428,7 @@ func DecodeDump(r io.Reader, write func([]KeyDump) error) (hits uint64, err erro
 			}
 			for dec.More() {
 				var kd KeyDump
+				start := dec.InputOffset()
 				if err := dec.Decode(&kd); err != nil {
 					return 0, syntax(err)
 				}
@@ -425,11 +436,12 @@ func DecodeDump(r io.Reader, write func([]KeyDump) error) (hits uint64, err erro
 					return 0, at(dec.InputOffset()-1, "%v", err)
 				}
 				batch = append(batch, kd)
+				spans = append(spans, span{start, dec.InputOffset()})
 				if len(batch) == importBatch {
-					if err := write(batch); err != nil {
+					if err := write(batch, spans); err != nil {
 						return 0, at(dec.InputOffset()-1, "%v", err)
 					}
-					batch = batch[:0]
+					batch, spans = batch[:0], spans[:0]
 				}
 			}
 			if err := expect(']'); err != nil {
@@ -448,7 +460,7 @@ func DecodeDump(r io.Reader, write func([]KeyDump) error) (hits uint64, err erro
 	if format == "" {
 		return 0, at(dec.InputOffset(), "no format field: not a visitors export")
 	}
-	if err := write(batch); err != nil {
+	if err := write(batch, spans); err != nil {
 		return 0, at(dec.InputOffset(), "%v", err)
 	}
 	return hits, nil

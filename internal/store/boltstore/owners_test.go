@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -758,4 +759,50 @@ func TestCompareFileIsTheFileOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOnlineImportInAnyOrder: a dump whose keys come in any order (a
+// Redis export's, a hand-made one), with a key given twice, imports
+// whole: every key's total, days and lock, and the file, read back after
+// a reopen, holds the same.
+func TestOnlineImportInAnyOrder(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir, FlushInterval: time.Hour})
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := storetest.HostileKeys()
+	for i := range 300 {
+		keys = append(keys, fmt.Appendf(nil, "k%d/%s", rng.IntN(1000), strings.Repeat("x", i%40)))
+	}
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	want := map[string]uint64{}
+	var b strings.Builder
+	b.WriteString(`{"format":"visitors-export-1","hits":7,"keys":[`)
+	for i, k := range append(keys, keys[0]) { // keys[0] twice: its counts add up
+		if i > 0 {
+			b.WriteString(",")
+		}
+		kj, _ := json.Marshal(string(k))
+		fmt.Fprintf(&b, "\n{\"key\":%s,\"total\":%d,\"days\":{\"2026-11-20\":1},\"locked\":%v}", kj, i+1, i%7 == 0)
+		want[string(k)] += uint64(i + 1)
+	}
+	b.WriteString("\n]}")
+	if err := s.Import(ctx, strings.NewReader(b.String()), false); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for k, total := range want {
+			if got := mustGet(t, s, []byte(k)); got.Total != total {
+				t.Errorf("%s: Get(%q) = %+v, want total %d", when, k, got, total)
+			}
+		}
+		if s.Keys() != len(want) {
+			t.Errorf("%s: Keys() = %d, want %d", when, s.Keys(), len(want))
+		}
+	}
+	check("after the import")
+	mustClose(t, s)
+	s = mustOpen(t, Options{Dir: dir, FlushInterval: time.Hour})
+	defer mustClose(t, s)
+	check("after reopening")
 }
