@@ -177,10 +177,10 @@ func (c *call) boolParam(name string) (bool, error) {
 }
 
 // body reads a JSON object of at most MaxBodyBytes into fields: each
-// name of the object must be one of fields', spelled exactly, and its
-// value not null; dst[name] is set to the raw value. It refuses a
-// Content-Type other than application/json (415), a longer body (413),
-// anything after the object, and invalid JSON.
+// name of the object must be one of fields', spelled exactly, given
+// once, and its value not null; dst[name] is set to the raw value. It
+// refuses a Content-Type other than application/json (415), a longer
+// body (413), anything after the object, and invalid JSON.
 func (c *call) body(fields ...string) (map[string]json.RawMessage, error) {
 	mt, _, err := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -208,6 +208,9 @@ func (c *call) body(fields ...string) (map[string]json.RawMessage, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, badRequest("the body holds more than one JSON value")
 	}
+	if name, ok := twice(b); ok { // the map kept the last: refuse, not guess
+		return nil, badRequest("field %q given twice", name)
+	}
 	for k, v := range m {
 		if !slices.Contains(fields, k) {
 			return nil, badRequest("unknown field %q: want %s", k, strings.Join(fields, ", "))
@@ -217,6 +220,32 @@ func (c *call) body(fields ...string) (map[string]json.RawMessage, error) {
 		}
 	}
 	return m, nil
+}
+
+// twice returns the first name that JSON object b, already decoded
+// without error, gives twice.
+func twice(b []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		name, _ := t.(string)
+		if seen[name] {
+			return name, true
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // jsonProblem describes a JSON decoding error without Go's type names.
