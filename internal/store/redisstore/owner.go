@@ -162,9 +162,11 @@ func (s *Store) Set(ctx context.Context, key []byte, total uint64) (store.Counts
 	return c, nil
 }
 
-// Add implements [store.Store]: one script adds n in Redis, keeping the
-// counter's generation, so that the deltas counted before it, by this
-// instance or another, still add when they arrive. The answer is Redis's
+// Add implements [store.Store]. In Batch it first sends what this
+// instance has counted, as Lock does. Then one script adds n in Redis,
+// keeping the counter's generation, so that the deltas another instance
+// counted before it still add when they arrive (after it: a negative n
+// may then be clamped at 0 before them). The answer is Redis's
 // counts and, in Batch, what this instance counted and has not sent.
 func (s *Store) Add(ctx context.Context, key []byte, n int64) (store.Counts, error) {
 	if len(key) > store.MaxKeyBytes {
@@ -176,6 +178,13 @@ func (s *Store) Add(ctx context.Context, key []byte, n int64) (store.Counts, err
 	n = max(n, -math.MaxInt64) // INCRBY takes no less; a total is never above it
 	if err := s.admitKey(ctx, key); err != nil {
 		return store.Counts{}, err
+	}
+	if s.o.Durability == store.Batch {
+		// The visits this instance answered before count before the
+		// Add: a negative n is clamped at 0 after them, not before.
+		if err := s.flush(ctx); err != nil {
+			return store.Counts{}, fmt.Errorf("redis: add: send what was counted before: %w", err)
+		}
 	}
 	today := s.cal.Today()
 	s.roundMu.RLock()
