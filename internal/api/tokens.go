@@ -16,6 +16,7 @@ type TokenInfo struct {
 	ID      string    `json:"id"`
 	Name    string    `json:"name"`
 	Prefix  string    `json:"prefix"`
+	Exact   bool      `json:"exact,omitempty"` // the key prefix alone: made by open creation
 	Created time.Time `json:"created"`
 }
 
@@ -26,6 +27,7 @@ type NewToken struct {
 	Token   string    `json:"token"`
 	Name    string    `json:"name"`
 	Prefix  string    `json:"prefix"`
+	Exact   bool      `json:"exact,omitempty"`
 	Created time.Time `json:"created"`
 }
 
@@ -63,10 +65,16 @@ func (h *Handler) createToken(c *call) error {
 	if err != nil {
 		return h.storeError(err, "read the tokens")
 	}
-	if len(tokens) >= MaxTokens {
+	made := 0 // by root: open creation's tokens are bounded by the keys
+	for i := range tokens {
+		if !tokens[i].Exact {
+			made++
+		}
+	}
+	if made >= MaxTokens {
 		return &Error{Code: http.StatusConflict, Msg: "the store holds the most tokens it may; revoke one first"}
 	}
-	secret, id, err := h.newSecret()
+	secret, id, err := h.newSecret("")
 	if err != nil {
 		return &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
 	}
@@ -95,7 +103,7 @@ func (h *Handler) listTokens(c *call) error {
 		Tokens []TokenInfo `json:"tokens"`
 	}{make([]TokenInfo, len(tokens))}
 	for i, t := range tokens {
-		out.Tokens[i] = TokenInfo{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: t.Created}
+		out.Tokens[i] = TokenInfo{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Exact: t.Exact, Created: t.Created}
 	}
 	writeJSON(c.w, http.StatusOK, out)
 	return nil
@@ -147,7 +155,7 @@ func (h *Handler) audit(c *call, what, key string) *zerolog.Event {
 		e = e.Str("token_id", c.who.id)
 	}
 	e = e.Str("call", c.r.Method+" "+c.r.URL.Path)
-	if what == "set" || what == "delete" {
+	if what == "set" || what == "delete" || what == "add" || what == "create" {
 		e = e.Str("key", key)
 	}
 	return e
@@ -163,5 +171,9 @@ func (c countsLog) MarshalZerologObject(e *zerolog.Event) {
 
 // tokenLog is a token in the audit log: never its hash.
 func tokenLog(t store.Token) *zerolog.Event {
-	return zerolog.Dict().Str("id", t.ID).Str("name", t.Name).Str("prefix", t.Prefix)
+	e := zerolog.Dict().Str("id", t.ID).Str("name", t.Name).Str("prefix", t.Prefix)
+	if t.Exact {
+		e = e.Bool("exact", true)
+	}
+	return e
 }
