@@ -108,4 +108,3 @@ func FuzzAPI(f *testing.F) {
 		}
 	})
 }
-
