@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -246,5 +247,37 @@ func TestOpenCreateTrustedProxy(t *testing.T) {
 	e.h.ServeHTTP(w, r)
 	if w.Code != 429 {
 		t.Errorf("a client whose budget the badges spent: %d %s, want 429", w.Code, w.Body)
+	}
+}
+
+// TestTokensFromBefore: a token made before secrets named their id still
+// works, compared with every token; a secret that names an id is
+// checked against that token alone, so a right id with a wrong secret,
+// or the secret of another token under its id, is refused.
+func TestTokensFromBefore(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.NoFailureLimit, c.OpenCreate = true, true })
+	old := "vt_auZ4P0-96RtuuItzpI7SR9vliC4leWg0MsG_xSVFSt0" // the form of before: no id
+	if err := e.st.PutToken(context.Background(), store.Token{ID: "0cd87274d67084ca", Name: "ci", Prefix: "a/", Hash: sha256.Sum256([]byte(old))}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.mustCreate(t, "a/b", "ab")
+	secret := c.Token.Token[strings.Index(c.Token.Token, ".")+1:]
+	tests := []struct {
+		name, token string
+		code        int
+	}{
+		{"a token from before", old, 200},
+		{"a token from before, cut", old[:len(old)-1], 401},
+		{"the exact token", c.Token.Token, 200},
+		{"its secret without its id", secret, 401},
+		{"its id, another secret", "vt_" + c.Token.ID + ".x" + secret[1:], 401},
+		{"the old token's id with the exact one's secret", "vt_0cd87274d67084ca." + secret, 401},
+		{"an id that is not there", "vt_nope." + secret, 401},
+		{"an empty id", "vt_." + secret, 401},
+	}
+	for _, tt := range tests {
+		if w := e.do("GET", "/api/v1/counters/a/b", "Bearer "+tt.token, ""); w.Code != tt.code {
+			t.Errorf("%s: %d %s, want %d", tt.name, w.Code, w.Body, tt.code)
+		}
 	}
 }
