@@ -265,3 +265,32 @@ func TestOpenCreateHostileAdds(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCreateImportReplace: an import that replaces deletes the keys
+// its dump lacks, and revokes their open-creation tokens with them: the
+// key can be created anew, and the old token is refused on it; a key
+// the dump has keeps its token.
+func TestOpenCreateImportReplace(t *testing.T) {
+	a := servertest.Start(t, bin, openEnv, "-data", t.TempDir())
+	mustCreate(t, a, "keep")
+	dump := apiDo(t, a, "GET", "/api/v1/export", apiRoot, "")
+	if dump.code != 200 {
+		t.Fatalf("export = %d %s", dump.code, dump.body)
+	}
+	b := servertest.Start(t, bin, openEnv, "-data", t.TempDir())
+	keep, gone := mustCreate(t, b, "keep"), mustCreate(t, b, "gone")
+	if r := apiDo(t, b, "POST", "/api/v1/import?replace=true", apiRoot, dump.body); r.code != 200 {
+		t.Fatalf("import = %d %s", r.code, r.body)
+	}
+	if c := mustCounter(t, b, keep.Token.Token, "keep"); c.Total != 0 {
+		t.Errorf("keep after the import = %+v", c)
+	}
+	if r := apiDo(t, b, "GET", counterPath("gone"), gone.Token.Token, ""); r.code != 401 {
+		t.Errorf("the token of a key the import deleted = %d %s, want 401", r.code, r.body)
+	}
+	again := mustCreate(t, b, "gone")
+	if r := apiDo(t, b, "GET", counterPath("gone"), gone.Token.Token, ""); r.code != 401 {
+		t.Errorf("the old token on the key made anew = %d %s, want 401", r.code, r.body)
+	}
+	mustAdd(t, b, again.Token.Token, "gone", 1)
+}
