@@ -85,8 +85,13 @@ func (h *Handler) createCounter(c *call) error {
 	if err != nil {
 		return h.storeError(err, "store the token")
 	}
-	if !added { // another creation of key got there first, or its old token was not revoked
-		return errExists
+	if !added {
+		if added, err = h.replaceOrphan(c, t); err != nil {
+			return err
+		}
+		if !added { // another creation of key got there first
+			return errExists
+		}
 	}
 	counts, err := h.c.Store.Add(ctx, key, 0)
 	if err != nil {
@@ -103,6 +108,36 @@ func (h *Handler) createCounter(c *call) error {
 	writeJSON(c.w, http.StatusCreated, Created{Counter: counterOf(k, counts),
 		Token: NewToken{ID: tid, Token: secret, Name: OpenName, Prefix: k, Exact: true, Created: t.Created}})
 	return nil
+}
+
+// orphanAge is how old a key's open-creation token must be for a
+// creation to take it for an orphan when the key is not there: older
+// than any creation in progress, which makes the key just after its
+// token.
+const orphanAge = time.Minute
+
+// replaceOrphan replaces the token with t's id, an orphan, by t: the
+// key is not there, and the token is older than orphanAge (a creation
+// that stopped between its token and its key, or a revoke that failed
+// after a delete). Of creations racing to replace it, one wins.
+func (h *Handler) replaceOrphan(c *call, t store.Token) (bool, error) {
+	ctx := c.r.Context()
+	old, found, err := h.c.Store.Token(ctx, t.ID)
+	if err != nil {
+		return false, h.storeError(err, "read the token")
+	}
+	if found && t.Created.Sub(old.Created) < orphanAge {
+		return false, nil
+	}
+	if _, err := h.c.Store.DeleteToken(ctx, t.ID); err != nil {
+		return false, h.storeError(err, "revoke an orphan token")
+	}
+	h.c.Log.Info().Str("audit", "revoke orphan token").Str("token_id", t.ID).Str("key", t.Prefix).Msg("api change")
+	added, err := h.c.Store.AddToken(ctx, t)
+	if err != nil {
+		return false, h.storeError(err, "store the token")
+	}
+	return added, nil
 }
 
 // tooManyNew is the 429 of a client past its new counters.

@@ -281,3 +281,37 @@ func TestTokensFromBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCreateOrphan: a key's token left without its key (a creation
+// stopped between the two, a revoke that failed) blocks the key while it
+// may be a creation in progress, and is replaced once it is older than
+// orphanAge; its secret is refused from then on.
+func TestOpenCreateOrphan(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.OpenCreate, c.NoFailureLimit = true, true })
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		age  time.Duration
+		code int
+	}{
+		{"a creation in progress", orphanAge - time.Second, 409},
+		{"an orphan", orphanAge, 201},
+	} {
+		key := strings.ReplaceAll(tt.name, " ", "-")
+		orphan := "vt_" + exactID(key) + ".orphan-secret"
+		if err := e.st.PutToken(ctx, store.Token{ID: exactID(key), Name: OpenName, Prefix: key, Exact: true,
+			Hash: sha256.Sum256([]byte(orphan)), Created: day0.Add(-tt.age)}); err != nil {
+			t.Fatal(err)
+		}
+		if w := e.do("POST", "/api/v1/counters/"+key, "", ""); w.Code != tt.code {
+			t.Errorf("%s: create = %d %s, want %d", tt.name, w.Code, w.Body, tt.code)
+		}
+		want := 200
+		if tt.code == 201 {
+			want = 401
+		}
+		if w := e.do("GET", "/api/v1/counters/"+key, "Bearer "+orphan, ""); w.Code != want {
+			t.Errorf("%s: the old token = %d, want %d", tt.name, w.Code, want)
+		}
+	}
+}
