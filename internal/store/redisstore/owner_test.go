@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // instance opens one more instance on prefix, standalone or on the
@@ -506,5 +507,66 @@ func BenchmarkTokenLookup(b *testing.B) {
 			}
 		})
 		st.Close()
+	}
+}
+
+// TestAddAcrossInstances: one instance adds and takes back while
+// another, in batch mode, counts visits it sends a flush interval later:
+// no visit and no n is lost, whichever reaches Redis first.
+func TestAddAcrossInstances(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			c := storetest.Config{Dir: t.TempDir()}
+			a := backend(where, store.Batch).Open(t, c).(*Store)
+			defer a.Close()
+			b := backend(where, store.Batch).Open(t, c).(*Store)
+			defer b.Close()
+			key := []byte("shared")
+			if _, err := b.Set(t.Context(), key, 1_000_000); err != nil { // far from 0: no clamp
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			done := make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-stop:
+						done <- n
+						return
+					default:
+					}
+					if _, err := a.Incr(t.Context(), key); err != nil {
+						t.Errorf("Incr: %v", err)
+					}
+					n++
+				}
+			}()
+			var sum int64
+			for i := range 60 {
+				n := int64(i%7*5) - 12
+				if _, err := b.Add(t.Context(), key, n); err != nil {
+					t.Fatalf("Add(%d): %v", n, err)
+				}
+				sum += n
+				time.Sleep(time.Millisecond)
+			}
+			close(stop)
+			visits := <-done
+			for _, st := range []*Store{a, b} {
+				if err := st.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := uint64(1_000_000+sum) + uint64(visits)
+			for name, st := range map[string]*Store{"a": a, "b": b} {
+				if err := st.Flush(); err != nil { // a round that reads back what the other sent
+					t.Fatal(err)
+				}
+				if got, err := st.Get(t.Context(), key); err != nil || got.Total != want {
+					t.Errorf("%s: Get = %+v, %v; want total %d (%d visits, adds of %d)", name, got, err, want, visits, sum)
+				}
+			}
+		})
 	}
 }
