@@ -6,10 +6,17 @@
 // Every call is authenticated with a Bearer token. The root token is
 // configured at start (its SHA-256 only is kept; it is never stored);
 // the tokens it makes are shown once and kept in the store as the
-// SHA-256 of their secret ([store.Token]), read on every call, so that a
-// token revoked through one instance is refused by every instance at
-// once. A token acts only on keys that start with its prefix; the empty
-// prefix, every key, is the root token's alone.
+// SHA-256 of their secret ([store.Token]), read on every call by the id
+// the secret names, so that a token revoked through one instance is
+// refused by every instance at once. A token acts only on keys that
+// start with its prefix; the empty prefix, every key, is the root
+// token's alone.
+//
+// With Config.OpenCreate anyone may create a counter that does not
+// exist, without a token (POST /api/v1/counters/{key}), and gets an
+// exact token: one that acts on that key alone, and goes when the key is
+// deleted. Any token may add to a key in its scope (POST
+// /api/v1/counters/{key}/add).
 //
 // Every answer is JSON; every refusal is {"error":"…"} with a 4xx (a
 // store that fails is a 503; export and import on a store that cannot
