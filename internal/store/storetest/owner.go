@@ -59,6 +59,8 @@ func (s suite) addCounts(t *testing.T) {
 	if st.Keys() != 1 {
 		t.Errorf("Keys() = %d after Add(new key, 0), want 1: Add makes the key", st.Keys())
 	}
+	zero := []byte("made-at-zero") // and nothing else: it is there after a reopen
+	mustAdd(t, st, zero, 0)
 	for range 3 {
 		mustIncr(t, st, key)
 	}
@@ -125,8 +127,11 @@ func (s suite) addCounts(t *testing.T) {
 	st = s.reopen(t, st, c)
 	defer mustClose(t, st)
 	days("a new day after reopening", 0, 0, 3)
-	if st.Keys() != 1 {
-		t.Errorf("Keys() = %d, want 1", st.Keys())
+	if st.Keys() != 2 {
+		t.Errorf("Keys() = %d, want 2", st.Keys())
+	}
+	if es := mustList(t, st, zero, nil, 1); len(es) != 1 || !bytes.Equal(es[0].Key, zero) || es[0].Counts != (store.Counts{}) {
+		t.Errorf("List(%q) = %+v, want the key Add(0) made, at 0", zero, es)
 	}
 }
 
