@@ -119,15 +119,9 @@ func (h *Handler) deleteToken(c *call) error {
 		return err
 	}
 	ctx := c.r.Context()
-	tokens, err := h.c.Store.Tokens(ctx)
+	before, found, err := h.c.Store.Token(ctx, c.param)
 	if err != nil {
-		return h.storeError(err, "read the tokens")
-	}
-	var before *store.Token
-	for i := range tokens {
-		if tokens[i].ID == c.param {
-			before = &tokens[i]
-		}
+		return h.storeError(err, "read the token")
 	}
 	ok, err := h.c.Store.DeleteToken(ctx, c.param)
 	if err != nil {
@@ -137,8 +131,8 @@ func (h *Handler) deleteToken(c *call) error {
 		return &Error{Code: http.StatusNotFound, Msg: "no such token"}
 	}
 	e := h.audit(c, "revoke token", "")
-	if before != nil {
-		e = e.Dict("before", tokenLog(*before))
+	if found {
+		e = e.Dict("before", tokenLog(before))
 	}
 	e.Msg("api change")
 	writeJSON(c.w, http.StatusOK, struct {
