@@ -11,7 +11,7 @@ trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "
 go build -o "$dir/visitors" ./cmd/visitors
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export VISITORS_ADMIN_TOKEN=example-root-token-3f9a0c1e7b
-"$dir/visitors" -addr "127.0.0.1:$port" -admin-addr "" -store "$store" -data "$dir/data" -log-level warn -count-bots >"$dir/log" 2>&1 &
+"$dir/visitors" -addr "127.0.0.1:$port" -admin-addr "" -store "$store" -data "$dir/data" -log-level warn -count-bots -open-create -client-new-keys 2/h >"$dir/log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do curl -s -o /dev/null "localhost:$port/hi" && break; sleep 0.1; done
 
@@ -44,3 +44,18 @@ run "curl -s -X POST 'localhost:8080/api/v1/import?replace=true' -H \"Authorizat
 rm -f dump.json
 run "curl -s -X DELETE localhost:8080/api/v1/tokens/\$ID -H \"Authorization: Bearer $ROOT\""
 run "curl -si localhost:8080/api/v1/counters/octocat/x -H \"Authorization: Bearer \$TOKEN\" | tr -d '\\r' | grep -Ev '^(Date|Content-Length|Cache-Control|X-Content-Type-Options|Content-Type):'"
+
+# Self-service counters: -open-create (and -client-new-keys 2/h).
+run "curl -s -X POST localhost:8080/api/v1/counters/alice/blog"
+KEY_TOKEN=$(sed -n 's/.*"token": "\(.*\)".*/\1/p' "$dir/last")
+export KEY_TOKEN
+run "curl -s -X POST localhost:8080/api/v1/counters/alice/blog"
+run "curl -s -X POST localhost:8080/api/v1/counters/alice/blog/add -H \"Authorization: Bearer \$KEY_TOKEN\" -H 'Content-Type: application/json' -d '{\"n\":10}'"
+curl -s -o /dev/null "localhost:$port/counter/alice/blog.svg"
+run "curl -s -X POST localhost:8080/api/v1/counters/alice/blog/add -H \"Authorization: Bearer \$KEY_TOKEN\" -H 'Content-Type: application/json' -d '{\"n\":-3}'"
+run "curl -s -X POST localhost:8080/api/v1/counters/alice/blog/add -H \"Authorization: Bearer \$KEY_TOKEN\" -H 'Content-Type: application/json' -d '{\"n\":-100}'"
+run "curl -s localhost:8080/api/v1/counters/alice/blog2 -H \"Authorization: Bearer \$KEY_TOKEN\""
+curl -s -o /dev/null -X POST "localhost:$port/api/v1/counters/alice/notes"
+run "curl -si -X POST localhost:8080/api/v1/counters/alice/wiki | tr -d '\\r' | grep -Ev '^(Date|Content-Length|Cache-Control|X-Content-Type-Options|Content-Type):'"
+run "curl -s -X DELETE localhost:8080/api/v1/counters/alice/blog -H \"Authorization: Bearer \$KEY_TOKEN\""
+run "curl -s localhost:8080/api/v1/counters/alice/blog -H \"Authorization: Bearer \$KEY_TOKEN\""

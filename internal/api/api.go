@@ -6,10 +6,17 @@
 // Every call is authenticated with a Bearer token. The root token is
 // configured at start (its SHA-256 only is kept; it is never stored);
 // the tokens it makes are shown once and kept in the store as the
-// SHA-256 of their secret ([store.Token]), read on every call, so that a
-// token revoked through one instance is refused by every instance at
-// once. A token acts only on keys that start with its prefix; the empty
-// prefix, every key, is the root token's alone.
+// SHA-256 of their secret ([store.Token]), read on every call by the id
+// the secret names, so that a token revoked through one instance is
+// refused by every instance at once. A token acts only on keys that
+// start with its prefix; the empty prefix, every key, is the root
+// token's alone.
+//
+// With Config.OpenCreate anyone may create a counter that does not
+// exist, without a token (POST /api/v1/counters/{key}), and gets an
+// exact token: one that acts on that key alone, and goes when the key is
+// deleted. Any token may add to a key in its scope (POST
+// /api/v1/counters/{key}/add).
 //
 // Every answer is JSON; every refusal is {"error":"…"} with a 4xx (a
 // store that fails is a 503; export and import on a store that cannot
@@ -60,9 +67,9 @@ const (
 	MaxTokens = 1000
 	// MaxNameBytes bounds a token's name.
 	MaxNameBytes = 64
-	// MaxTotal is the largest total PUT sets: room is left for 2^62
-	// more visits, as an import leaves.
-	MaxTotal = 1 << 62
+	// MaxTotal is the largest total PUT sets and add makes: room is
+	// left for 2^62 more visits, as an import leaves.
+	MaxTotal = store.MaxTotal
 	// TokenPrefix starts every token the API makes.
 	TokenPrefix = "vt_"
 	// transferTimeout is how long an authenticated export or import may
@@ -108,6 +115,15 @@ type Config struct {
 	Now func() time.Time
 	// Rand makes token secrets and ids; nil means crypto/rand.
 	Rand io.Reader
+	// OpenCreate lets anyone create a counter that does not exist, with
+	// POST /api/v1/counters/{key} and no token: the answer holds a token
+	// for that key alone.
+	OpenCreate bool
+	// NewKeys, if set, limits the counters a client creates with
+	// OpenCreate: the web layer's limiter, so that badges and the API
+	// share one budget per client. NewKeysRate is its rate, for the 429.
+	NewKeys     *client.Limiter
+	NewKeysRate client.Rate
 }
 
 // Handler serves the owner API. It is safe for concurrent use.
@@ -165,11 +181,15 @@ type principal struct {
 	id     string // "" for root
 	name   string
 	prefix string
+	exact  bool // the key prefix alone
 	root   bool
 }
 
 // may reports whether p may act on key.
-func (p *principal) may(key string) bool { return strings.HasPrefix(key, p.prefix) }
+func (p *principal) may(key string) bool {
+	t := store.Token{Prefix: p.prefix, Exact: p.exact}
+	return t.Covers(key)
+}
 
 // route is one endpoint: a handler per method.
 type route struct {
@@ -193,16 +213,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd["Cache-Control"] = []string{"no-store"}
 	hd["X-Content-Type-Options"] = []string{"nosniff"}
-	rt, param, err := lookup(r.URL.EscapedPath())
+	rt, param, err := lookup(r.URL.EscapedPath(), r.Method)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	fn := rt.methods[r.Method]
+	fn := h.method(rt, r.Method)
 	if fn == nil {
 		allow := make([]string, 0, len(rt.methods))
 		for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
-			if rt.methods[m] != nil {
+			if h.method(rt, m) != nil {
 				allow = append(allow, m)
 			}
 		}
@@ -210,10 +230,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, &Error{Code: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s takes %s", rt.name, strings.Join(allow, ", "))})
 		return
 	}
-	who, err := h.authenticate(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
+	var who *principal
+	if rt != &routeCounter || r.Method != http.MethodPost { // open creation takes no token
+		if who, err = h.authenticate(r); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
 	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -225,8 +247,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// lookup finds the route of escaped path p and its parameter.
-func lookup(p string) (*route, string, error) {
+// method returns rt's handler of method m, or nil: POST on a counter,
+// open creation, is there only with Config.OpenCreate.
+func (h *Handler) method(rt *route, m string) func(*Handler, *call) error {
+	if rt == &routeCounter && m == http.MethodPost && !h.c.OpenCreate {
+		return nil
+	}
+	return rt.methods[m]
+}
+
+// lookup finds the route of escaped path p and its parameter. A POST
+// to a path that ends in /add adds to the counter before it: a key that
+// ends in "/add" is created with its slash percent-encoded (%2Fadd).
+func lookup(p, method string) (*route, string, error) {
 	rest, ok := strings.CutPrefix(p, Prefix)
 	if !ok {
 		return nil, "", errNotFound
@@ -234,6 +267,10 @@ func lookup(p string) (*route, string, error) {
 	switch {
 	case rest == "counters":
 		return &routeCounters, "", nil
+	case method == http.MethodPost && strings.HasPrefix(rest, "counters/") && strings.HasSuffix(rest, addSuffix) &&
+		len(rest) >= len("counters/")+len(addSuffix):
+		key, err := unescapeKey(rest[len("counters/") : len(rest)-len(addSuffix)])
+		return &routeAdd, key, err
 	case strings.HasPrefix(rest, "counters/"):
 		key, err := unescapeKey(rest[len("counters/"):])
 		return &routeCounter, key, err
@@ -250,11 +287,16 @@ func lookup(p string) (*route, string, error) {
 	return nil, "", errNotFound
 }
 
+// addSuffix ends the path of POST /api/v1/counters/{key}/add.
+const addSuffix = "/add"
+
 // The routes.
 var (
 	routeCounters = route{name: "/api/v1/counters", methods: map[string]func(*Handler, *call) error{http.MethodGet: (*Handler).listCounters}}
 	routeCounter  = route{name: "/api/v1/counters/{key}", methods: map[string]func(*Handler, *call) error{
-		http.MethodGet: (*Handler).getCounter, http.MethodPut: (*Handler).putCounter, http.MethodDelete: (*Handler).deleteCounter}}
+		http.MethodGet: (*Handler).getCounter, http.MethodPut: (*Handler).putCounter, http.MethodDelete: (*Handler).deleteCounter,
+		http.MethodPost: (*Handler).createCounter}}
+	routeAdd    = route{name: "/api/v1/counters/{key}/add", methods: map[string]func(*Handler, *call) error{http.MethodPost: (*Handler).addCounter}}
 	routeTokens = route{name: "/api/v1/tokens", methods: map[string]func(*Handler, *call) error{
 		http.MethodGet: (*Handler).listTokens, http.MethodPost: (*Handler).createToken}}
 	routeToken  = route{name: "/api/v1/tokens/{id}", methods: map[string]func(*Handler, *call) error{http.MethodDelete: (*Handler).deleteToken}}
@@ -294,19 +336,9 @@ func (h *Handler) authenticate(r *http.Request) (*principal, error) {
 		return nil, errNoToken
 	}
 	sum := sha256.Sum256([]byte(secret))
-	tokens, err := h.c.Store.Tokens(r.Context())
+	who, err := h.lookupToken(r.Context(), secret, &sum)
 	if err != nil {
-		return nil, h.storeError(err, "read the tokens")
-	}
-	var who *principal
-	if subtle.ConstantTimeCompare(sum[:], h.c.RootHash[:]) == 1 {
-		who = &principal{name: "root", root: true}
-	}
-	for i := range tokens { // every one, whatever matched
-		if subtle.ConstantTimeCompare(sum[:], tokens[i].Hash[:]) == 1 && who == nil {
-			t := &tokens[i]
-			who = &principal{id: t.ID, name: t.Name, prefix: t.Prefix}
-		}
+		return nil, err
 	}
 	if who != nil {
 		return who, nil
@@ -319,18 +351,70 @@ func (h *Handler) authenticate(r *http.Request) (*principal, error) {
 	return nil, errBadToken
 }
 
+// lookupToken returns who secret, whose SHA-256 is sum, is, or nil. The
+// root token is compared first. A secret the API made since tokens name
+// their id (vt_ID.SECRET) is looked up by that id, at a cost that does
+// not grow with the tokens stored (open creation makes one per counter);
+// only one without an id, from before, is compared with every token.
+func (h *Handler) lookupToken(ctx context.Context, secret string, sum *[32]byte) (*principal, error) {
+	if subtle.ConstantTimeCompare(sum[:], h.c.RootHash[:]) == 1 {
+		return &principal{name: "root", root: true}, nil
+	}
+	if id, ok := secretID(secret); ok {
+		t, found, err := h.c.Store.Token(ctx, id)
+		if err != nil {
+			return nil, h.storeError(err, "read the token")
+		}
+		if found && subtle.ConstantTimeCompare(sum[:], t.Hash[:]) == 1 {
+			return principalOf(&t), nil
+		}
+		return nil, nil
+	}
+	tokens, err := h.c.Store.Tokens(ctx)
+	if err != nil {
+		return nil, h.storeError(err, "read the tokens")
+	}
+	var who *principal
+	for i := range tokens { // every one, whatever matched
+		if subtle.ConstantTimeCompare(sum[:], tokens[i].Hash[:]) == 1 && who == nil {
+			who = principalOf(&tokens[i])
+		}
+	}
+	return who, nil
+}
+
+// principalOf returns the principal of stored token t.
+func principalOf(t *store.Token) *principal {
+	return &principal{id: t.ID, name: t.Name, prefix: t.Prefix, exact: t.Exact}
+}
+
+// secretID returns the token id a secret made by newSecret names.
+func secretID(secret string) (string, bool) {
+	rest, ok := strings.CutPrefix(secret, TokenPrefix)
+	if !ok {
+		return "", false
+	}
+	id, _, ok := strings.Cut(rest, ".")
+	return id, ok && id != ""
+}
+
 // tooManyFailures is the 429 of a client past its failed attempts.
 func tooManyFailures(retry time.Duration) *Error {
 	return &Error{Code: http.StatusTooManyRequests, Msg: "too many failed attempts from your address; try again later", RetryAfter: max(retry, time.Second)}
 }
 
-// newSecret returns a new token secret and id.
-func (h *Handler) newSecret() (secret, id string, err error) {
+// newSecret returns a new token secret and, if id is empty, a new id:
+// the secret is TokenPrefix, the id, a dot and 32 random bytes in
+// base64url, so that a call finds its token by id.
+func (h *Handler) newSecret(id string) (secret, _ string, err error) {
 	var b [32 + 8]byte
 	if _, err := io.ReadFull(h.c.Rand, b[:]); err != nil {
 		return "", "", fmt.Errorf("random token: %w", err)
 	}
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:32]), hex.EncodeToString(b[32:]), nil
+	if id == "" {
+		id = hex.EncodeToString(b[32:])
+	}
+	return TokenPrefix + id + "." + base64.RawURLEncoding.EncodeToString(b[:32]), id, nil
 }
 
 // storeError is the 503 of a store's failure; the cause goes to the log.

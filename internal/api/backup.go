@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -96,8 +97,12 @@ func (h *Handler) importDump(c *call) error {
 	case err != nil:
 		return h.storeError(err, "import")
 	}
-	h.audit(c, "import", "").Bool("replace", replace).Int64("bytes", body.n).Int("keys_before", keysBefore).Int("keys_after", h.c.Store.Keys()).
-		Dur("took", h.c.Now().Sub(start)).Msg("api change")
+	e := h.audit(c, "import", "").Bool("replace", replace).Int64("bytes", body.n).Int("keys_before", keysBefore).Int("keys_after", h.c.Store.Keys()).
+		Dur("took", h.c.Now().Sub(start))
+	if replace {
+		e = e.Int("tokens_revoked", h.revokeOrphans(ctx))
+	}
+	e.Msg("api change")
 	writeJSON(c.w, http.StatusOK, struct {
 		Imported bool  `json:"imported"`
 		Replace  bool  `json:"replace"`
@@ -123,4 +128,35 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		c.tooLarge = true
 	}
 	return n, err
+}
+
+// revokeOrphans revokes the open-creation tokens whose key is gone, as
+// an import that replaces leaves them (deleting a counter through the
+// API revokes its own), so that no one keeps a hold on a key someone may
+// create anew. It returns how many it revoked; a failure is logged.
+func (h *Handler) revokeOrphans(ctx context.Context) int {
+	tokens, err := h.c.Store.Tokens(ctx)
+	if err != nil {
+		h.c.Log.Error().Err(err).Msg("after an import: read the tokens to revoke those of deleted counters")
+		return 0
+	}
+	n := 0
+	for _, t := range tokens {
+		if !t.Exact || t.ID != exactID(t.Prefix) {
+			continue
+		}
+		es, err := h.c.Store.List(ctx, []byte(t.Prefix), nil, 1)
+		if err == nil && len(es) > 0 && string(es[0].Key) == t.Prefix {
+			continue
+		}
+		if err == nil {
+			_, err = h.c.Store.DeleteToken(ctx, t.ID)
+		}
+		if err != nil {
+			h.c.Log.Error().Err(err).Str("token_id", t.ID).Msg("after an import: revoke the token of a deleted counter")
+			continue
+		}
+		n++
+	}
+	return n
 }

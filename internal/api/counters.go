@@ -55,6 +55,9 @@ func (c *call) key() (string, error) {
 		k = c.param
 	}
 	if !c.who.may(k) {
+		if c.who.exact {
+			return "", &Error{Code: http.StatusForbidden, Msg: "this token acts on the key " + quote(c.who.prefix) + " alone"}
+		}
 		return "", &Error{Code: http.StatusForbidden, Msg: "the key is outside this token's prefix " + quote(c.who.prefix)}
 	}
 	return k, nil
@@ -184,7 +187,15 @@ func (h *Handler) deleteCounter(c *call) error {
 	if !ok {
 		return &Error{Code: http.StatusNotFound, Msg: "no such counter"}
 	}
-	h.audit(c, "delete", k).Object("before", countsLog(before)).Msg("api change")
+	e := h.audit(c, "delete", k).Object("before", countsLog(before))
+	// Its open-creation token goes with it: no one keeps a hold on a key
+	// someone may create anew.
+	if revoked, err := h.c.Store.DeleteToken(ctx, exactID(k)); err != nil {
+		h.c.Log.Error().Err(err).Str("key", k).Str("token_id", exactID(k)).Msg("revoke the deleted counter's token: it blocks creating the key anew until revoked")
+	} else if revoked {
+		e = e.Str("revoked", exactID(k))
+	}
+	e.Msg("api change")
 	writeJSON(c.w, http.StatusOK, struct {
 		Counter
 		Deleted bool `json:"deleted"`
@@ -212,6 +223,9 @@ func (h *Handler) listCounters(c *call) error {
 	limit, err := c.intParam("limit", DefaultLimit, MaxLimit)
 	if err != nil {
 		return err
+	}
+	if c.who.exact {
+		return &Error{Code: http.StatusForbidden, Msg: "this token acts on the key " + quote(c.who.prefix) + " alone: read it with GET /api/v1/counters/{key}"}
 	}
 	switch {
 	case strings.HasPrefix(prefix, c.who.prefix):

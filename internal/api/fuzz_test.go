@@ -12,7 +12,8 @@ import (
 )
 
 // FuzzAPI sends any method, path under /api/v1/, query, body and
-// Content-Type, as the root token, a scoped token, a wrong one or none:
+// Content-Type, as the root token, a scoped token, an exact one (open
+// creation's, on), a wrong one or none:
 // the answer is never a 5xx (but the 501 of export and import on the
 // memory store), never a panic, always JSON, and a refused call changes
 // nothing the store holds.
@@ -37,17 +38,36 @@ func FuzzAPI(f *testing.F) {
 		{"GET", "export", "", 0, 0},
 		{"PUT", "counters/%C3%A9%00", "{\"total\":1}\n", 0, 0},
 		{"PUT", "counters/a/e", `{"total":1}{}`, 1, 0},
+		{"POST", "counters/new/key", "", 4, 2},
+		{"POST", "counters/o", "", 4, 2},
+		{"POST", "counters/new%2Fadd", "", 4, 2},
+		{"POST", "counters/o?key=o", "", 4, 2},
+		{"POST", "counters/o", "", 0, 2},
+		{"POST", "counters/o/add", `{"n":-3}`, 2, 0},
+		{"POST", "counters/o/add", `{"n":9223372036854775807}`, 2, 0},
+		{"POST", "counters/o/add", `{"n":-9223372036854775808}`, 0, 0},
+		{"POST", "counters/ob/add", `{"n":1}`, 2, 0},
+		{"POST", "counters//add?key=", `{"n":1}`, 0, 0},
+		{"POST", "counters/a/b/add", `{"n":1e3}`, 1, 0},
+		{"POST", "counters/a/b/add", `{"n":1,"n":2}`, 1, 0},
+		{"POST", "counters/add", `{"n":1}`, 1, 0},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, []byte(s.body), s.who, s.ct)
 	}
-	e := newEnv(f, 50, func(c *Config) { c.NoFailureLimit = true })
+	e := newEnv(f, 50, func(c *Config) { c.NoFailureLimit, c.OpenCreate = true, true })
 	w := e.do("POST", "/api/v1/tokens", "root", `{"name":"a","prefix":"a/"}`)
 	var nt NewToken
 	if err := json.Unmarshal(w.Body.Bytes(), &nt); err != nil {
 		f.Fatalf("make a token: %d %s", w.Code, w.Body)
 	}
-	auths := []string{"Bearer " + rootSecret, "Bearer " + nt.Token, "Bearer vt_wrong", ""}
+	w = e.do("POST", "/api/v1/counters/o", "", "")
+	var oc Created
+	if err := json.Unmarshal(w.Body.Bytes(), &oc); err != nil {
+		f.Fatalf("create o: %d %s", w.Code, w.Body)
+	}
+	o := "o"
+	auths := []string{"Bearer " + rootSecret, "Bearer " + nt.Token, "Bearer " + oc.Token.Token, "Bearer vt_wrong", "", "Bearer vt_" + oc.Token.ID + ".wrong"}
 	cts := []string{"application/json", "text/plain", "", "application/json; charset=utf-8"}
 	f.Fuzz(func(t *testing.T, method, path string, body []byte, who, ct uint8) {
 		var raw bytes.Buffer
@@ -65,7 +85,7 @@ func FuzzAPI(f *testing.F) {
 			return // net/http answers 400 itself, or it is another request
 		}
 		r.RemoteAddr = "192.0.2.1:1"
-		before := snapshot(t, e.st)
+		before, beforeButO := snapshot(t, e.st), snapshotBut(t, e.st, &o)
 		w := httptest.NewRecorder()
 		e.h.ServeHTTP(w, r)
 		backup := strings.HasPrefix(r.URL.Path, "/api/v1/export") || strings.HasPrefix(r.URL.Path, "/api/v1/import")
@@ -78,6 +98,12 @@ func FuzzAPI(f *testing.F) {
 		if w.Code >= 400 {
 			if after := snapshot(t, e.st); after != before {
 				t.Fatalf("%s %s %q = %d changed the store:\nbefore %s\nafter  %s", method, path, body, w.Code, before, after)
+			}
+		}
+		// The exact token changes o alone.
+		if int(who)%len(auths) == 2 {
+			if after := snapshotBut(t, e.st, &o); after != beforeButO {
+				t.Fatalf("%s %s %q as o's token = %d changed more than o:\nbefore %s\nafter  %s", method, path, body, w.Code, beforeButO, after)
 			}
 		}
 	})

@@ -16,6 +16,7 @@ type TokenInfo struct {
 	ID      string    `json:"id"`
 	Name    string    `json:"name"`
 	Prefix  string    `json:"prefix"`
+	Exact   bool      `json:"exact,omitempty"` // the key prefix alone: made by open creation
 	Created time.Time `json:"created"`
 }
 
@@ -26,6 +27,7 @@ type NewToken struct {
 	Token   string    `json:"token"`
 	Name    string    `json:"name"`
 	Prefix  string    `json:"prefix"`
+	Exact   bool      `json:"exact,omitempty"`
 	Created time.Time `json:"created"`
 }
 
@@ -63,10 +65,16 @@ func (h *Handler) createToken(c *call) error {
 	if err != nil {
 		return h.storeError(err, "read the tokens")
 	}
-	if len(tokens) >= MaxTokens {
+	made := 0 // by root: open creation's tokens are bounded by the keys
+	for i := range tokens {
+		if !tokens[i].Exact {
+			made++
+		}
+	}
+	if made >= MaxTokens {
 		return &Error{Code: http.StatusConflict, Msg: "the store holds the most tokens it may; revoke one first"}
 	}
-	secret, id, err := h.newSecret()
+	secret, id, err := h.newSecret("")
 	if err != nil {
 		return &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
 	}
@@ -95,7 +103,7 @@ func (h *Handler) listTokens(c *call) error {
 		Tokens []TokenInfo `json:"tokens"`
 	}{make([]TokenInfo, len(tokens))}
 	for i, t := range tokens {
-		out.Tokens[i] = TokenInfo{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: t.Created}
+		out.Tokens[i] = TokenInfo{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Exact: t.Exact, Created: t.Created}
 	}
 	writeJSON(c.w, http.StatusOK, out)
 	return nil
@@ -111,15 +119,9 @@ func (h *Handler) deleteToken(c *call) error {
 		return err
 	}
 	ctx := c.r.Context()
-	tokens, err := h.c.Store.Tokens(ctx)
+	before, found, err := h.c.Store.Token(ctx, c.param)
 	if err != nil {
-		return h.storeError(err, "read the tokens")
-	}
-	var before *store.Token
-	for i := range tokens {
-		if tokens[i].ID == c.param {
-			before = &tokens[i]
-		}
+		return h.storeError(err, "read the token")
 	}
 	ok, err := h.c.Store.DeleteToken(ctx, c.param)
 	if err != nil {
@@ -129,8 +131,8 @@ func (h *Handler) deleteToken(c *call) error {
 		return &Error{Code: http.StatusNotFound, Msg: "no such token"}
 	}
 	e := h.audit(c, "revoke token", "")
-	if before != nil {
-		e = e.Dict("before", tokenLog(*before))
+	if found {
+		e = e.Dict("before", tokenLog(before))
 	}
 	e.Msg("api change")
 	writeJSON(c.w, http.StatusOK, struct {
@@ -147,7 +149,7 @@ func (h *Handler) audit(c *call, what, key string) *zerolog.Event {
 		e = e.Str("token_id", c.who.id)
 	}
 	e = e.Str("call", c.r.Method+" "+c.r.URL.Path)
-	if what == "set" || what == "delete" {
+	if what == "set" || what == "delete" || what == "add" || what == "create" {
 		e = e.Str("key", key)
 	}
 	return e
@@ -163,5 +165,9 @@ func (c countsLog) MarshalZerologObject(e *zerolog.Event) {
 
 // tokenLog is a token in the audit log: never its hash.
 func tokenLog(t store.Token) *zerolog.Event {
-	return zerolog.Dict().Str("id", t.ID).Str("name", t.Name).Str("prefix", t.Prefix)
+	e := zerolog.Dict().Str("id", t.ID).Str("name", t.Name).Str("prefix", t.Prefix)
+	if t.Exact {
+		e = e.Bool("exact", true)
+	}
+	return e
 }

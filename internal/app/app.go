@@ -159,12 +159,15 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			Failures:       cfg.API.AuthFailures,
 			NoFailureLimit: cfg.API.AuthFailures.Off(),
 			ImportMaxBytes: cfg.API.ImportMaxBytes,
+			OpenCreate:     cfg.API.OpenCreate,
+			NewKeys:        rules.Limiter, // one budget of new counters per client, badges and API alike
+			NewKeysRate:    cfg.Fair.ClientNewKeys,
 		}
 		if cfg.Fair.Unique {
 			ac.Uniques = rules.Uniques
 		}
 		wc.API = api.New(ac)
-		log.Info().Str("api", api.Prefix).Msg("owner API on")
+		log.Info().Str("api", api.Prefix).Bool("open_create", cfg.API.OpenCreate).Msg("owner API on")
 	}
 	public := web.New(wc)
 	srv := &http.Server{

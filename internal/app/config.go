@@ -98,6 +98,9 @@ type APIConfig struct {
 	// AuthFailures is how many failed authentications a client may
 	// make; 0 is no limit.
 	AuthFailures client.Rate
+	// OpenCreate is -open-create: anyone may create a counter that does
+	// not exist, and gets a token for it alone.
+	OpenCreate bool
 }
 
 // maxTokenFileBytes bounds -admin-token-file: a token, not a document.
@@ -200,6 +203,7 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.Int64Var(&c.API.ImportMaxBytes, "import-max-bytes", api.DefaultImportMaxBytes, "largest body of POST /api/v1/import, in `bytes`; past it 413")
 	c.API.AuthFailures = api.DefaultFailures
 	fs.Var(&c.API.AuthFailures, "api-auth-failures", "failed owner-API authentications per client, as N/s, N/m, N/h or N/d; past it 429 (0: no limit)")
+	fs.BoolVar(&c.API.OpenCreate, "open-create", false, "let anyone create a counter that does not exist, with POST /api/v1/counters/{key} and no token, and get a token for that key alone (within -client-new-keys and -max-keys; needs the owner API)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir | -store redis ...]\n                                    write every count as JSON to stdout\n  visitors import [-data dir | -store redis ...] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -272,6 +276,9 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 		return c, err
 	}
 	c.API.RootHash = root
+	if c.API.OpenCreate && root == nil {
+		return c, errors.New("-open-create needs the owner API: give a root token with -admin-token-file or " + EnvPrefix + "ADMIN_TOKEN")
+	}
 	return c, nil
 }
 

@@ -28,6 +28,10 @@ var ErrOutcomeUnknown = errors.New("the store did not answer: the visit may have
 // ErrKeyTooLong is returned for a key of more than [MaxKeyBytes] bytes.
 var ErrKeyTooLong = fmt.Errorf("key longer than %d bytes", MaxKeyBytes)
 
+// ErrRange is returned by [Store.Add] for an n that would take a
+// key's total past [MaxTotal] or today's count past [MaxDay].
+var ErrRange = fmt.Errorf("the count would pass its limit: a total of at most %d, %d a day", uint64(MaxTotal), uint64(MaxDay))
+
 // Limits every store supports and every caller keeps to.
 const (
 	// MaxKeyBytes is the longest key a store takes. Every key of at most
@@ -37,6 +41,12 @@ const (
 	// MaxDays is how many UTC days, today included, a caller may read
 	// with [Store.Days]; memory need not hold more.
 	MaxDays = 365
+	// MaxTotal is the largest total Set and Add make: room is left for
+	// 2^62 more visits, as an import leaves.
+	MaxTotal = 1 << 62
+	// MaxDay is the largest count of one day Add makes, as an import
+	// takes.
+	MaxDay = 1 << 39
 )
 
 // ValidKey reports whether key is one that the web layer may hand to a
@@ -44,6 +54,30 @@ const (
 // valid). Imports refuse every other key.
 func ValidKey(key []byte) bool {
 	return len(key) <= MaxKeyBytes && utf8.Valid(key)
+}
+
+// CheckAdd returns ErrRange if adding n to counts c would take the
+// total past [MaxTotal] or today's count past [MaxDay]: the check every
+// store's Add makes first. A negative n is always in range.
+func CheckAdd(c Counts, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if u := uint64(n); u > MaxDay || c.Total > MaxTotal-u || c.Today > MaxDay-u {
+		return ErrRange
+	}
+	return nil
+}
+
+// ClampAdd returns v+n, or 0 if that is negative.
+func ClampAdd(v uint64, n int64) uint64 {
+	if n >= 0 {
+		return v + uint64(n)
+	}
+	if d := uint64(-(n + 1)) + 1; d < v { // -n without overflow at MinInt64
+		return v - d
+	}
+	return 0
 }
 
 // Counts are one key's counters.
@@ -69,8 +103,18 @@ type Token struct {
 	ID      string    // public and unique: what revokes the token
 	Name    string    // the owner's label
 	Prefix  string    // the token acts only on keys that start with it
+	Exact   bool      // the token acts only on the key Prefix itself
 	Hash    [32]byte  // SHA-256 of the secret
 	Created time.Time // when it was made, UTC
+}
+
+// Covers reports whether t may act on key: key is t's Prefix if t is
+// exact, else key starts with it.
+func (t *Token) Covers(key string) bool {
+	if t.Exact {
+		return key == t.Prefix
+	}
+	return len(key) >= len(t.Prefix) && key[:len(t.Prefix)] == t.Prefix
 }
 
 // Daily is a key's visits per UTC day, oldest first. Days without visits
@@ -119,6 +163,20 @@ type Store interface {
 	// back.
 	Set(ctx context.Context, key []byte, total uint64) (Counts, error)
 
+	// Add adds n, which may be negative, to key's total and to today's
+	// count, each clamped at 0, as n visits would (or an owner taking
+	// visits back); it works on a locked key and keeps its lock. A
+	// negative n also clears key's earlier days, as Set does, so that the
+	// days never add up to more than the total. A positive n that would
+	// take the total past MaxTotal, or today's count past MaxDay, returns
+	// ErrRange and changes nothing. Add creates the key if needed, within
+	// the limit of distinct keys (ErrTooManyKeys), and returns its new
+	// counts. It never drops a visit counted before or after it, by this
+	// instance or another, and it is as durable as Set: no flush in
+	// flight or log replayed after a crash brings the counts from before
+	// it back.
+	Add(ctx context.Context, key []byte, n int64) (Counts, error)
+
 	// Lock freezes (locked true) or thaws key. Incr on a locked key counts
 	// nothing and returns its counts with Locked set. Lock creates the key
 	// if needed, within the limit, and is as durable as Set.
@@ -141,6 +199,15 @@ type Store interface {
 	// PutToken stores t, durably before it returns, replacing a token
 	// with the same ID.
 	PutToken(ctx context.Context, t Token) error
+
+	// AddToken stores t, durably before it returns, unless a token with
+	// the same ID is there, and reports whether it stored it: of callers
+	// racing to add one ID, on one instance or several, one wins.
+	AddToken(ctx context.Context, t Token) (bool, error)
+
+	// Token returns the token with id, and whether there is one, at a
+	// cost that does not grow with the number of tokens stored.
+	Token(ctx context.Context, id string) (Token, bool, error)
 
 	// DeleteToken removes the token with id, at once for every caller of
 	// Tokens, and reports whether it was there.

@@ -25,7 +25,8 @@ const (
 // Client messages of the counter API that quote a limit, from its
 // constant.
 var (
-	msgKey   = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment", MaxKeyBytes)
+	// MsgKey says which keys ValidKey takes.
+	MsgKey   = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment", MaxKeyBytes)
 	msgLabel = fmt.Sprintf("Optional label must be at most %d characters of valid UTF-8", MaxLabelRunes)
 	msgDays  = fmt.Sprintf("Optional days must be a whole number from 1 to %d", MaxDays)
 )
@@ -91,9 +92,10 @@ func splitCounterPath(p string) (key string, kind counterKind, ok bool) {
 	return "", 0, false
 }
 
-// validKey reports whether key is 1-128 bytes of [A-Za-z0-9._~-] and '/',
-// with no empty, "." or ".." segment.
-func validKey(key string) bool {
+// ValidKey reports whether key is one /counter/{key} takes: 1-128 bytes
+// of [A-Za-z0-9._~-] and '/', with no empty, "." or ".." segment. The
+// owner API's open creation takes the same keys.
+func ValidKey(key string) bool {
 	if len(key) == 0 || len(key) > MaxKeyBytes {
 		return false
 	}
@@ -224,7 +226,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	if !ok {
 		return s.fail(w, r, svg, errNotFound)
 	}
-	if !validKey(key) {
+	if !ValidKey(key) {
 		return s.fail(w, r, svg, errKey)
 	}
 	sc := s.scratch.Get().(*scratch)

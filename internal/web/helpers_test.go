@@ -100,6 +100,13 @@ func (failingStore) Days(context.Context, []byte, int) (store.Daily, error) {
 func (failingStore) Set(context.Context, []byte, uint64) (store.Counts, error) {
 	return store.Counts{}, errBroken
 }
+func (failingStore) Add(context.Context, []byte, int64) (store.Counts, error) {
+	return store.Counts{}, errBroken
+}
+func (failingStore) AddToken(context.Context, store.Token) (bool, error) { return false, errBroken }
+func (failingStore) Token(context.Context, string) (store.Token, bool, error) {
+	return store.Token{}, false, errBroken
+}
 func (failingStore) Lock(context.Context, []byte, bool) (store.Counts, error) {
 	return store.Counts{}, errBroken
 }

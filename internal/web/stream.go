@@ -80,8 +80,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 	if !ok {
 		return writeError(w, http.StatusNotFound, msgNotFound) // /counter/stream
 	}
-	if !validKey(key) {
-		return writeError(w, http.StatusBadRequest, msgKey)
+	if !ValidKey(key) {
+		return writeError(w, http.StatusBadRequest, MsgKey)
 	}
 	h := w.Header()
 	if r.Method == http.MethodHead {

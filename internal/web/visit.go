@@ -54,7 +54,7 @@ var (
 	errName        = badRequest(msgName, "invalid name")
 	errNameEscape  = badRequest(msgNameEscape, "invalid name")
 	errFormat      = badRequest(msgFormat, "invalid format")
-	errKey         = badRequest(msgKey, "invalid key")
+	errKey         = badRequest(MsgKey, "invalid key")
 	errTooManyKeys = &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgTooManyKeys, Badge: "full", Err: store.ErrTooManyKeys}
 )
 

@@ -244,6 +244,86 @@ func (s *Store) Set(_ context.Context, key []byte, total uint64) (store.Counts, 
 	return c, nil
 }
 
+// Add implements [store.Store]. The flusher reads the key's counts from
+// memory, which after its full commit hold at least what the file does,
+// and writes the new total and today's count. A positive n raises the
+// key's entry in place (visits racing with it add to it, and a pass
+// writes them). A negative n lowers it as Set does: its earlier days are
+// deleted, the log floored, and a new entry replaces the old one, which
+// forwards to it every visit it counted after the counts were read.
+func (s *Store) Add(_ context.Context, key []byte, n int64) (store.Counts, error) {
+	if err := store.CheckAdd(store.Counts{}, n); err != nil {
+		return store.Counts{}, fmt.Errorf("add %d to %q: %w", n, key, err)
+	}
+	if _, err := s.keys.LoadOrNew(key); err != nil {
+		return store.Counts{}, err
+	}
+	k := string(key)
+	var (
+		c                  store.Counts
+		old                *entry
+		base, total, count uint64
+		today              store.Day
+	)
+	err := s.do(&ownerOp{
+		run: func(tx *bolt.Tx, floor uint64) error {
+			if err := s.keyFault(k); err != nil {
+				return fmt.Errorf("key %q: %w", k, err)
+			}
+			today = s.cal.Today()
+			var cur store.Counts
+			if old = s.keys.Load([]byte(k)); old != nil {
+				cur = old.Counts(today)
+			}
+			if err := store.CheckAdd(cur, n); err != nil {
+				return err
+			}
+			base = cur.Total
+			total, count = store.ClampAdd(cur.Total, n), store.ClampAdd(cur.Today, n)
+			kp := keyPrefix([]byte(k))
+			days := tx.Bucket(bucketDays)
+			if n < 0 {
+				if err := deleteDays(days, kp); err != nil {
+					return err
+				}
+				if err := putFloor(tx, kp, floor); err != nil {
+					return err
+				}
+			}
+			if dk := dayKey([]byte(k), today); count > 0 {
+				if err := days.Put(dk, record(tagDays, dk, count)); err != nil {
+					return err
+				}
+			} else if err := days.Delete(dk); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketTotals).Put(kp, record(tagTotals, kp, total))
+		},
+		apply: func() {
+			if n >= 0 {
+				e := s.keys.Put([]byte(k)) // made again if a visit made it meanwhile
+				c = e.Shift(n, today)
+				if e == old {
+					e.written = total
+				}
+				s.markDirty(e)
+				return
+			}
+			e2 := &entry{key: k, written: total}
+			e2.Restore(total, today, count)
+			if old != nil {
+				e2.SetLocked(old.Locked())
+			}
+			s.replace(e2, true, old, base)
+			c = e2.Counts(today)
+		},
+	})
+	if err != nil {
+		return store.Counts{}, fmt.Errorf("add %d to %q: %w", n, key, err)
+	}
+	return c, nil
+}
+
 // Lock implements [store.Store]. A lock is a record in the locks bucket;
 // a key Lock makes (before any visit) gets a total record of 0, so that
 // it is there after a restart.
@@ -413,7 +493,13 @@ func clearFloors(tx *bolt.Tx) error {
 //
 //	version(1)=1 uvarint(len) name uvarint(len) prefix hash(32) varint(unix seconds) uvarint(nanoseconds) crc32c(4)
 //
-// The checksum covers the tag 'k', the bbolt key and what precedes it.
+// or, for a token with flags (Exact: 1), version 2 with a byte of flags
+// after the prefix. A token without flags is written as version 1, so
+// that a file read by an older visitors keeps every token it knew. The
+// checksum covers the tag 'k', the bbolt key and what precedes it.
+
+// tokenExact is the flag of an exact token in a version 2 record.
+const tokenExact = 1
 
 // maxTokenField bounds a token's name and prefix.
 const maxTokenField = 1024
@@ -426,11 +512,18 @@ func tokenSum(k, data []byte) uint32 {
 
 // encodeToken returns t's stored form under bbolt key k.
 func encodeToken(k []byte, t store.Token) []byte {
-	v := []byte{1}
+	version := byte(1)
+	if t.Exact {
+		version = 2
+	}
+	v := []byte{version}
 	v = binary.AppendUvarint(v, uint64(len(t.Name)))
 	v = append(v, t.Name...)
 	v = binary.AppendUvarint(v, uint64(len(t.Prefix)))
 	v = append(v, t.Prefix...)
+	if version == 2 {
+		v = append(v, tokenExact)
+	}
 	v = append(v, t.Hash[:]...)
 	v = binary.AppendVarint(v, t.Created.Unix())
 	v = binary.AppendUvarint(v, uint64(t.Created.Nanosecond()))
@@ -450,8 +543,9 @@ func decodeToken(k, v []byte) (store.Token, error) {
 	if binary.BigEndian.Uint32(v[len(v)-4:]) != tokenSum(k, data) {
 		return store.Token{}, errChecksum
 	}
-	if data[0] != 1 {
-		return store.Token{}, fmt.Errorf("token record version %d", data[0])
+	version := data[0]
+	if version != 1 && version != 2 {
+		return store.Token{}, fmt.Errorf("token record version %d", version)
 	}
 	p := data[1:]
 	bad := errors.New("malformed token record")
@@ -470,6 +564,13 @@ func decodeToken(k, v []byte) (store.Token, error) {
 	}
 	if t.Prefix, err = str(); err != nil {
 		return store.Token{}, err
+	}
+	if version == 2 {
+		if len(p) < 1 || p[0]&^tokenExact != 0 {
+			return store.Token{}, bad
+		}
+		t.Exact = p[0]&tokenExact != 0
+		p = p[1:]
 	}
 	if len(p) < 32 {
 		return store.Token{}, bad
@@ -491,11 +592,8 @@ func decodeToken(k, v []byte) (store.Token, error) {
 
 // PutToken implements [store.Store].
 func (s *Store) PutToken(_ context.Context, t store.Token) error {
-	switch {
-	case len(t.ID) > store.MaxKeyBytes:
-		return fmt.Errorf("put token: id of %d bytes, at most %d", len(t.ID), store.MaxKeyBytes)
-	case len(t.Name) > maxTokenField || len(t.Prefix) > maxTokenField:
-		return fmt.Errorf("put token %q: a name or prefix of more than %d bytes", t.ID, maxTokenField)
+	if err := checkToken(t); err != nil {
+		return err
 	}
 	t.Created = t.Created.UTC()
 	err := s.do(&ownerOp{
@@ -511,6 +609,57 @@ func (s *Store) PutToken(_ context.Context, t store.Token) error {
 	})
 	if err != nil {
 		return fmt.Errorf("put token %q: %w", t.ID, err)
+	}
+	return nil
+}
+
+// AddToken implements [store.Store]: the flusher runs operations one at
+// a time, so the check and the write are one.
+func (s *Store) AddToken(_ context.Context, t store.Token) (bool, error) {
+	if err := checkToken(t); err != nil {
+		return false, err
+	}
+	t.Created = t.Created.UTC()
+	added := false
+	err := s.do(&ownerOp{
+		run: func(tx *bolt.Tx, _ uint64) error {
+			b, k := tx.Bucket(bucketTokens), keyPrefix([]byte(t.ID))
+			if b.Get(k) != nil {
+				return nil
+			}
+			added = true
+			return b.Put(k, encodeToken(k, t))
+		},
+		apply: func() {
+			if !added {
+				return
+			}
+			s.tokMu.Lock()
+			defer s.tokMu.Unlock()
+			s.tokens[t.ID] = t
+		},
+	})
+	if err != nil {
+		return false, fmt.Errorf("add token %q: %w", t.ID, err)
+	}
+	return added, nil
+}
+
+// Token implements [store.Store]: from memory.
+func (s *Store) Token(_ context.Context, id string) (store.Token, bool, error) {
+	s.tokMu.RLock()
+	defer s.tokMu.RUnlock()
+	t, ok := s.tokens[id]
+	return t, ok, nil
+}
+
+// checkToken refuses a token the file cannot hold.
+func checkToken(t store.Token) error {
+	switch {
+	case len(t.ID) > store.MaxKeyBytes:
+		return fmt.Errorf("put token: id of %d bytes, at most %d", len(t.ID), store.MaxKeyBytes)
+	case len(t.Name) > maxTokenField || len(t.Prefix) > maxTokenField:
+		return fmt.Errorf("put token %q: a name or prefix of more than %d bytes", t.ID, maxTokenField)
 	}
 	return nil
 }

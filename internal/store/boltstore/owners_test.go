@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -805,4 +806,47 @@ func TestOnlineImportInAnyOrder(t *testing.T) {
 	s = mustOpen(t, Options{Dir: dir, FlushInterval: time.Hour})
 	defer mustClose(t, s)
 	check("after reopening")
+}
+
+// TestTokenRecordVersions: a token record of version 1, as every
+// visitors before exact tokens wrote it (built here byte by byte), reads
+// back as a prefix token; a prefix token is still written as version 1,
+// which those read; an exact one is version 2 and keeps its flag; flags
+// this version does not know are refused.
+func TestTokenRecordVersions(t *testing.T) {
+	k := keyPrefix([]byte("0cd87274d67084ca"))
+	var hash [32]byte
+	for i := range hash {
+		hash[i] = byte(i)
+	}
+	created := time.Date(2026, 11, 20, 12, 0, 0, 5, time.UTC)
+	v1 := []byte{1, 2, 'c', 'i', 8}
+	v1 = append(v1, "octocat/"...)
+	v1 = append(v1, hash[:]...)
+	v1 = binary.AppendVarint(v1, created.Unix())
+	v1 = binary.AppendUvarint(v1, 5)
+	v1 = binary.BigEndian.AppendUint32(v1, tokenSum(k, v1))
+	got, err := decodeToken(k, v1)
+	want := store.Token{ID: "0cd87274d67084ca", Name: "ci", Prefix: "octocat/", Hash: hash, Created: created}
+	if err != nil || got != want {
+		t.Fatalf("decodeToken(version 1) = %+v, %v; want %+v", got, err, want)
+	}
+	if enc := encodeToken(k, want); !bytes.Equal(enc, v1) {
+		t.Errorf("encodeToken(a prefix token) = %x, want version 1 %x", enc, v1)
+	}
+	exact := want
+	exact.Exact = true
+	enc := encodeToken(k, exact)
+	if enc[0] != 2 {
+		t.Errorf("encodeToken(an exact token) is version %d, want 2", enc[0])
+	}
+	if got, err := decodeToken(k, enc); err != nil || got != exact {
+		t.Errorf("decodeToken(encodeToken(exact)) = %+v, %v; want %+v", got, err, exact)
+	}
+	bad := slices.Clone(enc[:len(enc)-4])
+	bad[1+1+2+1+8] = 3 // the flags byte: a bit not known
+	bad = binary.BigEndian.AppendUint32(bad, tokenSum(k, bad))
+	if _, err := decodeToken(k, bad); err == nil {
+		t.Errorf("decodeToken(unknown flags) = nil error, want a refusal")
+	}
 }

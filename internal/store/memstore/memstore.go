@@ -109,6 +109,22 @@ func (s *Store) Set(_ context.Context, key []byte, total uint64) (store.Counts, 
 	return t.Counts(today), nil
 }
 
+// Add implements [store.Store].
+func (s *Store) Add(_ context.Context, key []byte, n int64) (store.Counts, error) {
+	if err := store.CheckAdd(store.Counts{}, n); err != nil {
+		return store.Counts{}, err
+	}
+	t, err := s.keys.LoadOrNew(key)
+	if err != nil {
+		return store.Counts{}, err
+	}
+	today := s.cal.Today()
+	if err := store.CheckAdd(t.Counts(today), n); err != nil {
+		return store.Counts{}, err
+	}
+	return t.Shift(n, today), nil
+}
+
 // Lock implements [store.Store].
 func (s *Store) Lock(_ context.Context, key []byte, locked bool) (store.Counts, error) {
 	t, err := s.keys.LoadOrNew(key)
@@ -145,6 +161,28 @@ func (s *Store) PutToken(_ context.Context, t store.Token) error {
 	}
 	s.tokens[t.ID] = t
 	return nil
+}
+
+// AddToken implements [store.Store].
+func (s *Store) AddToken(_ context.Context, t store.Token) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tokens[t.ID]; ok {
+		return false, nil
+	}
+	if s.tokens == nil {
+		s.tokens = make(map[string]store.Token)
+	}
+	s.tokens[t.ID] = t
+	return true, nil
+}
+
+// Token implements [store.Store].
+func (s *Store) Token(_ context.Context, id string) (store.Token, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tokens[id]
+	return t, ok, nil
 }
 
 // DeleteToken implements [store.Store].

@@ -61,6 +61,11 @@ func newGen() string {
 // ownerScript is the run of lua/owner.lua for op on key, with the days
 // Redis may hold around today.
 func (s *Store) ownerScript(key []byte, today store.Day, op string, n uint64, gen string) script {
+	return s.ownerScriptArg(key, today, op, strconv.FormatUint(n, 10), gen)
+}
+
+// ownerScriptArg is ownerScript with ARGV[2] as it is sent.
+func (s *Store) ownerScriptArg(key []byte, today store.Day, op, n, gen string) script {
 	tag := s.n.tag(key)
 	keys := make([]string, 0, 4+DayTTL/86400+2)
 	keys = append(keys, total(tag), genKey(tag), lockKey(tag), dayKey(tag, today))
@@ -72,7 +77,8 @@ func (s *Store) ownerScript(key []byte, today store.Day, op string, n uint64, ge
 		}
 	}
 	return script{src: ownerSrc, sha: ownerSHA, keys: keys,
-		args: []string{op, strconv.FormatUint(n, 10), gen, strconv.Itoa(TombstoneTTL)}}
+		args: []string{op, n, gen, strconv.Itoa(TombstoneTTL), strconv.FormatInt(dayExpiry(today), 10),
+			strconv.FormatUint(store.MaxTotal, 10), strconv.FormatUint(store.MaxDay, 10)}}
 }
 
 // runOwner runs one owner script and reads its {total, today, locked}.
@@ -151,6 +157,53 @@ func (s *Store) Set(ctx context.Context, key []byte, total uint64) (store.Counts
 		e.pend, e.pendN = e.pend[:0], 0
 		e.base, e.baseDay, e.baseToday, e.fresh = c.Total, today, c.Today, s.rounds.Load()
 		e.locked = c.Locked
+		e.mu.Unlock()
+	}
+	return c, nil
+}
+
+// Add implements [store.Store]. In Batch it first sends what this
+// instance has counted, as Lock does. Then one script adds n in Redis,
+// keeping the counter's generation, so that the deltas another instance
+// counted before it still add when they arrive (after it: a negative n
+// may then be clamped at 0 before them). The answer is Redis's
+// counts and, in Batch, what this instance counted and has not sent.
+func (s *Store) Add(ctx context.Context, key []byte, n int64) (store.Counts, error) {
+	if len(key) > store.MaxKeyBytes {
+		return store.Counts{}, store.ErrKeyTooLong
+	}
+	if err := store.CheckAdd(store.Counts{}, n); err != nil {
+		return store.Counts{}, fmt.Errorf("add %d to %q: %w", n, key, err)
+	}
+	n = max(n, -math.MaxInt64) // INCRBY takes no less; a total is never above it
+	if err := s.admitKey(ctx, key); err != nil {
+		return store.Counts{}, err
+	}
+	if s.o.Durability == store.Batch {
+		// The visits this instance answered before count before the
+		// Add: a negative n is clamped at 0 after them, not before.
+		if err := s.flush(ctx); err != nil {
+			return store.Counts{}, fmt.Errorf("redis: add: send what was counted before: %w", err)
+		}
+	}
+	today := s.cal.Today()
+	s.roundMu.RLock()
+	defer s.roundMu.RUnlock()
+	c, err := s.runOwner(ctx, s.ownerScriptArg(key, today, "add", strconv.FormatInt(n, 10), ""))
+	if err != nil {
+		return store.Counts{}, err
+	}
+	if c.Total == math.MaxUint64 { // -1: out of range
+		return store.Counts{}, fmt.Errorf("add %d to %q: %w", n, key, store.ErrRange)
+	}
+	if e := s.liveEntry(key); e != nil && s.o.Durability == store.Batch {
+		e.mu.Lock()
+		if e.flightN == 0 {
+			e.base, e.baseDay, e.baseToday, e.fresh = c.Total, today, c.Today, s.rounds.Load()
+		}
+		e.locked = c.Locked
+		c.Total += e.pendN
+		c.Today += onDay(e.pend, today)
 		e.mu.Unlock()
 	}
 	return c, nil
@@ -294,19 +347,71 @@ func (s *Store) List(ctx context.Context, prefix, after []byte, limit int) ([]st
 type tokenRecord struct {
 	Name    string    `json:"name"`
 	Prefix  string    `json:"prefix"`
-	Hash    string    `json:"sha256"` // hex
+	Exact   bool      `json:"exact,omitempty"` // absent in records from before exact tokens
+	Hash    string    `json:"sha256"`          // hex
 	Created time.Time `json:"created"`
+}
+
+// encodeToken returns t's record as the hash of tokens holds it.
+func encodeToken(t store.Token) (string, error) {
+	b, err := json.Marshal(tokenRecord{Name: t.Name, Prefix: t.Prefix, Exact: t.Exact, Hash: hex.EncodeToString(t.Hash[:]), Created: t.Created.UTC()})
+	return string(b), err
+}
+
+// decodeToken reads the record v of token id.
+func decodeToken(id, v string) (store.Token, error) {
+	var r tokenRecord
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return store.Token{}, fmt.Errorf("redis: token %q: %w", id, err)
+	}
+	h, err := hex.DecodeString(r.Hash)
+	if err != nil || len(h) != 32 {
+		return store.Token{}, fmt.Errorf("redis: token %q: its hash %q is not 32 bytes of hex", id, r.Hash)
+	}
+	t := store.Token{ID: id, Name: r.Name, Prefix: r.Prefix, Exact: r.Exact, Created: r.Created}
+	copy(t.Hash[:], h)
+	return t, nil
+}
+
+// AddToken implements [store.Store]: one HSETNX.
+func (s *Store) AddToken(ctx context.Context, t store.Token) (bool, error) {
+	b, err := encodeToken(t)
+	if err != nil {
+		return false, fmt.Errorf("add token: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	n, err := s.c.Do(ctx, s.c.B().Hsetnx().Key(s.n.tokens).Field(t.ID).Value(b).Build()).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("redis: add token: %w: %w", ErrUnavailable, err)
+	}
+	return n == 1, nil
+}
+
+// Token implements [store.Store]: one HGET.
+func (s *Store) Token(ctx context.Context, id string) (store.Token, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	v, err := s.c.Do(ctx, s.c.B().Hget().Key(s.n.tokens).Field(id).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return store.Token{}, false, nil
+	}
+	if err != nil {
+		return store.Token{}, false, fmt.Errorf("redis: read token: %w: %w", ErrUnavailable, err)
+	}
+	t, err := decodeToken(id, v)
+	return t, err == nil, err
 }
 
 // PutToken implements [store.Store]: one HSET, acknowledged by Redis.
 func (s *Store) PutToken(ctx context.Context, t store.Token) error {
-	b, err := json.Marshal(tokenRecord{Name: t.Name, Prefix: t.Prefix, Hash: hex.EncodeToString(t.Hash[:]), Created: t.Created.UTC()})
+	b, err := encodeToken(t)
 	if err != nil {
 		return fmt.Errorf("put token: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
-	if err := s.c.Do(ctx, s.c.B().Hset().Key(s.n.tokens).FieldValue().FieldValue(t.ID, string(b)).Build()).Error(); err != nil {
+	if err := s.c.Do(ctx, s.c.B().Hset().Key(s.n.tokens).FieldValue().FieldValue(t.ID, b).Build()).Error(); err != nil {
 		return fmt.Errorf("redis: put token: %w: %w", ErrUnavailable, err)
 	}
 	return nil
@@ -334,16 +439,10 @@ func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
 	}
 	out := make([]store.Token, 0, len(m))
 	for id, v := range m {
-		var r tokenRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			return nil, fmt.Errorf("redis: token %q: %w", id, err)
+		t, err := decodeToken(id, v)
+		if err != nil {
+			return nil, err
 		}
-		h, err := hex.DecodeString(r.Hash)
-		if err != nil || len(h) != 32 {
-			return nil, fmt.Errorf("redis: token %q: its hash %q is not 32 bytes of hex", id, r.Hash)
-		}
-		t := store.Token{ID: id, Name: r.Name, Prefix: r.Prefix, Created: r.Created}
-		copy(t.Hash[:], h)
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b store.Token) int { return strings.Compare(a.ID, b.ID) })

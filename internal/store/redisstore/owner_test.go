@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // instance opens one more instance on prefix, standalone or on the
@@ -437,5 +440,133 @@ func BenchmarkList(b *testing.B) {
 		if es, err := st.List(b.Context(), []byte("k/"), []byte("k/0450"), 100); err != nil || len(es) != 100 {
 			b.Fatal(len(es), err)
 		}
+	}
+}
+
+// TestTokenRecordsFromBefore: a token record written before exact
+// tokens (no "exact" field) reads back as a prefix token, by Token and
+// Tokens alike, and an exact one keeps its flag.
+func TestTokenRecordsFromBefore(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	old := `{"name":"ci","prefix":"octocat/","sha256":"` + strings.Repeat("ab", 32) + `","created":"2026-11-20T12:00:00Z"}`
+	if err := st.c.Do(t.Context(), st.c.B().Hset().Key(st.n.tokens).FieldValue().FieldValue("0cd87274d67084ca", old).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	exact := store.Token{ID: "key-1", Name: "open-create", Prefix: "octocat", Exact: true, Created: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
+	if err := st.PutToken(t.Context(), exact); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := st.Token(t.Context(), "0cd87274d67084ca")
+	if err != nil || !ok || got.Prefix != "octocat/" || got.Exact || got.Hash[0] != 0xab || got.Name != "ci" {
+		t.Errorf("Token(a record from before) = %+v, %v, %v; want the prefix token", got, ok, err)
+	}
+	ts, err := st.Tokens(t.Context())
+	if err != nil || len(ts) != 2 || ts[0].Exact || !ts[1].Exact || ts[1].Prefix != "octocat" {
+		t.Errorf("Tokens() = %+v, %v; want the old prefix token and the exact one", ts, err)
+	}
+}
+
+// BenchmarkTokenLookup is the owner API's authentication with many
+// tokens stored, as open creation makes them: Token, one HGET by the id
+// a secret names, against Tokens, the HGETALL that every call made
+// before tokens named their id.
+func BenchmarkTokenLookup(b *testing.B) {
+	for _, n := range []int{1000, 100_000} {
+		st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(b.TempDir()), Durability: store.Sync})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var cmds rueidis.Commands
+		for i := range n {
+			v, _ := encodeToken(store.Token{ID: fmt.Sprintf("key-%032x", i), Name: "open-create", Prefix: fmt.Sprintf("k/%d", i), Exact: true})
+			cmds = append(cmds, st.c.B().Hset().Key(st.n.tokens).FieldValue().FieldValue(fmt.Sprintf("key-%032x", i), v).Build())
+		}
+		for _, r := range st.c.DoMulti(b.Context(), cmds...) {
+			if err := r.Error(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("tokens=%d/by=id", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok, err := st.Token(b.Context(), fmt.Sprintf("key-%032x", n/2)); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("tokens=%d/by=all", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if ts, err := st.Tokens(b.Context()); err != nil || len(ts) != n {
+					b.Fatal(len(ts), err)
+				}
+			}
+		})
+		st.Close()
+	}
+}
+
+// TestAddAcrossInstances: one instance adds and takes back while
+// another, in batch mode, counts visits it sends a flush interval later:
+// no visit and no n is lost, whichever reaches Redis first.
+func TestAddAcrossInstances(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			c := storetest.Config{Dir: t.TempDir()}
+			a := backend(where, store.Batch).Open(t, c).(*Store)
+			defer a.Close()
+			b := backend(where, store.Batch).Open(t, c).(*Store)
+			defer b.Close()
+			key := []byte("shared")
+			if _, err := b.Set(t.Context(), key, 1_000_000); err != nil { // far from 0: no clamp
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			done := make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-stop:
+						done <- n
+						return
+					default:
+					}
+					if _, err := a.Incr(t.Context(), key); err != nil {
+						t.Errorf("Incr: %v", err)
+					}
+					n++
+				}
+			}()
+			var sum int64
+			for i := range 60 {
+				n := int64(i%7*5) - 12
+				if _, err := b.Add(t.Context(), key, n); err != nil {
+					t.Fatalf("Add(%d): %v", n, err)
+				}
+				sum += n
+				time.Sleep(time.Millisecond)
+			}
+			close(stop)
+			visits := <-done
+			for _, st := range []*Store{a, b} {
+				if err := st.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := uint64(1_000_000+sum) + uint64(visits)
+			for name, st := range map[string]*Store{"a": a, "b": b} {
+				if err := st.Flush(); err != nil { // a round that reads back what the other sent
+					t.Fatal(err)
+				}
+				if got, err := st.Get(t.Context(), key); err != nil || got.Total != want {
+					t.Errorf("%s: Get = %+v, %v; want total %d (%d visits, adds of %d)", name, got, err, want, visits, sum)
+				}
+			}
+		})
 	}
 }

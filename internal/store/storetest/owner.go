@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +28,346 @@ func (s suite) runOwner(t *testing.T) {
 	t.Run("SetRacesFlush", s.setRacesFlush)
 	t.Run("ListPages", s.listPages)
 	t.Run("Tokens", s.tokens)
+	t.Run("AddCounts", s.addCounts)
+	t.Run("AddHostileKeys", s.addHostileKeys)
+	t.Run("AddLimits", s.addLimits)
+	t.Run("AddRacesVisits", s.addRacesVisits)
+	t.Run("AddRacesFlush", s.addRacesFlush)
+	t.Run("ExactTokens", s.exactTokens)
+}
+
+func mustAdd(t *testing.T, st store.Store, key []byte, n int64) store.Counts {
+	t.Helper()
+	c, err := st.Add(ctx, key, n)
+	if err != nil {
+		t.Fatalf("Add(%q, %d): %v", key, n, err)
+	}
+	return c
+}
+
+// addCounts adds and takes back on one key across days, a lock and
+// reopens: the total and today move by n, clamped at 0, a positive n
+// keeps the earlier days and a negative one clears them.
+func (s suite) addCounts(t *testing.T) {
+	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	c := Config{Dir: t.TempDir(), Now: clock.Now}
+	st := s.open(t, c)
+	key := []byte("abacus/update")
+	if got := mustAdd(t, st, key, 0); got != (store.Counts{}) {
+		t.Errorf("Add(new key, 0) = %+v, want zero", got)
+	}
+	if st.Keys() != 1 {
+		t.Errorf("Keys() = %d after Add(new key, 0), want 1: Add makes the key", st.Keys())
+	}
+	zero := []byte("made-at-zero") // and nothing else: it is there after a reopen
+	mustAdd(t, st, zero, 0)
+	for range 3 {
+		mustIncr(t, st, key)
+	}
+	clock.Add(24 * time.Hour)
+	roll(st)
+	mustIncr(t, st, key)
+	flush(t, st)
+	days := func(when string, want ...uint64) {
+		t.Helper()
+		if d := mustDays(t, st, key, 3); !slices.Equal(d.Counts, want) {
+			t.Errorf("%s: Days(3) = %v, want %v", when, d.Counts, want)
+		}
+	}
+	if got := mustAdd(t, st, key, 10); got != (store.Counts{Total: 14, Today: 11}) {
+		t.Errorf("Add(10) = %+v, want total 14, today 11", got)
+	}
+	days("after Add(10)", 0, 3, 11)
+	if got := mustIncr(t, st, key); got != (store.Counts{Total: 15, Today: 12}) {
+		t.Errorf("Incr after Add(10) = %+v, want total 15, today 12", got)
+	}
+	st = s.reopen(t, st, c)
+	if got := mustGet(t, st, key); got != (store.Counts{Total: 15, Today: 12}) {
+		t.Errorf("after reopening, Get = %+v, want total 15, today 12", got)
+	}
+	days("after Add(10) and reopening", 0, 3, 12)
+	// A negative n takes from the total and today, and clears the days
+	// before today: they could add up to more than the total.
+	if got := mustAdd(t, st, key, -5); got != (store.Counts{Total: 10, Today: 7}) {
+		t.Errorf("Add(-5) = %+v, want total 10, today 7", got)
+	}
+	days("after Add(-5)", 0, 0, 7)
+	st = s.reopen(t, st, c)
+	days("after Add(-5) and reopening", 0, 0, 7)
+	if got := mustGet(t, st, key); got != (store.Counts{Total: 10, Today: 7}) {
+		t.Errorf("after Add(-5) and reopening, Get = %+v, want total 10, today 7", got)
+	}
+	// Locked: an owner's Add still works, and keeps the lock.
+	mustLock(t, st, key, true)
+	if got := mustAdd(t, st, key, 2); got != (store.Counts{Total: 12, Today: 9, Locked: true}) {
+		t.Errorf("Add(2) on a locked key = %+v, want total 12, today 9, locked", got)
+	}
+	// Never below 0, whatever n.
+	if got := mustAdd(t, st, key, -8); got != (store.Counts{Total: 4, Today: 1, Locked: true}) {
+		t.Errorf("Add(-8) = %+v, want total 4, today 1, locked", got)
+	}
+	if got := mustAdd(t, st, key, -1000); got != (store.Counts{Locked: true}) {
+		t.Errorf("Add(-1000) on total 4 = %+v, want zero, locked", got)
+	}
+	if got := mustAdd(t, st, key, math.MinInt64); got != (store.Counts{Locked: true}) {
+		t.Errorf("Add(MinInt64) = %+v, want zero, locked", got)
+	}
+	st = s.reopen(t, st, c)
+	if got := mustGet(t, st, key); got != (store.Counts{Locked: true}) {
+		t.Errorf("after reopening, Get = %+v, want zero, locked", got)
+	}
+	days("at 0 after reopening", 0, 0, 0)
+	mustLock(t, st, key, false)
+	// A new day: a positive n counts on it.
+	clock.Add(24 * time.Hour)
+	roll(st)
+	if got := mustAdd(t, st, key, 3); got != (store.Counts{Total: 3, Today: 3}) {
+		t.Errorf("Add(3) on a new day = %+v, want total 3, today 3", got)
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	days("a new day after reopening", 0, 0, 3)
+	if st.Keys() != 2 {
+		t.Errorf("Keys() = %d, want 2", st.Keys())
+	}
+	if es := mustList(t, st, zero, nil, 1); len(es) != 1 || !bytes.Equal(es[0].Key, zero) || es[0].Counts != (store.Counts{}) {
+		t.Errorf("List(%q) = %+v, want the key Add(0) made, at 0", zero, es)
+	}
+}
+
+// addHostileKeys adds to every hostile key, and each comes back as it
+// was left after a reopen.
+func (s suite) addHostileKeys(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	keys := HostileKeys()
+	for i, k := range keys {
+		mustIncr(t, st, k)
+		mustAdd(t, st, k, int64(100+i))
+		if i%2 == 1 {
+			mustAdd(t, st, k, -50)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for i, k := range keys {
+			want := store.Counts{Total: uint64(101 + i), Today: uint64(101 + i)}
+			if i%2 == 1 {
+				want = store.Counts{Total: uint64(51 + i), Today: uint64(51 + i)}
+			}
+			if got := mustGet(t, st, k); got != want {
+				t.Errorf("%s: Get(%q) = %+v, want %+v", when, k, got, want)
+			}
+		}
+	}
+	check("before reopening")
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	check("after reopening")
+}
+
+func (s suite) addLimits(t *testing.T) {
+	st := s.open(t, Config{MaxKeys: 2})
+	defer mustClose(t, st)
+	long := []byte(strings.Repeat("k", store.MaxKeyBytes+1))
+	if _, err := st.Add(ctx, long, 1); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("Add(%d bytes) = %v, want ErrKeyTooLong", len(long), err)
+	}
+	if _, err := st.Add(ctx, []byte("a"), store.MaxDay+1); !errors.Is(err, store.ErrRange) {
+		t.Errorf("Add(new key, MaxDay+1) = %v, want ErrRange", err)
+	}
+	if st.Keys() != 0 {
+		t.Errorf("Keys() = %d after a refused Add, want 0: it changes nothing", st.Keys())
+	}
+	if got := mustAdd(t, st, []byte("a"), store.MaxDay); got != (store.Counts{Total: store.MaxDay, Today: store.MaxDay}) {
+		t.Errorf("Add(new key, MaxDay) = %+v, want MaxDay, MaxDay", got)
+	}
+	if _, err := st.Add(ctx, []byte("a"), 1); !errors.Is(err, store.ErrRange) {
+		t.Errorf("Add(1) with today at MaxDay = %v, want ErrRange", err)
+	}
+	mustSet(t, st, []byte("b"), store.MaxTotal-5)
+	if _, err := st.Add(ctx, []byte("b"), 6); !errors.Is(err, store.ErrRange) {
+		t.Errorf("Add(6) at MaxTotal-5 = %v, want ErrRange", err)
+	}
+	if got := mustGet(t, st, []byte("b")); got != (store.Counts{Total: store.MaxTotal - 5}) {
+		t.Errorf("after a refused Add, Get = %+v, want total MaxTotal-5 unchanged", got)
+	}
+	if got := mustAdd(t, st, []byte("b"), 5); got != (store.Counts{Total: store.MaxTotal, Today: 5}) {
+		t.Errorf("Add(5) at MaxTotal-5 = %+v, want MaxTotal, today 5", got)
+	}
+	if _, err := st.Add(ctx, []byte("c"), 1); !errors.Is(err, store.ErrTooManyKeys) {
+		t.Errorf("Add(new key) on a full store = %v, want ErrTooManyKeys", err)
+	}
+	if got := mustAdd(t, st, []byte("a"), -store.MaxDay); got != (store.Counts{}) {
+		t.Errorf("Add(-MaxDay) on a full store's key = %+v, want zero", got)
+	}
+	if st.Keys() != 2 {
+		t.Errorf("Keys() = %d, want 2", st.Keys())
+	}
+}
+
+// addRacesVisits adds and takes back while visits to the key run and
+// passes flush: no visit and no n is lost, whatever the order.
+func (s suite) addRacesVisits(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	key := []byte("raced-add")
+	mustSet(t, st, key, 1_000_000) // far from 0: no clamp
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	visits := 0
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := st.Incr(ctx, key); err != nil {
+					t.Errorf("Incr: %v", err)
+					return
+				}
+				mu.Lock()
+				visits++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if f, ok := st.(Flusher); ok {
+				if err := f.Flush(); err != nil {
+					t.Errorf("Flush: %v", err)
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	var sum int64
+	for i := range 40 {
+		n := int64(i%5*7) - 10
+		mustAdd(t, st, key, n)
+		sum += n
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	flush(t, st)
+	want := uint64(1_000_000+sum) + uint64(visits)
+	if got := mustGet(t, st, key); got.Total != want {
+		t.Errorf("Get = %+v, want total %d (%d visits, adds of %d)", got, want, visits, sum)
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if got := mustGet(t, st, key); got.Total != want {
+		t.Errorf("after reopening, Get = %+v, want total %d", got, want)
+	}
+}
+
+// addRacesFlush takes back below what passes already wrote, while they
+// run: no pass brings the old total back.
+func (s suite) addRacesFlush(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	key := []byte("take-back")
+	var want uint64
+	for round := range 10 {
+		for range 50 {
+			mustIncr(t, st, key)
+		}
+		want += 50
+		var wg sync.WaitGroup
+		wg.Go(func() { flush(t, st) })
+		mustAdd(t, st, key, -int64(40+round))
+		want -= uint64(40 + round)
+		wg.Wait()
+		flush(t, st)
+		if got := mustGet(t, st, key); got.Total != want || got.Today != want {
+			t.Fatalf("round %d: Get after Add and two flushes = %+v, want total and today %d", round, got, want)
+		}
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if got := mustGet(t, st, key); got.Total != want || got.Today != want {
+		t.Errorf("after reopening Get = %+v, want total and today %d", got, want)
+	}
+}
+
+// exactTokens stores exact tokens beside prefix ones: the flag survives
+// a reopen, AddToken adds an id once, and Token finds one by id.
+func (s suite) exactTokens(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	created := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	exact := store.Token{ID: "k1", Name: "open-create", Prefix: "a/b", Exact: true, Hash: sha256.Sum256([]byte("one")), Created: created}
+	prefix := store.Token{ID: "p1", Name: "ci", Prefix: "a/b", Hash: sha256.Sum256([]byte("two")), Created: created}
+	if err := st.PutToken(ctx, prefix); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.AddToken(ctx, exact); err != nil || !ok {
+		t.Fatalf("AddToken(new id) = %v, %v; want true", ok, err)
+	}
+	other := exact
+	other.Hash = sha256.Sum256([]byte("thief"))
+	if ok, err := st.AddToken(ctx, other); err != nil || ok {
+		t.Fatalf("AddToken(an id there) = %v, %v; want false", ok, err)
+	}
+	if ok, err := st.AddToken(ctx, store.Token{ID: "p1", Name: "x", Prefix: "", Hash: other.Hash, Created: created}); err != nil || ok {
+		t.Fatalf("AddToken(a prefix token's id) = %v, %v; want false", ok, err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, want := range []store.Token{exact, prefix} {
+			got, ok, err := st.Token(ctx, want.ID)
+			if err != nil || !ok || got.ID != want.ID || got.Name != want.Name || got.Prefix != want.Prefix ||
+				got.Exact != want.Exact || got.Hash != want.Hash || !got.Created.Equal(want.Created) {
+				t.Errorf("%s: Token(%s) = %+v, %v, %v; want %+v", when, want.ID, got, ok, err, want)
+			}
+		}
+		if _, ok, err := st.Token(ctx, "absent"); err != nil || ok {
+			t.Errorf("%s: Token(absent) = %v, %v; want false", when, ok, err)
+		}
+		ts, err := st.Tokens(ctx)
+		if err != nil || len(ts) != 2 || !ts[0].Exact || ts[1].Exact {
+			t.Errorf("%s: Tokens() = %+v, %v; want k1 exact, p1 not", when, ts, err)
+		}
+	}
+	check("after AddToken")
+	st = s.reopen(t, st, c)
+	check("after reopening")
+	if ok, err := st.DeleteToken(ctx, "k1"); err != nil || !ok {
+		t.Fatalf("DeleteToken(k1) = %v, %v", ok, err)
+	}
+	if ok, err := st.AddToken(ctx, other); err != nil || !ok {
+		t.Fatalf("AddToken(k1) after its delete = %v, %v; want true", ok, err)
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if got, ok, _ := st.Token(ctx, "k1"); !ok || got.Hash != other.Hash {
+		t.Errorf("after reopening, Token(k1) = %+v, %v; want the one added after the delete", got, ok)
+	}
+	// The scope itself.
+	for _, tt := range []struct {
+		tok  store.Token
+		key  string
+		want bool
+	}{
+		{exact, "a/b", true}, {exact, "a/bc", false}, {exact, "a/b/c", false}, {exact, "a/", false}, {exact, "", false},
+		{prefix, "a/b", true}, {prefix, "a/bc", true}, {prefix, "a/", false},
+		{store.Token{Prefix: "", Exact: true}, "", true}, {store.Token{Prefix: "", Exact: true}, "a", false},
+	} {
+		if got := tt.tok.Covers(tt.key); got != tt.want {
+			t.Errorf("Token{Prefix: %q, Exact: %v}.Covers(%q) = %v, want %v", tt.tok.Prefix, tt.tok.Exact, tt.key, got, tt.want)
+		}
+	}
 }
 
 func mustSet(t *testing.T, st store.Store, key []byte, total uint64) store.Counts {

@@ -500,7 +500,8 @@ func (s suite) memoryBounded(t *testing.T) {
 	}
 }
 
-// property runs random sequences of Incr, Hit, clock moves and reopens
+// property runs random sequences of Incr, Set, Add, Lock, Delete, Hit,
+// clock moves and reopens
 // with random keys (any bytes the web layer accepts, the empty key always
 // among them) against a model, checked after every reopen. The seed is
 // STORETEST_SEED if set, and printed on failure.
@@ -608,7 +609,23 @@ func (s suite) property(t *testing.T) {
 			delete(m, string(k))
 		case op < 78:
 			flush(t, st)
-		case op < 80:
+		case op < 82:
+			k := keys[rng.IntN(len(keys))]
+			n := rng.Int64N(2001) - 1000
+			if rng.IntN(8) == 0 {
+				n = -rng.Int64N(1 << 40) // down to 0, or near
+			}
+			got := mustAdd(t, st, k, n)
+			mk := entry(k)
+			today := store.DayOf(clock.Now())
+			mk.total, mk.days[today] = store.ClampAdd(mk.total, n), store.ClampAdd(mk.days[today], n)
+			if n < 0 {
+				mk.days = map[store.Day]uint64{today: mk.days[today]}
+			}
+			if got.Total != mk.total || got.Today != mk.days[today] || got.Locked != mk.locked {
+				t.Fatalf("step %d: Add(%q, %d) = %+v, want total %d, today %d", step, k, n, got, mk.total, mk.days[today])
+			}
+		case op < 83:
 			n, err := st.Hit(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -124,6 +124,41 @@ func (t *Tally) Reset(total uint64, today store.Day) {
 	t.total.Store(total)
 }
 
+// Shift adds n, which may be negative, to the total and to day d's
+// count, each clamped at 0, and returns the new counts; a negative n
+// also drops the earlier days held. The caller checks the range
+// (store.CheckAdd). A visit racing with it is never lost: the total and
+// today's count each change by one compare-and-swap.
+func (t *Tally) Shift(n int64, d store.Day) store.Counts {
+	var today uint64
+	for {
+		old := t.today.Load()
+		od, c := unpack(old)
+		day, base := od, c
+		if od < d { // a new day begins, as a visit would begin it
+			day, base = d, 0
+		}
+		today = store.ClampAdd(base, n)
+		if t.today.CompareAndSwap(old, pack(day, today)) {
+			if od < d && c > 0 && n >= 0 {
+				t.keepPast(od, c)
+			}
+			break
+		}
+	}
+	if n < 0 {
+		t.mu.Lock()
+		clear(t.past)
+		t.mu.Unlock()
+	}
+	for {
+		old := t.total.Load()
+		if v := store.ClampAdd(old, n); t.total.CompareAndSwap(old, v) {
+			return store.Counts{Total: v, Today: today, Locked: t.locked.Load()}
+		}
+	}
+}
+
 // Total returns the tally's total.
 func (t *Tally) Total() uint64 { return t.total.Load() }
 

@@ -1,0 +1,189 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"visitors/internal/client"
+	"visitors/internal/store"
+	"visitors/internal/web"
+)
+
+// OpenName is the name of every token open creation makes.
+const OpenName = "open-create"
+
+// exactIDPrefix starts the id of an open-creation token.
+const exactIDPrefix = "key-"
+
+// exactID returns the id of key's open-creation token: one id per key,
+// so that a key has at most one such token, a new one replaces none
+// (store.AddToken refuses the id while it is there) and deleting the key
+// revokes it.
+func exactID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return exactIDPrefix + hex.EncodeToString(sum[:16])
+}
+
+// Created is the answer to open creation: the new counter and its
+// token, whose secret is shown this once.
+type Created struct {
+	Counter
+	Token NewToken `json:"token"`
+}
+
+var (
+	// errExists is the answer for a key that exists, whatever its
+	// counts, lock or owner: it tells nothing more.
+	errExists   = &Error{Code: http.StatusConflict, Msg: "the counter exists: only its owner may change it"}
+	errNoBody   = badRequest("POST /api/v1/counters/{key} creates the counter at 0 and takes no body; to add, POST /api/v1/counters/{key}/add {\"n\":N} with its token")
+	errWithAuth = badRequest("POST /api/v1/counters/{key} creates a counter without a token: send no Authorization header (to add to a counter, POST /api/v1/counters/{key}/add)")
+	errOpenKey  = badRequest("%s", web.MsgKey)
+)
+
+// createCounter serves POST /api/v1/counters/{key} without a token, with
+// Config.OpenCreate: it creates key, one /counter/{key} takes, at 0, and
+// answers 201 with a token for that key alone; 409 if the key exists.
+// A client creates at most Config.NewKeys counters (429).
+func (h *Handler) createCounter(c *call) error {
+	if c.r.Header.Get("Authorization") != "" {
+		return errWithAuth
+	}
+	if err := c.only(); err != nil {
+		return err
+	}
+	k := c.param
+	if !web.ValidKey(k) {
+		return errOpenKey
+	}
+	if c.r.ContentLength != 0 {
+		return errNoBody
+	}
+	now := h.c.Now()
+	id := client.Identify(c.r.RemoteAddr, c.r.Header, h.c.Trusted)
+	if _, may := h.c.NewKeys.Visit(id, now, true); !may {
+		return h.tooManyNew(id, now)
+	}
+	ctx, key := c.r.Context(), []byte(k)
+	es, err := h.c.Store.List(ctx, key, nil, 1) // key, if there, sorts first of the keys it starts
+	if err != nil {
+		return h.storeError(err, "list")
+	}
+	if len(es) > 0 && string(es[0].Key) == k {
+		return errExists
+	}
+	secret, tid, err := h.newSecret(exactID(k))
+	if err != nil {
+		return &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
+	}
+	t := store.Token{ID: tid, Name: OpenName, Prefix: k, Exact: true, Hash: sha256.Sum256([]byte(secret)), Created: now.UTC().Truncate(time.Second)}
+	added, err := h.c.Store.AddToken(ctx, t)
+	if err != nil {
+		return h.storeError(err, "store the token")
+	}
+	if !added {
+		if added, err = h.replaceOrphan(c, t); err != nil {
+			return err
+		}
+		if !added { // another creation of key got there first
+			return errExists
+		}
+	}
+	counts, err := h.c.Store.Add(ctx, key, 0)
+	if err != nil {
+		if _, derr := h.c.Store.DeleteToken(ctx, tid); derr != nil {
+			h.c.Log.Error().Err(derr).Str("key", k).Str("token_id", tid).Msg("revoke the token of a counter not created: it blocks creating the key until revoked")
+		}
+		return h.changeError(err, "create")
+	}
+	if ok, retry := h.c.NewKeys.Created(id, now); !ok { // a concurrent creation took the last one: this one stands
+		h.c.Log.Debug().Dur("retry", retry).Msg("open creation past the client's limit by a race")
+	}
+	h.c.Log.Info().Str("audit", "create").Str("token", OpenName).Str("token_id", tid).Str("call", c.r.Method+" "+c.r.URL.Path).
+		Str("key", k).Str("client", id.String()).Object("after", countsLog(counts)).Msg("api change")
+	writeJSON(c.w, http.StatusCreated, Created{Counter: counterOf(k, counts),
+		Token: NewToken{ID: tid, Token: secret, Name: OpenName, Prefix: k, Exact: true, Created: t.Created}})
+	return nil
+}
+
+// orphanAge is how old a key's open-creation token must be for a
+// creation to take it for an orphan when the key is not there: older
+// than any creation in progress, which makes the key just after its
+// token.
+const orphanAge = time.Minute
+
+// replaceOrphan replaces the token with t's id, an orphan, by t: the
+// key is not there, and the token is older than orphanAge (a creation
+// that stopped between its token and its key, or a revoke that failed
+// after a delete). Of creations racing to replace it, one wins.
+func (h *Handler) replaceOrphan(c *call, t store.Token) (bool, error) {
+	ctx := c.r.Context()
+	old, found, err := h.c.Store.Token(ctx, t.ID)
+	if err != nil {
+		return false, h.storeError(err, "read the token")
+	}
+	if found && t.Created.Sub(old.Created) < orphanAge {
+		return false, nil
+	}
+	if _, err := h.c.Store.DeleteToken(ctx, t.ID); err != nil {
+		return false, h.storeError(err, "revoke an orphan token")
+	}
+	h.c.Log.Info().Str("audit", "revoke orphan token").Str("token_id", t.ID).Str("key", t.Prefix).Msg("api change")
+	added, err := h.c.Store.AddToken(ctx, t)
+	if err != nil {
+		return false, h.storeError(err, "store the token")
+	}
+	return added, nil
+}
+
+// tooManyNew is the 429 of a client past its new counters.
+func (h *Handler) tooManyNew(id netip.Addr, now time.Time) error {
+	return &Error{Code: http.StatusTooManyRequests,
+		Msg:        "too many new counters from your address: at most " + h.c.NewKeysRate.String() + " (-client-new-keys); try again later",
+		RetryAfter: max(h.c.NewKeys.CreateRefused(id, now), time.Second)}
+}
+
+// addCounter serves POST /api/v1/counters/{key}/add {"n":N}: N, which
+// may be negative, is added to the total and today's count, each clamped
+// at 0 (a negative N also clears the earlier days), as Abacus' /update
+// does. Any token whose scope holds the key may, on a locked key too.
+func (h *Handler) addCounter(c *call) error {
+	k, err := c.key()
+	if err != nil {
+		return err
+	}
+	m, err := c.body("n")
+	if err != nil {
+		return err
+	}
+	raw, ok := m["n"]
+	if !ok {
+		return badRequest("no field \"n\": send {\"n\":N}, N a whole number, negative to take away")
+	}
+	var n int64
+	if err := field(raw, "n", "a whole number, negative to take away", &n); err != nil {
+		return err
+	}
+	if n > MaxTotal || n < -MaxTotal {
+		return badRequest("field \"n\": from %d to %d", -int64(MaxTotal), int64(MaxTotal))
+	}
+	ctx, key := c.r.Context(), []byte(k)
+	before, err := h.c.Store.Get(ctx, key)
+	if err != nil {
+		return h.storeError(err, "get")
+	}
+	after, err := h.c.Store.Add(ctx, key, n)
+	if errors.Is(err, store.ErrRange) {
+		return &Error{Code: http.StatusConflict, Msg: "the counter would pass its limit: a total of at most " + strconv.FormatUint(MaxTotal, 10) + ", " + strconv.FormatUint(store.MaxDay, 10) + " a day"}
+	}
+	if err != nil {
+		return h.changeError(err, "add")
+	}
+	h.audit(c, "add", k).Int64("n", n).Object("before", countsLog(before)).Object("after", countsLog(after)).Msg("api change")
+	writeJSON(c.w, http.StatusOK, counterOf(k, after))
+	return nil
+}

@@ -1,0 +1,317 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/client"
+	"visitors/internal/golden"
+	"visitors/internal/store"
+)
+
+// openEnv is an env with open creation on, and a limit of three new
+// counters an hour per client.
+func openEnv(t *testing.T, maxKeys int) *env {
+	t.Helper()
+	rate := client.Rate{Events: 3, Per: time.Hour}
+	return newEnv(t, maxKeys, func(c *Config) {
+		c.OpenCreate = true
+		c.NewKeys = client.NewLimiter(client.LimiterOptions{NewKeys: rate})
+		c.NewKeysRate = rate
+	})
+}
+
+// mustCreate creates key by open creation and keeps its token as name.
+func (e *env) mustCreate(t *testing.T, key, name string) Created {
+	t.Helper()
+	w := e.do("POST", "/api/v1/counters/"+key, "", "")
+	if w.Code != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", key, w.Code, w.Body)
+	}
+	var c Created
+	if err := json.Unmarshal(w.Body.Bytes(), &c); err != nil {
+		t.Fatal(err)
+	}
+	e.tokens[name] = c.Token.Token
+	return c
+}
+
+// TestOpenCreateTranscript runs the story of a self-service counter and
+// compares every answer with testdata/open.golden: created without a
+// token, it is the key's alone; its token sets, adds, locks and deletes
+// that key and no other; a key that exists answers 409, the same
+// whatever it holds; the fourth creation within the hour is 429.
+func TestOpenCreateTranscript(t *testing.T) {
+	e := openEnv(t, 0)
+	steps := []struct {
+		title, method, target, token, body string
+	}{
+		{"create", "POST", "/api/v1/counters/a/b", "", ""},
+		{"again: it exists", "POST", "/api/v1/counters/a/b", "", ""},
+		{"a key root made, locked", "PUT", "/api/v1/counters/locked", "root", `{"total":9,"locked":true}`},
+		{"it exists: the same answer", "POST", "/api/v1/counters/locked", "", ""},
+		{"a key with a token: refused, whatever the token", "POST", "/api/v1/counters/x", "root", ""},
+		{"a body: refused", "POST", "/api/v1/counters/x", "", `{"total":5}`},
+		{"a key /counter/ refuses", "POST", "/api/v1/counters/a%20b", "", ""},
+		{"a dot segment", "POST", "/api/v1/counters/a/../b", "", ""},
+		{"the empty key", "POST", "/api/v1/counters/?key=", "", ""},
+		{"a parameter", "POST", "/api/v1/counters/y?x=1", "", ""},
+		{"read it", "GET", "/api/v1/counters/a/b", "a/b", ""},
+		{"add", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":5}`},
+		{"take back, not below 0", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":-7}`},
+		{"set", "PUT", "/api/v1/counters/a/b", "a/b", `{"total":100}`},
+		{"lock", "PUT", "/api/v1/counters/a/b", "a/b", `{"locked":true}`},
+		{"add to a locked key", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":-1}`},
+		{"a key it starts: refused", "GET", "/api/v1/counters/a/bc", "a/b", ""},
+		{"a key under it: refused", "PUT", "/api/v1/counters/a/b/c", "a/b", `{"total":1}`},
+		{"add under it: refused", "POST", "/api/v1/counters/a/b/c/add", "a/b", `{"n":1}`},
+		{"list: refused", "GET", "/api/v1/counters?prefix=a/b", "a/b", ""},
+		{"tokens: refused", "GET", "/api/v1/tokens", "a/b", ""},
+		{"root sees the token, without its secret", "GET", "/api/v1/tokens", "root", ""},
+		{"no n", "POST", "/api/v1/counters/a/b/add", "a/b", `{}`},
+		{"n not whole", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":1.5}`},
+		{"n a string", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":"1"}`},
+		{"n twice", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":1,"n":-100}`},
+		{"n null", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":null}`},
+		{"n too large", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":4611686018427387905}`},
+		{"past a day's most", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":549755813889}`},
+		{"another field", "POST", "/api/v1/counters/a/b/add", "a/b", `{"n":1,"total":2}`},
+		{"add without a token", "POST", "/api/v1/counters/a/b/add", "", `{"n":1}`},
+		{"GET reads the key that ends in /add", "GET", "/api/v1/counters/a/b/add", "root", ""},
+		{"root adds to the empty key", "POST", "/api/v1/counters//add?key=", "root", `{"n":2}`},
+		{"a key that ends in /add, created", "POST", "/api/v1/counters/c%2Fadd", "", ""},
+		{"the third creation within the hour", "POST", "/api/v1/counters/d", "", ""},
+		{"the fourth", "POST", "/api/v1/counters/e", "", ""},
+		{"delete: its token goes with it", "DELETE", "/api/v1/counters/a/b", "a/b", ""},
+		{"the token of the deleted key", "GET", "/api/v1/counters/a/b", "a/b", ""},
+	}
+	var out bytes.Buffer
+	for _, s := range steps {
+		w := e.do(s.method, s.target, s.token, s.body)
+		fmt.Fprintf(&out, "### %s\n%s %s", s.title, s.method, s.target)
+		if s.token != "" {
+			fmt.Fprintf(&out, " (as %s)", s.token)
+		}
+		if s.body != "" {
+			fmt.Fprintf(&out, "\n%s", s.body)
+		}
+		fmt.Fprintf(&out, "\n--> %d\n", w.Code)
+		for _, h := range []string{"Allow", "Retry-After", "Www-Authenticate"} {
+			if v := w.Header().Get(h); v != "" {
+				fmt.Fprintf(&out, "%s: %s\n", h, v)
+			}
+		}
+		if !json.Valid(w.Body.Bytes()) {
+			t.Errorf("%s: the body is not JSON: %q", s.title, w.Body)
+		}
+		if w.Code >= 500 {
+			t.Errorf("%s: %d %s", s.title, w.Code, w.Body)
+		}
+		out.Write(w.Body.Bytes())
+		out.WriteByte('\n')
+		if s.method == "POST" && w.Code == http.StatusCreated {
+			var c Created
+			if err := json.Unmarshal(w.Body.Bytes(), &c); err != nil {
+				t.Fatal(err)
+			}
+			e.tokens[c.Key] = c.Token.Token
+		}
+	}
+	golden.Check(t, "testdata/open.golden", out.Bytes())
+	ctx := context.Background()
+	for key, want := range map[string]store.Counts{"a/b": {}, "a/bc": {}, "a/b/c": {}, "locked": {Total: 9, Locked: true}, "": {Total: 2, Today: 2}, "c/add": {}, "d": {}} {
+		if got, _ := e.st.Get(ctx, []byte(key)); got != want {
+			t.Errorf("after the story, %q = %+v, want %+v", key, got, want)
+		}
+	}
+	if n := e.st.Keys(); n != 4 {
+		t.Errorf("Keys() = %d, want 4 (locked, the empty key, c/add, d)", n)
+	}
+	ts, _ := e.st.Tokens(ctx)
+	if len(ts) != 2 || ts[0].Prefix != "d" || ts[1].Prefix != "c/add" || !ts[0].Exact || !ts[1].Exact {
+		t.Errorf("tokens after the story = %+v, want those of d and c/add: a/b's went with its key", ts)
+	}
+}
+
+// TestOpenCreateOff: without Config.OpenCreate, POST on a counter is
+// what it was, a 405 that does not name POST, and creates nothing.
+func TestOpenCreateOff(t *testing.T) {
+	e := newEnv(t, 0, nil)
+	for _, token := range []string{"", "root"} {
+		w := e.do("POST", "/api/v1/counters/a", token, "")
+		if w.Code != 405 || w.Header().Get("Allow") != "GET, PUT, DELETE" {
+			t.Errorf("POST as %q: %d, Allow %q; want 405, GET, PUT, DELETE", token, w.Code, w.Header().Get("Allow"))
+		}
+	}
+	if e.st.Keys() != 0 {
+		t.Errorf("Keys() = %d, want 0", e.st.Keys())
+	}
+	// The add route does not depend on it.
+	if w := e.do("POST", "/api/v1/counters/a/add", "root", `{"n":3}`); w.Code != 200 || !strings.Contains(w.Body.String(), `"total": 3`) {
+		t.Errorf("add as root: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestOpenCreateNoHijack: a key deleted and created again by someone
+// else is theirs alone: the first creator's token, which named the same
+// token id, is refused on it.
+func TestOpenCreateNoHijack(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.OpenCreate, c.NoFailureLimit = true, true })
+	first := e.mustCreate(t, "k", "alice")
+	for _, deleter := range []string{"alice", "root"} {
+		if deleter == "root" {
+			first = e.mustCreate(t, "k", "alice")
+		}
+		if w := e.do("DELETE", "/api/v1/counters/k", deleter, ""); w.Code != 200 {
+			t.Fatalf("delete as %s: %d %s", deleter, w.Code, w.Body)
+		}
+		second := e.mustCreate(t, "k", "bob")
+		if second.Token.ID != first.Token.ID || second.Token.Token == first.Token.Token {
+			t.Fatalf("ids %s, %s: want one id per key, two secrets", first.Token.ID, second.Token.ID)
+		}
+		for _, call := range []struct{ method, target, body string }{
+			{"GET", "/api/v1/counters/k", ""},
+			{"PUT", "/api/v1/counters/k", `{"total":1}`},
+			{"POST", "/api/v1/counters/k/add", `{"n":1}`},
+			{"DELETE", "/api/v1/counters/k", ""},
+		} {
+			if w := e.do(call.method, call.target, "alice", call.body); w.Code != 401 {
+				t.Errorf("deleted by %s: alice's old token: %s %s = %d, want 401", deleter, call.method, call.target, w.Code)
+			}
+		}
+		if w := e.do("POST", "/api/v1/counters/k/add", "bob", `{"n":4}`); w.Code != 200 {
+			t.Errorf("bob adds: %d %s", w.Code, w.Body)
+		}
+		if w := e.do("DELETE", "/api/v1/counters/k", "bob", ""); w.Code != 200 {
+			t.Fatalf("bob deletes: %d %s", w.Code, w.Body)
+		}
+	}
+}
+
+// TestOpenCreateFull: a store at -max-keys refuses the creation, and
+// keeps no token for it.
+func TestOpenCreateFull(t *testing.T) {
+	e := newEnv(t, 1, func(c *Config) { c.OpenCreate = true })
+	e.mustCreate(t, "one", "one")
+	w := e.do("POST", "/api/v1/counters/two", "", "")
+	if w.Code != 409 || !strings.Contains(w.Body.String(), "-max-keys") {
+		t.Errorf("create on a full store: %d %s; want 409 naming -max-keys", w.Code, w.Body)
+	}
+	ts, _ := e.st.Tokens(context.Background())
+	if len(ts) != 1 {
+		t.Errorf("tokens = %+v, want one's alone", ts)
+	}
+	// Deleting one frees its place: two is created, with a token.
+	if w := e.do("DELETE", "/api/v1/counters/one", "one", ""); w.Code != 200 {
+		t.Fatalf("delete: %d", w.Code)
+	}
+	e.mustCreate(t, "two", "two")
+}
+
+// TestOpenCreateTrustedProxy: the limit on new counters is per client,
+// as -trusted-proxies names it, and shared with the web layer's: a
+// limiter with no token left refuses the API's creation too.
+func TestOpenCreateTrustedProxy(t *testing.T) {
+	var proxies client.Proxies
+	if err := proxies.Set("192.0.2.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	rate := client.Rate{Events: 1, Per: time.Hour}
+	lim := client.NewLimiter(client.LimiterOptions{NewKeys: rate})
+	e := newEnv(t, 0, func(c *Config) {
+		c.OpenCreate, c.NewKeys, c.NewKeysRate, c.Trusted = true, lim, rate, &proxies
+	})
+	if w := e.do("POST", "/api/v1/counters/a", "", "", "X-Forwarded-For", "203.0.113.1"); w.Code != 201 {
+		t.Fatalf("first client: %d %s", w.Code, w.Body)
+	}
+	if w := e.do("POST", "/api/v1/counters/b", "", "", "X-Forwarded-For", "203.0.113.1"); w.Code != 429 || w.Header().Get("Retry-After") != "3600" {
+		t.Errorf("first client again: %d Retry-After %q; want 429, 3600", w.Code, w.Header().Get("Retry-After"))
+	}
+	if w := e.do("POST", "/api/v1/counters/b", "", "", "X-Forwarded-For", "203.0.113.2"); w.Code != 201 {
+		t.Errorf("another client behind the proxy: %d %s", w.Code, w.Body)
+	}
+	// The web layer took the third client's token: the API refuses it.
+	third := client.Identify("198.51.100.7:1", http.Header{}, &proxies)
+	lim.Created(third, day0)
+	r := httptest.NewRequest("POST", "/api/v1/counters/c", nil)
+	r.RemoteAddr = "198.51.100.7:1"
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	if w.Code != 429 {
+		t.Errorf("a client whose budget the badges spent: %d %s, want 429", w.Code, w.Body)
+	}
+}
+
+// TestTokensFromBefore: a token made before secrets named their id still
+// works, compared with every token; a secret that names an id is
+// checked against that token alone, so a right id with a wrong secret,
+// or the secret of another token under its id, is refused.
+func TestTokensFromBefore(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.NoFailureLimit, c.OpenCreate = true, true })
+	old := "vt_auZ4P0-96RtuuItzpI7SR9vliC4leWg0MsG_xSVFSt0" // the form of before: no id
+	if err := e.st.PutToken(context.Background(), store.Token{ID: "0cd87274d67084ca", Name: "ci", Prefix: "a/", Hash: sha256.Sum256([]byte(old))}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.mustCreate(t, "a/b", "ab")
+	secret := c.Token.Token[strings.Index(c.Token.Token, ".")+1:]
+	tests := []struct {
+		name, token string
+		code        int
+	}{
+		{"a token from before", old, 200},
+		{"a token from before, cut", old[:len(old)-1], 401},
+		{"the exact token", c.Token.Token, 200},
+		{"its secret without its id", secret, 401},
+		{"its id, another secret", "vt_" + c.Token.ID + ".x" + secret[1:], 401},
+		{"the old token's id with the exact one's secret", "vt_0cd87274d67084ca." + secret, 401},
+		{"an id that is not there", "vt_nope." + secret, 401},
+		{"an empty id", "vt_." + secret, 401},
+	}
+	for _, tt := range tests {
+		if w := e.do("GET", "/api/v1/counters/a/b", "Bearer "+tt.token, ""); w.Code != tt.code {
+			t.Errorf("%s: %d %s, want %d", tt.name, w.Code, w.Body, tt.code)
+		}
+	}
+}
+
+// TestOpenCreateOrphan: a key's token left without its key (a creation
+// stopped between the two, a revoke that failed) blocks the key while it
+// may be a creation in progress, and is replaced once it is older than
+// orphanAge; its secret is refused from then on.
+func TestOpenCreateOrphan(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.OpenCreate, c.NoFailureLimit = true, true })
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		age  time.Duration
+		code int
+	}{
+		{"a creation in progress", orphanAge - time.Second, 409},
+		{"an orphan", orphanAge, 201},
+	} {
+		key := strings.ReplaceAll(tt.name, " ", "-")
+		orphan := "vt_" + exactID(key) + ".orphan-secret"
+		if err := e.st.PutToken(ctx, store.Token{ID: exactID(key), Name: OpenName, Prefix: key, Exact: true,
+			Hash: sha256.Sum256([]byte(orphan)), Created: day0.Add(-tt.age)}); err != nil {
+			t.Fatal(err)
+		}
+		if w := e.do("POST", "/api/v1/counters/"+key, "", ""); w.Code != tt.code {
+			t.Errorf("%s: create = %d %s, want %d", tt.name, w.Code, w.Body, tt.code)
+		}
+		want := 200
+		if tt.code == 201 {
+			want = 401
+		}
+		if w := e.do("GET", "/api/v1/counters/"+key, "Bearer "+orphan, ""); w.Code != want {
+			t.Errorf("%s: the old token = %d, want %d", tt.name, w.Code, want)
+		}
+	}
+}
