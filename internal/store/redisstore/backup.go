@@ -307,7 +307,7 @@ func deleteAll(ctx context.Context, c rueidis.Client, n names) error {
 			}
 			var cmds rueidis.Commands
 			for _, k := range e.Elements {
-				if k != n.hi && k != n.tokens {
+				if k != n.hi && k != n.tokens && !strings.HasPrefix(k, n.prefix+"{seed}") { // the day's seed: instances still hash with it
 					cmds = append(cmds, c.B().Del().Key(k).Build())
 				}
 			}

@@ -221,6 +221,7 @@ func (s *Store) Delete(ctx context.Context, key []byte) (bool, error) {
 		s.keyCount.Store(n)
 	}
 	sc := s.ownerScript(key, today, "del", 0, newGen())
+	sc.keys = append(sc.keys, s.uniqueNames(key, today)...) // del deletes them too (uniques.go)
 	v, err := s.doScripts(ctx, []script{sc})[0].AsIntSlice()
 	if err != nil || len(v) != 1 {
 		return false, fmt.Errorf("redis: delete: %w: %v", ErrUnavailable, err)
@@ -232,6 +233,7 @@ func (s *Store) Delete(ctx context.Context, key []byte) (bool, error) {
 		s.entries.CompareAndDelete(e.key, e)
 		e.mu.Unlock()
 	}
+	s.forgetUniques(key)
 	return removed > 0 || v[0] != 0, nil
 }
 
