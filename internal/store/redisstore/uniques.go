@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,19 @@ func uniqueKey(tag string, d store.Day) string {
 // seedKey returns the name of day d's shared seed.
 func (n names) seedKey(d store.Day) string {
 	return n.prefix + "{seed}" + strconv.FormatUint(uint64(d), 10)
+}
+
+// uniqueTag returns the tag of a counter's HyperLogLog name, or "" if
+// name is not one.
+func uniqueTag(name string) string {
+	i := strings.LastIndexByte(name, '}')
+	if i < 0 || !strings.HasPrefix(name[i+1:], uniqueSuffix) {
+		return ""
+	}
+	if _, err := strconv.ParseUint(name[i+1+len(uniqueSuffix):], 10, 32); err != nil {
+		return ""
+	}
+	return name[:i+1]
 }
 
 // uniqueNames returns the names of key's HyperLogLogs of every day Redis

@@ -1,9 +1,12 @@
 package redisstore
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"visitors/internal/race"
 	"visitors/internal/store"
+	"visitors/internal/store/boltstore"
 	"visitors/internal/store/storetest"
 	"visitors/internal/unique"
 )
@@ -354,5 +358,54 @@ func TestUniquesHotPathAllocatesNothing(t *testing.T) {
 		if n := testing.AllocsPerRun(200, f); n != 0 {
 			t.Errorf("%s allocates %v times per call, want 0", name, n)
 		}
+	}
+}
+
+// TestUniquesExportImport: a dump does not carry unique visitors (the
+// embedded store's does not carry its sketches); a replacing import, on
+// line or from the command line, keeps those of the keys the dump has
+// and deletes the others', as the embedded store does; the day's seed
+// stays.
+func TestUniquesExportImport(t *testing.T) {
+	for _, online := range []bool{true, false} {
+		t.Run(map[bool]string{true: "online", false: "offline"}[online], func(t *testing.T) {
+			dir := t.TempDir()
+			in := mustInstance(t, "standalone", dir, store.Batch, time.Now)
+			for i := range 5 {
+				in.visit(t, "in-dump", i, "ua")
+				in.visit(t, "not-in-dump", i, "ua")
+			}
+			in.flush(t)
+			var out bytes.Buffer
+			if err := in.st.Export(t.Context(), &out); err != nil {
+				t.Fatal(err)
+			}
+			if s := out.String(); strings.Contains(s, "uniq") || !strings.Contains(s, `"key":"in-dump"`) {
+				t.Errorf("export = %s, want the keys and no unique visitors", s)
+			}
+			seed, err := in.st.DaySeed(t.Context(), store.DayOf(time.Now()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dump, _ := json.Marshal(boltstore.Dump{Format: boltstore.ExportFormat, Keys: []boltstore.KeyDump{{Key: "in-dump", Total: 7}}})
+			if online {
+				err = in.st.Import(t.Context(), bytes.NewReader(dump), true)
+			} else {
+				err = Import(in.st.o, bytes.NewReader(dump), true, t.TempDir(), time.Now())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := mustInstance(t, "standalone", dir, store.Batch, time.Now) // reads Redis, not a memory of before
+			if got := other.today("in-dump"); got != 5 {
+				t.Errorf("a key the replacing dump has: %d unique, want its 5 kept", got)
+			}
+			if got := other.today("not-in-dump"); got != 0 {
+				t.Errorf("a key the replacing dump has not: %d unique, want 0", got)
+			}
+			if again, err := other.st.DaySeed(t.Context(), store.DayOf(time.Now())); err != nil || again != seed {
+				t.Errorf("after the import the day's seed changed (%v): visitors would count again", err)
+			}
+		})
 	}
 }
