@@ -128,6 +128,7 @@ type uniq struct {
 	pend   []uint64   // visitors not yet sent
 	flight []uint64   // visitors sent, not yet answered
 	queued bool       // in dirty
+	added  bool       // a visitor was added: the counter lives the day
 	last   uint64     // the unique round that last took it
 	dead   bool       // out of its day's map: a new one replaces it
 }
@@ -234,6 +235,7 @@ func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 			}
 		}
 		u.pend = append(u.pend, v)
+		u.added = true
 		s.queueUniq(u)
 		u.mu.Unlock()
 		return
@@ -241,8 +243,10 @@ func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 }
 
 // UniqueToday implements [store.Uniques]. A counter this instance has
-// read or added to in the last two rounds is answered from memory (and
-// read again by the next round); any other costs one PFCOUNT.
+// visitors of not yet sent, or has read in the last two rounds, is
+// answered from memory (and read again by the next round); any other
+// costs one PFCOUNT: the first read of the day on this instance, or a
+// read after a pause.
 func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint64, error) {
 	if len(key) > store.MaxKeyBytes {
 		return 0, store.ErrKeyTooLong
@@ -250,7 +254,9 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 	var reads uint64
 	if u := s.uq.load(key, d); u != nil {
 		u.mu.Lock()
-		if u.known && !u.dead && s.uq.rounds.Load() <= u.fresh+2 {
+		// With visitors not yet sent, the next round reads the count
+		// again anyway: a visit never waits for Redis (as Incr does not).
+		if u.known && !u.dead && (len(u.pend) > 0 || s.uq.rounds.Load() <= u.fresh+2) {
 			n := u.shown()
 			s.queueUniq(u)
 			u.mu.Unlock()
@@ -457,8 +463,11 @@ func (s *Store) sendUniques(work []*uniq) error {
 	return first
 }
 
-// sweepUniques forgets the counters that no round took lately and that
-// hold nothing unsent, and the days before yesterday once empty.
+// sweepUniques forgets, of the counters that hold nothing unsent, those
+// of an earlier day and those only read (never added to) that no round
+// took lately; then the days before yesterday once empty. A counter
+// added to lives the day, as an entry of counts lives the process: its
+// next visit does not wait for Redis.
 func (s *Store) sweepUniques() {
 	s.uq.mu.Lock()
 	days := slices.Clone(s.uq.days)
@@ -470,7 +479,7 @@ func (s *Store) sweepUniques() {
 		ud.recs.Range(func(_, v any) bool {
 			u := v.(*uniq)
 			u.mu.Lock()
-			if !u.queued && len(u.pend)+len(u.flight) == 0 && (u.last+2 < round || ud.day < today) {
+			if !u.queued && len(u.pend)+len(u.flight) == 0 && (ud.day < today || !u.added && u.last+2 < round) {
 				u.dead = true
 				ud.recs.CompareAndDelete(u.key, u)
 			} else {

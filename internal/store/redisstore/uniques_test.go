@@ -15,6 +15,7 @@ import (
 	"visitors/internal/race"
 	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
+	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
 	"visitors/internal/unique"
 )
@@ -422,5 +423,40 @@ func TestUniquesExportImport(t *testing.T) {
 				t.Errorf("after the import the day's seed changed (%v): visitors would count again", err)
 			}
 		})
+	}
+}
+
+// TestUniquesVisitNeverWaitsForRedis: once an instance knows a counter's
+// unique visitors, a visit shows them from memory, however long ago the
+// last round read them: with Redis gone, the count shown is the last
+// one read plus the new visitor. A read of another counter, which needs
+// Redis, fails and shows 0.
+func TestUniquesVisitNeverWaitsForRedis(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := mustInstanceOf(t, st, time.Now)
+	for i := range 3 {
+		in.visit(t, "k", i, "ua")
+	}
+	if got := in.fresh(t, "k"); got != 3 {
+		t.Fatalf("3 visitors = %d unique", got)
+	}
+	for range 5 { // rounds that do not read k: its count is old
+		in.flush(t)
+	}
+	rs.Kill()
+	in.visit(t, "k", 3, "ua")
+	if got := in.today("k"); got != 4 {
+		t.Errorf("Redis down, a visit to a counter the instance knows shows %d unique, want 4", got)
+	}
+	if got, err := st.UniqueToday(t.Context(), []byte("other"), store.DayOf(time.Now())); err == nil || got != 0 {
+		t.Errorf("Redis down, UniqueToday of a counter the instance does not know = %d, %v; want 0 and an error", got, err)
 	}
 }
