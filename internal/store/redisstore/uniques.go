@@ -252,7 +252,9 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 		return 0, store.ErrKeyTooLong
 	}
 	var reads uint64
+	held := false
 	if u := s.uq.load(key, d); u != nil {
+		held = true
 		u.mu.Lock()
 		// With visitors not yet sent, the next round reads the count
 		// again anyway: a visit never waits for Redis (as Incr does not).
@@ -271,6 +273,9 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 	if err != nil {
 		s.stats.errors[errRead].Add(1)
 		return 0, fmt.Errorf("redis: unique visitors: %w: %w", ErrUnavailable, err)
+	}
+	if n == 0 && !held && s.uq.load(key, d) == nil {
+		return 0, nil // nothing to keep: reads of counters no one visited today make no memory grow
 	}
 	for {
 		u := s.loadOrNewUniq(key, d)
