@@ -26,6 +26,24 @@
 // probably among a key's visitors; that is the price of surviving a
 // restart, and it ends with the day. Without a data directory (the
 // memory store) the seed lives in memory only.
+//
+// With a store that keeps unique visitors itself ([store.Uniques], the
+// Redis store, [Options.Shared]), several instances count one set of
+// visitors: a visitor is counted once per key and day whichever instance
+// it reaches, and a restart of any or all of them counts no one again.
+// For that, every instance must hash a visitor to the same value, so
+// the day's seed is shared through the store: the first instance to ask
+// makes a random one (SET NX in Redis) that expires an hour after the
+// day ends, and every instance derives the key from it as above. The
+// hashes go to the store (a Redis HyperLogLog per key and day, 0.81%
+// standard error), and no sketch is kept here. The trade-off is the
+// file's, moved: while the day lasts, whoever can read Redis (an
+// operator, a backup of it, a replica) can derive the day's key and test
+// guesses; no earlier day's key can be derived once its seed expired,
+// and no address or User-Agent reaches Redis, only the keyed hashes, and
+// PFADD keeps register maxima, not the hashes. If the store does not
+// answer when a day begins, the instance counts with a seed of its own
+// until it does (those visitors may count again once).
 package unique
 
 import (
