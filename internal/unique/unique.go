@@ -161,7 +161,11 @@ func New(o Options) (*Counter, error) {
 	}
 	today := store.DayOf(o.Now())
 	if err := c.setDay(today, true); err != nil {
-		return nil, err
+		if o.Shared == nil || c.key.Load() == nil {
+			return nil, err
+		}
+		// The shared store did not answer: the flusher asks again.
+		o.Log.Error().Err(err).Msg("unique visitors: counting with a seed of this instance's own until the store answers; its visitors may count again once")
 	}
 	if o.Shared != nil {
 		go c.flusher()

@@ -460,3 +460,47 @@ func TestUniquesVisitNeverWaitsForRedis(t *testing.T) {
 		t.Errorf("Redis down, UniqueToday of a counter the instance does not know = %d, %v; want 0 and an error", got, err)
 	}
 }
+
+// TestUniquesSeedWhileRedisIsDown: a counter that starts while Redis
+// does not answer counts with a seed of its own, and takes the shared
+// one once Redis answers: then it hashes a visitor as every other
+// instance does.
+func TestUniquesSeedWhileRedisIsDown(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	o := Options{URL: rs.URL(), Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond}
+	st, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rs.Kill()
+	c, err := unique.New(unique.Options{Shared: st, FlushInterval: 10 * time.Millisecond, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	ref, err := unique.New(unique.Options{Shared: st2, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	now := time.Now()
+	want := ref.Hash(ident(1), "ua", now)
+	for deadline := time.Now().Add(10 * time.Second); c.Hash(ident(1), "ua", now) != want; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("after Redis came back, the counter never took the shared seed")
+		}
+	}
+}
