@@ -80,6 +80,8 @@ func TestRedisUniqueVisitorsAcrossInstances(t *testing.T) {
 			}
 			if e := math.Abs(float64(c.UniqueToday)-clients) / clients; e > 0.02 {
 				t.Errorf("%d clients on 3 instances = %d unique today, want within 2%%", clients, c.UniqueToday)
+			} else {
+				t.Logf("%d clients on 3 instances = %d unique today", clients, c.UniqueToday)
 			}
 			for i, p := range procs {
 				_, _, body := fetch(t, p.URL("/counter/u.svg?show=unique&count=false"), browserUA, "")
