@@ -38,8 +38,9 @@ import (
 // slots that PFADDs and answers each HyperLogLog's PFCOUNT. PFADD is
 // idempotent, so a script whose answer was lost is simply sent again.
 // An instance shows Redis's count as of its last round plus the
-// visitors it has not yet sent: a visitor Redis already had through
-// another instance shows one too many until the next round.
+// visitors it has not yet sent, each once: a visitor Redis already had
+// (through another instance, or this one earlier in the day) shows one
+// too many until the next round, at most one flush interval.
 //
 // Set keeps a counter's HyperLogLogs, Delete deletes them, as the
 // embedded store does with its sketches; export does not carry them.
@@ -120,23 +121,54 @@ type uniq struct {
 	day      store.Day
 	group    uint16
 
-	mu     sync.Mutex // guards the fields below
-	count  uint64     // Redis's PFCOUNT, as of the last read
-	known  bool       // count was read
-	fresh  uint64     // the unique round of that read
-	reads  uint64     // how many times count was read
-	pend   []uint64   // visitors not yet sent
-	flight []uint64   // visitors sent, not yet answered
-	queued bool       // in dirty
-	added  bool       // a visitor was added: the counter lives the day
-	last   uint64     // the unique round that last took it
-	dead   bool       // out of its day's map: a new one replaces it
+	mu     sync.Mutex          // guards the fields below
+	count  uint64              // Redis's PFCOUNT, as of the last read
+	known  bool                // count was read
+	fresh  uint64              // the unique round of that read
+	reads  uint64              // how many times count was read
+	pend   []uint64            // visitors not yet sent, each once
+	set    map[uint64]struct{} // pend as a set, once it has more than a few
+	flight []uint64            // visitors sent, not yet answered
+	queued bool                // in dirty
+	added  bool                // a visitor was added: the counter lives the day
+	last   uint64              // the unique round that last took it
+	dead   bool                // out of its day's map: a new one replaces it
 }
 
 // shown returns what u shows: Redis's count plus what is not yet sent.
 // u.mu must be held.
 func (u *uniq) shown() uint64 {
 	return u.count + uint64(len(u.pend)+len(u.flight))
+}
+
+// pendScan is how many visitors not yet sent a uniq scans for a repeat;
+// past it, it keeps them in a set too.
+const pendScan = 16
+
+// has reports whether v is among u's visitors not yet sent, and if not,
+// takes it in its set (the caller appends it to pend). u.mu must be held.
+func (u *uniq) has(v uint64) bool {
+	if u.set == nil && len(u.pend) < pendScan {
+		for _, p := range u.pend {
+			if p == v {
+				return true
+			}
+		}
+		return false
+	}
+	if u.set == nil {
+		u.set = make(map[uint64]struct{}, 4*pendScan)
+	}
+	if len(u.set) == 0 {
+		for _, p := range u.pend {
+			u.set[p] = struct{}{}
+		}
+	}
+	if _, ok := u.set[v]; ok {
+		return true
+	}
+	u.set[v] = struct{}{}
+	return false
 }
 
 // day returns the uniqDay of d, making it if needed.
@@ -219,7 +251,7 @@ func (s *Store) DaySeed(ctx context.Context, d store.Day) ([32]byte, error) {
 }
 
 // AddUnique implements [store.Uniques]. It touches only memory; a
-// visitor already among the last ones not yet sent is not added again.
+// visitor already among those not yet sent is not added again.
 func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 	for {
 		u := s.loadOrNewUniq(key, d)
@@ -228,11 +260,9 @@ func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 			u.mu.Unlock()
 			continue
 		}
-		for i := len(u.pend) - 1; i >= max(0, len(u.pend)-16); i-- {
-			if u.pend[i] == v {
-				u.mu.Unlock()
-				return
-			}
+		if u.has(v) {
+			u.mu.Unlock()
+			return
 		}
 		u.pend = append(u.pend, v)
 		u.added = true
@@ -370,6 +400,7 @@ func (s *Store) takeUniques() []*uniq {
 		u.queued = false
 		u.flight = append(u.flight, u.pend...) // a failed round's stay: PFADD again is harmless
 		u.pend = u.pend[:0]
+		clear(u.set) // its buckets stay for the next interval
 		u.last = round
 		pending += int64(len(u.flight))
 		u.mu.Unlock()

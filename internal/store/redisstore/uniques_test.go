@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -502,5 +503,80 @@ func TestUniquesSeedWhileRedisIsDown(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("after Redis came back, the counter never took the shared seed")
 		}
+	}
+}
+
+// BenchmarkUniques is the hot path of unique visitors on Redis: adding a
+// visitor to a counter the instance knows, and reading its count, from
+// all Ps at once on a few counters.
+func BenchmarkUniques(b *testing.B) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: "bench-uniques:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	d := store.DayOf(time.Now())
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")}
+	for _, k := range keys {
+		if _, err := st.Incr(b.Context(), k); err != nil {
+			b.Fatal(err)
+		}
+		st.AddUnique(k, d, 1)
+		if _, err := st.UniqueToday(b.Context(), k, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("op=add", func(b *testing.B) {
+		b.ReportAllocs()
+		var n atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			i := n.Add(1 << 32)
+			for pb.Next() {
+				i++
+				st.AddUnique(keys[i%4], d, i)
+			}
+		})
+	})
+	b.Run("op=today", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := b.Context()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				i++
+				st.UniqueToday(ctx, keys[i%4], d)
+			}
+		})
+	})
+	b.Run("op=add-serial", func(b *testing.B) {
+		b.ReportAllocs()
+		var i uint64
+		for b.Loop() {
+			i++
+			st.AddUnique(keys[0], d, i)
+		}
+	})
+}
+
+// TestUniquesPendingCountsEachVisitorOnce: before a round, an instance
+// shows each visitor it has not sent yet once, however many views each
+// made (40 visitors, 5 views each, interleaved: more than a short scan
+// remembers).
+func TestUniquesPendingCountsEachVisitorOnce(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := mustInstanceOf(t, st, time.Now)
+	for range 5 {
+		for i := range 40 {
+			in.visit(t, "k", i, "ua")
+		}
+	}
+	if got := in.today("k"); got != 40 {
+		t.Errorf("40 visitors not yet sent, 5 views each: %d unique, want 40", got)
+	}
+	if got := in.fresh(t, "k"); got < 38 || got > 40 {
+		t.Errorf("40 visitors after the round: %d unique, want 40 (38 if registers collide)", got)
 	}
 }
