@@ -297,6 +297,11 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 		reads = u.reads
 		u.mu.Unlock()
 	}
+	// No round of unique visitors is on the wire meanwhile, so visitors
+	// in flight are ones not sent yet (or whose round failed): Redis's
+	// count does not hold them.
+	s.roundMu.RLock()
+	defer s.roundMu.RUnlock()
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	n, err := s.c.Do(ctx, s.c.B().Pfcount().Key(uniqueKey(s.n.tag(key), d)).Build()).AsUint64()
@@ -314,10 +319,8 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 			u.mu.Unlock()
 			continue
 		}
-		// A round that answered meanwhile read a later count; with
-		// visitors in flight, Redis may have them or not, and a count
-		// read now is taken only if none other is known.
-		if !u.known || u.reads == reads && len(u.flight) == 0 {
+		// A round that answered before the lock read a later count.
+		if !u.known || u.reads == reads {
 			u.count, u.known, u.fresh = n, true, s.uq.rounds.Load()
 			u.reads++
 		}
