@@ -41,9 +41,11 @@
 // operator, a backup of it, a replica) can derive the day's key and test
 // guesses; no earlier day's key can be derived once its seed expired,
 // and no address or User-Agent reaches Redis, only the keyed hashes, and
-// PFADD keeps register maxima, not the hashes. If the store does not
-// answer when a day begins, the instance counts with a seed of its own
-// until it does (those visitors may count again once).
+// PFADD keeps register maxima, not the hashes. The visits that arrive
+// as a day begins wait for the store to answer for its seed, one round
+// trip (at most its timeout); if it does not answer, the instance counts
+// with a seed of its own until it does (those visitors may count again
+// once).
 package unique
 
 import (
@@ -243,17 +245,21 @@ func (c *Counter) useSeed(d store.Day, seed *[32]byte) {
 
 // retrySeed asks the shared store again for the day's seed, if the
 // current key is of a seed of this process's own: the visitors counted
-// meanwhile may count again under the shared key.
+// meanwhile may count again under the shared key. It asks without
+// holding c.mu, so visits never wait for a store that does not answer.
 func (c *Counter) retrySeed() {
 	if c.o.Shared == nil || !c.local.Load() {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	d := store.Day(c.day.Load())
 	seed, err := c.o.Shared.DaySeed(context.Background(), d)
 	if err != nil {
 		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if store.Day(c.day.Load()) != d || !c.local.Load() {
+		return // a new day began meanwhile, with its own seed
 	}
 	c.useSeed(d, &seed)
 	c.local.Store(false)
