@@ -95,8 +95,8 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		hostname = "unknown"
 	}
-	flushes := metrics.NewFlushDurations()
-	st, err := openStore(cfg, log, flushes.ObserveFlush)
+	flushes, rounds := metrics.NewFlushDurations(), metrics.NewRoundDurations()
+	st, err := openStore(cfg, log, flushes.ObserveFlush, rounds.ObserveRound)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			},
 		}
 		if requests != nil && cfg.Metrics {
-			reg, err := registry(cfg, requests, st, flushes, sink, fr)
+			reg, err := registry(cfg, requests, st, flushes, rounds, sink, fr)
 			if err != nil {
 				pub.Close()
 				adm.Close()
@@ -259,7 +259,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 // registry returns the Prometheus registry of /metrics: the requests,
 // the store, the log, the flight recorder if fr is not nil, and the Go
 // runtime and process.
-func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, sink *logsink.Writer, fr *flightrec.Recorder) (*prometheus.Registry, error) {
+func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, rounds *metrics.RoundDurations, sink *logsink.Writer, fr *flightrec.Recorder) (*prometheus.Registry, error) {
 	src := metrics.StoreSource{MaxKeys: cfg.MaxKeys, Keys: st.Keys, Health: st.Health}
 	if b, ok := st.(*boltstore.Store); ok {
 		src.Flushes = func() metrics.Flushes {
@@ -284,6 +284,9 @@ func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *m
 	if _, ok := st.(*boltstore.Store); ok { // the only store that calls ObserveFlush
 		cs = append(cs, flushes)
 	}
+	if r, ok := st.(*redisstore.Store); ok { // the only store that calls ObserveRound
+		cs = append(cs, rounds, metrics.Redis(func() metrics.RedisReport { return redisReport(r) }))
+	}
 	cs = append(cs, metrics.Store(src)...)
 	cs = append(cs, metrics.Log(sink.Written, sink.Dropped)...)
 	if fr != nil {
@@ -293,8 +296,8 @@ func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *m
 }
 
 // openStore opens the store cfg names; a durable one reports each flush
-// pass to onFlush.
-func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error)) (store.Store, error) {
+// pass to onFlush, the Redis store each send of a round to onRound.
+func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error), onRound func(string, time.Duration, error)) (store.Store, error) {
 	if cfg.Store == "memory" {
 		return memstore.New(memstore.Options{MaxKeys: cfg.MaxKeys}), nil
 	}
@@ -304,6 +307,7 @@ func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error
 			FlushInterval: cfg.FlushInterval,
 			MaxKeys:       cfg.MaxKeys,
 			Log:           log,
+			OnRound:       func(p redisstore.RoundPart, d time.Duration, err error) { onRound(p.String(), d, err) },
 		}))
 		if err != nil {
 			return nil, err

@@ -59,7 +59,9 @@ func (f *Fair) check() error {
 // fairRules returns the web layer's rules for cfg, and a func that
 // writes the unique visitors not yet written and must be called before
 // the store closes. st is the store as opened: if it keeps sketches
-// (store.Sketches), unique visitors survive a restart.
+// (store.Sketches), unique visitors survive a restart; if it keeps the
+// unique visitors itself (store.Uniques), every instance on it shares
+// them.
 func fairRules(cfg Config, st store.Store, log zerolog.Logger) (web.Rules, func() error, error) {
 	f := cfg.Fair
 	r := web.Rules{Trusted: &f.TrustedProxies, NewKeys: f.ClientNewKeys}
@@ -78,6 +80,9 @@ func fairRules(cfg Config, st store.Store, log zerolog.Logger) (web.Rules, func(
 	}
 	if sk, ok := st.(store.Sketches); ok {
 		o.Store = sk
+	}
+	if sh, ok := st.(store.Uniques); ok { // Redis: one count for every instance
+		o.Shared = sh
 	}
 	if !f.Unique {
 		o = unique.Options{Off: true, Log: log}

@@ -26,9 +26,30 @@
 // probably among a key's visitors; that is the price of surviving a
 // restart, and it ends with the day. Without a data directory (the
 // memory store) the seed lives in memory only.
+//
+// With a store that keeps unique visitors itself ([store.Uniques], the
+// Redis store, [Options.Shared]), several instances count one set of
+// visitors: a visitor is counted once per key and day whichever instance
+// it reaches, and a restart of any or all of them counts no one again.
+// For that, every instance must hash a visitor to the same value, so
+// the day's seed is shared through the store: the first instance to ask
+// makes a random one (SET NX in Redis) that expires an hour after the
+// day ends, and every instance derives the key from it as above. The
+// hashes go to the store (a Redis HyperLogLog per key and day, 0.81%
+// standard error), and no sketch is kept here. The trade-off is the
+// file's, moved: while the day lasts, whoever can read Redis (an
+// operator, a backup of it, a replica) can derive the day's key and test
+// guesses; no earlier day's key can be derived once its seed expired,
+// and no address or User-Agent reaches Redis, only the keyed hashes, and
+// PFADD keeps register maxima, not the hashes. The visits that arrive
+// as a day begins wait for the store to answer for its seed, one round
+// trip (at most its timeout); if it does not answer, the instance counts
+// with a seed of its own until it does (those visitors may count again
+// once).
 package unique
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -75,6 +96,10 @@ type Options struct {
 	Log zerolog.Logger
 	// Off counts nothing: every count is zero. Hash still works.
 	Off bool
+	// Shared, if set, is a store that keeps the unique visitors itself,
+	// shared by every instance on it (the Redis store): the day's seed
+	// and the visitors go there, and Dir and Store are not used.
+	Shared store.Uniques
 }
 
 // Counter counts unique visitors per key and day. It may be used
@@ -89,7 +114,8 @@ type Counter struct {
 	key    atomic.Pointer[dayKey] // the current day's; replaced under mu
 	shards [numShards]shard
 
-	flushMu sync.Mutex // one flush at a time
+	flushMu sync.Mutex  // one flush at a time
+	local   atomic.Bool // Shared: the day's key is from a seed of this process's own, Shared did not answer
 	stop    chan struct{}
 	done    chan struct{}
 	closed  sync.Once
@@ -137,7 +163,15 @@ func New(o Options) (*Counter, error) {
 	}
 	today := store.DayOf(o.Now())
 	if err := c.setDay(today, true); err != nil {
-		return nil, err
+		if o.Shared == nil || c.key.Load() == nil {
+			return nil, err
+		}
+		// The shared store did not answer: the flusher asks again.
+		o.Log.Error().Err(err).Msg("unique visitors: counting with a seed of this instance's own until the store answers; its visitors may count again once")
+	}
+	if o.Shared != nil {
+		go c.flusher()
+		return c, nil
 	}
 	err := c.st.LoadSketches(today, func(key, data []byte) error {
 		h := hyperloglog.New14()
@@ -162,6 +196,9 @@ func New(o Options) (*Counter, error) {
 func (c *Counter) setDay(d store.Day, resume bool) error {
 	var seed [32]byte
 	found := false
+	if c.o.Shared != nil {
+		return c.sharedDay(d)
+	}
 	if resume && c.o.Dir != "" {
 		var err error
 		found, err = readSeed(filepath.Join(c.o.Dir, SeedFile), d, &seed)
@@ -178,10 +215,55 @@ func (c *Counter) setDay(d store.Day, resume bool) error {
 			werr = writeSeed(filepath.Join(c.o.Dir, SeedFile), d, &seed)
 		}
 	}
+	c.useSeed(d, &seed)
+	return werr
+}
+
+// sharedDay makes d the current day with the key of its shared seed or,
+// if the shared store does not answer, of a random seed of its own,
+// which the flusher replaces once it does. c.mu must be held, or c not
+// yet shared.
+func (c *Counter) sharedDay(d store.Day) error {
+	seed, err := c.o.Shared.DaySeed(context.Background(), d)
+	c.local.Store(err != nil)
+	if err != nil {
+		if _, rerr := io.ReadFull(rand.Reader, seed[:]); rerr != nil {
+			return fmt.Errorf("unique visitors: a random seed: %w", rerr)
+		}
+		err = fmt.Errorf("unique visitors: the day's shared seed: %w", err)
+	}
+	c.useSeed(d, &seed)
+	return err
+}
+
+// useSeed makes d the current day, with the key derived from seed.
+func (c *Counter) useSeed(d store.Day, seed *[32]byte) {
 	k := sha256.Sum256(append([]byte("visitors unique-visitor key\x00"), seed[:]...))
 	c.key.Store(&dayKey{day: d, k0: binary.LittleEndian.Uint64(k[:8]), k1: binary.LittleEndian.Uint64(k[8:16])})
 	c.day.Store(uint32(d))
-	return werr
+}
+
+// retrySeed asks the shared store again for the day's seed, if the
+// current key is of a seed of this process's own: the visitors counted
+// meanwhile may count again under the shared key. It asks without
+// holding c.mu, so visits never wait for a store that does not answer.
+func (c *Counter) retrySeed() {
+	if c.o.Shared == nil || !c.local.Load() {
+		return
+	}
+	d := store.Day(c.day.Load())
+	seed, err := c.o.Shared.DaySeed(context.Background(), d)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if store.Day(c.day.Load()) != d || !c.local.Load() {
+		return // a new day began meanwhile, with its own seed
+	}
+	c.useSeed(d, &seed)
+	c.local.Store(false)
+	c.o.Log.Info().Msg("unique visitors: the day's shared seed is in use again")
 }
 
 // readSeed reads the seed file and reports whether it holds day d's
@@ -297,6 +379,10 @@ func (c *Counter) Add(key []byte, v uint64, now time.Time) {
 	}
 	c.lock(now)
 	defer c.mu.RUnlock()
+	if c.o.Shared != nil {
+		c.o.Shared.AddUnique(key, store.Day(c.day.Load()), v)
+		return
+	}
 	sh, k := c.shardOf(key)
 	sh.mu.Lock()
 	s := sh.m[k]
@@ -315,12 +401,18 @@ func (c *Counter) Add(key []byte, v uint64, now time.Time) {
 }
 
 // Today returns the estimated number of unique visitors of key today.
+// With Options.Shared, a key the store has not read lately costs a
+// round trip, and a store that does not answer gives 0.
 func (c *Counter) Today(key []byte, now time.Time) uint64 {
 	if c.o.Off {
 		return 0
 	}
 	c.lock(now)
 	defer c.mu.RUnlock()
+	if c.o.Shared != nil {
+		n, _ := c.o.Shared.UniqueToday(context.Background(), key, store.Day(c.day.Load()))
+		return n
+	}
 	sh, k := c.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -337,6 +429,12 @@ func (c *Counter) Today(key []byte, now time.Time) uint64 {
 // Days returns key's unique visitors for the n days that end with the
 // day of now, oldest first.
 func (c *Counter) Days(key []byte, now time.Time, n int) ([]uint64, error) {
+	if c.o.Shared != nil && !c.o.Off {
+		c.lock(now)
+		last := store.Day(c.day.Load())
+		c.mu.RUnlock()
+		return c.o.Shared.UniqueDays(context.Background(), key, last, n)
+	}
 	today := c.Today(key, now)
 	last := store.Day(c.day.Load())
 	out := make([]uint64, n)
@@ -344,6 +442,7 @@ func (c *Counter) Days(key []byte, now time.Time, n int) ([]uint64, error) {
 	if n == 1 || c.o.Off {
 		return out, nil
 	}
+
 	past, err := c.st.SketchDays(key, last-1, n-1)
 	if err != nil {
 		return nil, err
@@ -383,8 +482,12 @@ func (c *Counter) rollover(d store.Day) {
 	}
 }
 
-// Flush writes the sketches changed since the last flush.
+// Flush writes the sketches changed since the last flush. With
+// Options.Shared it does nothing: the store sends the visitors.
 func (c *Counter) Flush() error {
+	if c.o.Shared != nil {
+		return nil
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.flushLocked(store.Day(c.day.Load()))
@@ -438,6 +541,7 @@ func (c *Counter) flusher() {
 		case <-c.stop:
 			return
 		case <-t.C:
+			c.retrySeed()
 			if err := c.Flush(); err != nil {
 				c.o.Log.Error().Err(err).Msg("unique visitors: write sketches")
 			}

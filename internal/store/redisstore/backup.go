@@ -169,7 +169,11 @@ func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) 
 	defer c.Close()
 	ctx := context.Background()
 	if replace {
-		if err := deleteAll(ctx, c, n); err != nil {
+		keep, err := dumpTags(spool, n)
+		if err != nil {
+			return fmt.Errorf("import -replace: %w", err)
+		}
+		if err := deleteAll(ctx, c, n, keep); err != nil {
 			return fmt.Errorf("import -replace: %w", err)
 		}
 	}
@@ -289,9 +293,11 @@ func importSpool(ctx context.Context, c rueidis.Client, n names, spool io.Reader
 	return nil
 }
 
-// deleteAll deletes every name under n's prefix but the /hi counter and
-// the tokens, on every node.
-func deleteAll(ctx context.Context, c rueidis.Client, n names) error {
+// deleteAll deletes every name under n's prefix but the /hi counter, the
+// tokens, the days' unique-visitor seeds and the unique visitors of the
+// counters whose tags are in keep (as the embedded store keeps the
+// sketches of the keys a replacing dump has), on every node.
+func deleteAll(ctx context.Context, c rueidis.Client, n names, keep map[string]bool) error {
 	// Every name of this store is the prefix and then "{" (a prefix has no
 	// braces): "P{*" spares a store under a longer prefix such as
 	// "Pstaging:" on the same Redis.
@@ -307,7 +313,7 @@ func deleteAll(ctx context.Context, c rueidis.Client, n names) error {
 			}
 			var cmds rueidis.Commands
 			for _, k := range e.Elements {
-				if k != n.hi && k != n.tokens {
+				if k != n.hi && k != n.tokens && !strings.HasPrefix(k, n.prefix+"{seed}") && !keep[uniqueTag(k)] {
 					cmds = append(cmds, c.B().Del().Key(k).Build())
 				}
 			}
@@ -364,7 +370,11 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 		}
 	}
 	if replace {
-		if err := s.deleteEvery(ctx); err != nil {
+		keep, err := dumpTags(spool, s.n)
+		if err != nil {
+			return fmt.Errorf("import: replace: %w", err)
+		}
+		if err := s.deleteEvery(ctx, keep); err != nil {
 			return fmt.Errorf("import: replace: %w", err)
 		}
 	}
@@ -402,8 +412,10 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 
 // deleteEvery deletes every key of the sorted set of every key, as
 // Delete does, in byte order: a key visits make again behind it is a
-// visit after the replace began, and stays.
-func (s *Store) deleteEvery(ctx context.Context) error {
+// visit after the replace began, and stays. The unique visitors of the
+// keys whose tags are in keep stay, as the embedded store keeps the
+// sketches of the keys a replacing dump has.
+func (s *Store) deleteEvery(ctx context.Context, keep map[string]bool) error {
 	lo := "-"
 	for {
 		tctx, cancel := context.WithTimeout(ctx, backupTimeout)
@@ -413,7 +425,7 @@ func (s *Store) deleteEvery(ctx context.Context) error {
 			return fmt.Errorf("list keys: %w", err)
 		}
 		for _, k := range keys {
-			if _, err := s.Delete(ctx, []byte(k)); err != nil {
+			if _, err := s.delete(ctx, []byte(k), !keep[s.n.tag([]byte(k))]); err != nil {
 				return err
 			}
 		}
@@ -422,4 +434,23 @@ func (s *Store) deleteEvery(ctx context.Context) error {
 		}
 		lo = "(" + keys[len(keys)-1]
 	}
+}
+
+// dumpTags returns the tags (P{k<hex>}) of every key of the checked dump
+// in spool, and rewinds it.
+func dumpTags(spool *os.File, n names) (map[string]bool, error) {
+	tags := make(map[string]bool)
+	_, err := boltstore.DecodeDump(bufio.NewReader(spool), func(keys []boltstore.KeyDump) error {
+		for _, kd := range keys {
+			tags[n.tag([]byte(kd.Key))] = true
+		}
+		return nil
+	})
+	if err == nil {
+		_, err = spool.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the dump's keys: %w", err)
+	}
+	return tags, nil
 }

@@ -27,13 +27,15 @@ func (s *Store) flusher() {
 	for {
 		select {
 		case <-s.stop:
-			s.round()
+			s.uniquesRound(s.round)
 			return
 		case ch := <-s.flushRq:
-			ch <- s.round()
+			ch <- s.uniquesRound(s.round)
 		case <-tick.C:
 			if s.o.Durability == store.Batch {
-				s.round()
+				s.uniquesRound(s.round)
+			} else {
+				s.uniquesRound(func() error { return nil }) // Sync: each visit's round has landed
 			}
 			s.countKeys()
 		case <-s.kick:
@@ -53,6 +55,7 @@ func (s *Store) countKeys() {
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 	defer cancel()
 	if err := s.c.Do(ctx, s.c.B().Ping().Build()).Error(); err != nil {
+		s.stats.errors[errPing].Add(1)
 		perr := fmt.Errorf("redis does not answer: %w", err)
 		if s.pingErr.Swap(&perr) == nil {
 			s.o.Log.Error().Err(perr).Msg("redis unreachable")
@@ -136,7 +139,9 @@ func (s *Store) round() error {
 	backoff := 50 * time.Millisecond
 	var closeBy time.Time
 	for {
+		start := time.Now()
 		err := s.send(groups, today)
+		s.observe(Counts, time.Since(start), err)
 		if err == nil {
 			break
 		}
@@ -190,6 +195,7 @@ func (s *Store) round() error {
 	s.held.Store(0)
 	s.stuck.Store(false)
 	s.stats.rounds.Add(1)
+	s.stats.lastRound.Store(time.Now().UnixNano())
 	s.rounds.Add(1)
 	if r != nil {
 		s.answer(r)
@@ -381,6 +387,7 @@ func (s *Store) send(groups []group, today store.Day) error {
 			}
 			e.mu.Unlock()
 		}
+		s.stats.keysSent.Add(uint64(len(g.es)))
 		scripts = append(scripts, script{src: applySrc, sha: applySHA, keys: keys, args: args})
 		which = append(which, gi)
 	}

@@ -18,12 +18,15 @@ import (
 //	P{k<hex>}d<day>     its count on UTC day <day> (days since 1970), with a TTL of DayTTL
 //	P{k<hex>}g          its generation: a random number Set and Delete replace (absent: 0)
 //	P{k<hex>}l          "1" while the owner has locked it
+//	P{k<hex>}u<day>     its unique visitors of UTC day <day>: a HyperLogLog, with a TTL of DayTTL (uniques.go)
 //	P{keys}i            a sorted set of every counter's key, as raw bytes, all with
 //	                    score 0: Keys, -max-keys and List (ZRANGE BYLEX is byte order)
 //	P{keys}             the set of every key of stores before List; migrated into
 //	                    P{keys}i (and deleted) when a store opens
 //	P{tokens}           a hash of the owner API's tokens: ID -> JSON record
 //	P{hi}               the last /hi number handed out or reserved
+//	P{seed}<day>        UTC day <day>'s random unique-visitor seed, shared by every instance,
+//	                    until SeedGrace after the day ends (uniques.go)
 //	P{<tag>}s:<id>      instance <id>'s last flush round applied to one group of slots
 //
 // The generation is what keeps a Set or Delete from being undone: every

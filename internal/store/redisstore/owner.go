@@ -256,6 +256,11 @@ func (s *Store) Lock(ctx context.Context, key []byte, locked bool) (store.Counts
 // tombstone: a visit racing with it may make the key anew, with or
 // without its count, but no count from before it comes back.
 func (s *Store) Delete(ctx context.Context, key []byte) (bool, error) {
+	return s.delete(ctx, key, true)
+}
+
+// delete is Delete; with uniques false, the key's unique visitors stay.
+func (s *Store) delete(ctx context.Context, key []byte, uniques bool) (bool, error) {
 	if len(key) > store.MaxKeyBytes {
 		return false, store.ErrKeyTooLong
 	}
@@ -274,6 +279,9 @@ func (s *Store) Delete(ctx context.Context, key []byte) (bool, error) {
 		s.keyCount.Store(n)
 	}
 	sc := s.ownerScript(key, today, "del", 0, newGen())
+	if uniques {
+		sc.keys = append(sc.keys, s.uniqueNames(key, today)...) // del deletes them too (uniques.go)
+	}
 	v, err := s.doScripts(ctx, []script{sc})[0].AsIntSlice()
 	if err != nil || len(v) != 1 {
 		return false, fmt.Errorf("redis: delete: %w: %v", ErrUnavailable, err)
@@ -284,6 +292,9 @@ func (s *Store) Delete(ctx context.Context, key []byte) (bool, error) {
 		e.pend, e.pendN = e.pend[:0], 0
 		s.entries.CompareAndDelete(e.key, e)
 		e.mu.Unlock()
+	}
+	if uniques {
+		s.forgetUniques(key)
 	}
 	return removed > 0 || v[0] != 0, nil
 }

@@ -109,6 +109,9 @@ type Options struct {
 	CloseTimeout time.Duration
 	// HiBlock is how many /hi numbers Batch reserves at once; default 1000.
 	HiBlock uint64
+	// OnRound, if set, is told of every attempt to send a round to Redis
+	// (see [RoundPart]), how long it took and its error.
+	OnRound func(part RoundPart, d time.Duration, err error)
 }
 
 // Store is the Redis [store.Store]. It is safe for concurrent use.
@@ -147,6 +150,7 @@ type Store struct {
 	rounds  atomic.Uint64         // rounds answered
 	held    atomic.Int64          // visits in memory not yet confirmed by Redis, as of the last round
 	stats   statCounters
+	uq      uniques       // the unique visitors (uniques.go)
 	kick    chan struct{} // Sync: wakes the flusher; buffered 1
 	flushRq chan chan error
 	stop    chan struct{}
@@ -227,6 +231,9 @@ type visit struct {
 // statCounters are the flusher's counters, read by [Store.Stats].
 type statCounters struct {
 	rounds, roundErrors, commands, syncVisits atomic.Uint64
+	uniqueCommands, keysSent, reserves        atomic.Uint64
+	errors                                    [numErrKinds]atomic.Uint64
+	lastRound                                 atomic.Int64 // Unix ns of the last round answered
 }
 
 // Stats are the store's counters for operators.
@@ -534,8 +541,10 @@ func (s *Store) reserve(ctx context.Context) (uint64, error) {
 	defer cancel()
 	end, err := s.c.Do(ctx, s.c.B().Incrby().Key(s.n.hi).Increment(int64(s.o.HiBlock)).Build()).AsUint64()
 	if err != nil {
+		s.stats.errors[errReserve].Add(1)
 		return 0, fmt.Errorf("redis: reserve /hi numbers: %w: %w", ErrUnavailable, err)
 	}
+	s.stats.reserves.Add(1)
 	return end, nil
 }
 
@@ -602,6 +611,7 @@ func (s *Store) admit(ctx context.Context, e *entry) error {
 	}
 	n, err := res[0].AsInt64()
 	if err != nil {
+		s.stats.errors[errAdmit].Add(1)
 		return fmt.Errorf("redis: admit key: %w: %w", ErrUnavailable, err)
 	}
 	if n < 0 {
@@ -711,6 +721,7 @@ func (s *Store) readCounts(ctx context.Context, key []byte, today store.Day) (st
 	defer cancel()
 	var v [3]uint64
 	if err := readInts(s.c.Do(ctx, s.c.B().Mget().Key(total(tag), dayKey(tag, today), lockKey(tag)).Build()), v[:]); err != nil {
+		s.stats.errors[errRead].Add(1)
 		return store.Counts{}, fmt.Errorf("redis: read counts: %w: %w", ErrUnavailable, err)
 	}
 	return store.Counts{Total: v[0], Today: v[1], Locked: v[2] != 0}, nil
@@ -923,6 +934,7 @@ func (s *Store) Days(ctx context.Context, key []byte, n int) (store.Daily, error
 	defer cancel()
 	vs, err := s.c.Do(ctx, s.c.B().Mget().Key(names...).Build()).ToArray()
 	if err != nil {
+		s.stats.errors[errRead].Add(1)
 		return store.Daily{}, fmt.Errorf("redis: read days: %w: %w", ErrUnavailable, err)
 	}
 	for i, v := range vs {

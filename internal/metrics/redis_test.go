@@ -1,0 +1,94 @@
+package metrics
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// TestRedisExportsTheReport: every figure of a RedisReport is exported
+// under its name, labels and type, from one read of the report per
+// scrape.
+func TestRedisExportsTheReport(t *testing.T) {
+	reads := 0
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(Redis(func() RedisReport {
+		reads++
+		return RedisReport{
+			Up: true, Rounds: 7, RoundErrors: 2, Commands: 11, UniqueCommands: 5, KeysSent: 13, SyncVisits: 3,
+			Reserves: 1, HiLeft: 999, PendingVisits: 4, PendingKeys: 2, HeldVisits: 6, PendingUniques: 8,
+			SinceRound: 1500 * time.Millisecond, Errors: map[string]uint64{"round": 2, "ping": 9},
+		}
+	}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads != 1 {
+		t.Errorf("one scrape read the report %d times, want once", reads)
+	}
+	got := map[string]string{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += fmt.Sprintf("{%s=%s}", l.GetName(), l.GetValue())
+			}
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				got[name] = fmt.Sprint("counter ", m.GetCounter().GetValue())
+			case dto.MetricType_GAUGE:
+				got[name] = fmt.Sprint("gauge ", m.GetGauge().GetValue())
+			default:
+				got[name] = mf.GetType().String()
+			}
+		}
+	}
+	tests := []struct{ name, want string }{
+		{"visitors_redis_up", "gauge 1"},
+		{"visitors_redis_round_stuck", "gauge 0"},
+		{"visitors_redis_rounds_total{result=ok}", "counter 7"},
+		{"visitors_redis_rounds_total{result=failed}", "counter 2"},
+		{"visitors_redis_commands_total{part=counts}", "counter 11"},
+		{"visitors_redis_commands_total{part=uniques}", "counter 5"},
+		{"visitors_redis_keys_sent_total", "counter 13"},
+		{"visitors_redis_sync_visits_total", "counter 3"},
+		{"visitors_redis_hi_reservations_total", "counter 1"},
+		{"visitors_redis_hi_numbers_left", "gauge 999"},
+		{"visitors_redis_pending_visits", "gauge 4"},
+		{"visitors_redis_pending_keys", "gauge 2"},
+		{"visitors_redis_held_visits", "gauge 6"},
+		{"visitors_redis_pending_unique_visitors", "gauge 8"},
+		{"visitors_redis_seconds_since_round", "gauge 1.5"},
+		{"visitors_redis_errors_total{kind=round}", "counter 2"},
+		{"visitors_redis_errors_total{kind=ping}", "counter 9"},
+	}
+	for _, tt := range tests {
+		if got[tt.name] != tt.want {
+			t.Errorf("%s = %q, want %q", tt.name, got[tt.name], tt.want)
+		}
+	}
+	if len(got) != len(tests) {
+		t.Errorf("%d samples exported, want %d: %v", len(got), len(tests), got)
+	}
+}
+
+// TestRoundDurationsByPart: each send is observed under its part.
+func TestRoundDurationsByPart(t *testing.T) {
+	r := NewRoundDurations()
+	r.ObserveRound("counts", 3*time.Millisecond, nil)
+	r.ObserveRound("counts", time.Second, fmt.Errorf("timeout"))
+	r.ObserveRound("uniques", time.Millisecond, nil)
+	for part, want := range map[string]uint64{"counts": 2, "uniques": 1} {
+		var m dto.Metric
+		if err := r.WithLabelValues(part).(prometheus.Histogram).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.GetHistogram().GetSampleCount(); got != want {
+			t.Errorf("part %s: %d observed, want %d", part, got, want)
+		}
+	}
+}
