@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -70,4 +71,65 @@ func TestReviewBadSecretsDoNotReadEveryToken(t *testing.T) {
 	if w := e.do("GET", "/api/v1/counters/k1", "Bearer "+old, ""); w.Code != http.StatusUnauthorized {
 		t.Errorf("the revoked token from before: %d %s, want 401", w.Code, w.Body)
 	}
+}
+
+// replaceDouble is the memory store whose Import with replace keeps the
+// keys the body names, one a line, and deletes every other.
+type replaceDouble struct{ store.Store }
+
+func (d replaceDouble) Export(context.Context, io.Writer) error { return nil }
+
+func (d replaceDouble) Import(ctx context.Context, r io.Reader, replace bool) error {
+	data, err := io.ReadAll(r)
+	if err != nil || !replace {
+		return fmt.Errorf("want a replace: %w", store.ErrInvalidDump)
+	}
+	keep := map[string]bool{}
+	for _, k := range strings.Split(string(data), "\n") {
+		keep[k] = true
+	}
+	es, err := d.List(ctx, nil, nil, store.MaxList)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if !keep[string(e.Key)] {
+			if _, err := d.Delete(ctx, e.Key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// TestReviewPrefixOfAnotherKey: a key that starts another is a key of
+// its own: it is created while the longer one exists (and the longer
+// one while it exists), and an import that replaces and drops it
+// revokes its token though a key it starts is kept, and keeps the
+// longer key's.
+func TestReviewPrefixOfAnotherKey(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) {
+		c.NoFailureLimit, c.OpenCreate = true, true
+		c.Store = replaceDouble{c.Store}
+	})
+	e.mustCreate(t, "a/b", "a/b")
+	e.mustCreate(t, "a", "a")                                            // starts a/b, which exists
+	e.mustCreate(t, "a/b/c", "a/b/c")                                    // a/b, which starts it, exists
+	if w := e.do("POST", "/api/v1/counters/a/", "", ""); w.Code != 400 { // not a key /counter/ takes
+		t.Errorf("create a/: %d %s, want 400", w.Code, w.Body)
+	}
+	for _, name := range []string{"a", "a/b", "a/b/c"} {
+		if w := e.do("POST", "/api/v1/counters/"+name+"/add", name, `{"n":1}`); w.Code != 200 {
+			t.Errorf("add to %s: %d %s", name, w.Code, w.Body)
+		}
+	}
+	if w := e.do("POST", "/api/v1/import?replace=true", "root", "a/b\na/b/c"); w.Code != 200 {
+		t.Fatalf("import: %d %s", w.Code, w.Body)
+	}
+	for name, code := range map[string]int{"a": 401, "a/b": 200, "a/b/c": 200} {
+		if w := e.do("GET", "/api/v1/counters/"+name, name, ""); w.Code != code {
+			t.Errorf("after the import, %s's token: %d %s, want %d", name, w.Code, w.Body, code)
+		}
+	}
+	e.mustCreate(t, "a", "a2")
 }
