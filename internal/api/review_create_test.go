@@ -133,3 +133,24 @@ func TestReviewPrefixOfAnotherKey(t *testing.T) {
 	}
 	e.mustCreate(t, "a", "a2")
 }
+
+// TestReviewExactTokensDoNotCountTowardMaxTokens: open creation's
+// tokens, one per counter, do not take the root's MaxTokens.
+func TestReviewExactTokensDoNotCountTowardMaxTokens(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.OpenCreate = true })
+	ctx := context.Background()
+	for i := range MaxTokens - 1 {
+		if err := e.st.PutToken(ctx, store.Token{ID: fmt.Sprintf("t%04d", i), Name: "n", Prefix: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		e.mustCreate(t, fmt.Sprint("k", i), fmt.Sprint("k", i))
+	}
+	if w := e.do("POST", "/api/v1/tokens", "root", `{"name":"last","prefix":"b"}`); w.Code != 201 {
+		t.Errorf("the root's %dth token with 3 exact ones stored: %d %s", MaxTokens, w.Code, w.Body)
+	}
+	if w := e.do("POST", "/api/v1/tokens", "root", `{"name":"past","prefix":"b"}`); w.Code != 409 {
+		t.Errorf("the root's %dth token: %d %s, want 409", MaxTokens+1, w.Code, w.Body)
+	}
+}
