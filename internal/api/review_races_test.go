@@ -1,5 +1,3 @@
-//go:build knownbugs
-
 package api
 
 import (
@@ -43,6 +41,13 @@ func (s *orphanRace) DeleteToken(ctx context.Context, id string) (bool, error) {
 	return s.Store.DeleteToken(ctx, id)
 }
 
+func (s *orphanRace) DeleteTokenIf(ctx context.Context, id string, hash [32]byte) (bool, error) {
+	if ctx.Value(whoKey{}) == "B" {
+		<-s.aAdded
+	}
+	return s.Store.DeleteTokenIf(ctx, id, hash)
+}
+
 func (s *orphanRace) AddToken(ctx context.Context, t store.Token) (bool, error) {
 	ok, err := s.Store.AddToken(ctx, t)
 	if ctx.Value(whoKey{}) == "A" && ok {
@@ -51,13 +56,12 @@ func (s *orphanRace) AddToken(ctx context.Context, t store.Token) (bool, error) 
 	return ok, err
 }
 
-// TestKnownBugOrphanRaceTwoWinners: replaceOrphan promises that of
-// creations racing to replace an orphan token one wins, but it revokes
-// by id, whatever token the id holds now: B's revoke of the orphan it
-// read removes A's new token. Both answer 201; A's token is refused.
-// A fix needs a revoke that names the token's hash (compare and delete)
-// in store.Store.
-func TestKnownBugOrphanRaceTwoWinners(t *testing.T) {
+// TestReviewOrphanRaceOneWinner: replaceOrphan promised that of
+// creations racing to replace an orphan token one wins, but it revoked
+// by id, whatever token the id held then: B's revoke of the orphan it
+// read removed A's new token. Both answered 201; A's token was refused.
+// Fixed by store.Store.DeleteTokenIf: the orphan is revoked by its hash.
+func TestReviewOrphanRaceOneWinner(t *testing.T) {
 	var rs *orphanRace
 	e := newEnv(t, 0, func(c *Config) {
 		c.NoFailureLimit, c.OpenCreate = true, true
@@ -117,14 +121,14 @@ func (s *deleteHook) Delete(ctx context.Context, key []byte) (bool, error) {
 	return ok, err
 }
 
-// TestKnownBugDeleteRevokesTheNextOwnersToken: deleting a counter
-// deletes the key, then revokes the token id of the key. A creation of
+// TestReviewDeleteKeepsTheNextOwnersToken: deleting a counter
+// deleted the key, then revoked the token id of the key. A creation of
 // the key between the two (the old token, over a minute old, is taken
-// for an orphan and replaced) gets a 201 and a token the delete then
-// revokes: the new owner is locked out of its own counter, which no one
-// may create again (409). A fix needs a revoke that names the token's
-// hash (compare and delete) in store.Store.
-func TestKnownBugDeleteRevokesTheNextOwnersToken(t *testing.T) {
+// for an orphan and replaced) got a 201 and a token the delete then
+// revoked: the new owner was locked out of its own counter, which no one
+// may create again (409). Fixed by reading the token before the delete
+// and revoking it by its hash (store.Store.DeleteTokenIf).
+func TestReviewDeleteKeepsTheNextOwnersToken(t *testing.T) {
 	now := day0
 	var hs *deleteHook
 	e := newEnv(t, 0, func(c *Config) {
