@@ -148,3 +148,49 @@ func TestReviewDeleteKeepsTheNextOwnersToken(t *testing.T) {
 		t.Errorf("bob created k while alice's delete ran, and his token is refused: %d %s", w.Code, w.Body)
 	}
 }
+
+// listHook is replaceDouble that runs then after a List of prefix.
+type listHook struct {
+	replaceDouble
+	prefix string
+	then   func()
+}
+
+func (s *listHook) List(ctx context.Context, prefix, after []byte, limit int) ([]store.Entry, error) {
+	es, err := s.replaceDouble.List(ctx, prefix, after, limit)
+	if s.then != nil && string(prefix) == s.prefix {
+		f := s.then
+		s.then = nil
+		f()
+	}
+	return es, err
+}
+
+// TestReviewImportKeepsTheNextOwnersToken: an import that replaces
+// revokes the tokens of the keys it dropped; a creation of such a key
+// between the revoke's check that the key is gone and the revoke keeps
+// its own token.
+func TestReviewImportKeepsTheNextOwnersToken(t *testing.T) {
+	now := day0
+	var hs *listHook
+	e := newEnv(t, 0, func(c *Config) {
+		c.NoFailureLimit, c.OpenCreate = true, true
+		c.Now = func() time.Time { return now }
+		hs = &listHook{replaceDouble: replaceDouble{c.Store}, prefix: "gone"}
+		c.Store = hs
+	})
+	e.mustCreate(t, "gone", "alice")
+	e.mustCreate(t, "kept", "kept")
+	now = now.Add(2 * orphanAge)
+	var bob Created
+	hs.then = func() { bob = e.mustCreate(t, "gone", "bob") }
+	if w := e.do("POST", "/api/v1/import?replace=true", "root", "kept"); w.Code != 200 {
+		t.Fatalf("import: %d %s", w.Code, w.Body)
+	}
+	if bob.Token.Token == "" {
+		t.Fatal("no creation ran during the import's revoke")
+	}
+	if w := e.do("GET", "/api/v1/counters/gone", "Bearer "+bob.Token.Token, ""); w.Code != 200 {
+		t.Errorf("bob created gone while the import revoked its old token, and his token is refused: %d %s", w.Code, w.Body)
+	}
+}
