@@ -363,7 +363,8 @@ func (h *Handler) authenticate(r *http.Request) (*principal, error) {
 // root token is compared first. A secret the API made since tokens name
 // their id (vt_ID.SECRET) is looked up by that id, at a cost that does
 // not grow with the tokens stored (open creation makes one per counter);
-// only one without an id, from before, is compared with every token.
+// only one without an id, from before, is compared with the root's
+// tokens (legacyTokens), and confirmed by its id.
 func (h *Handler) lookupToken(ctx context.Context, secret string, sum *[32]byte) (*principal, error) {
 	if subtle.ConstantTimeCompare(sum[:], h.c.RootHash[:]) == 1 {
 		return &principal{name: "root", root: true}, nil
