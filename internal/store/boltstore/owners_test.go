@@ -885,3 +885,37 @@ func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
 	s.putFault.Store(nil)
 	mustClose(t, s)
 }
+
+// TestReviewPositiveAddWhileAKeyFails: a positive Add while another key
+// cannot be written (the file behind the log) is neither lost nor
+// counted twice by the replay after a crash.
+func TestReviewPositiveAddWhileAKeyFails(t *testing.T) {
+	s := openSyncLogOnly(t, t.TempDir())
+	fault := func(key string) error {
+		if key == "bad" {
+			return errors.New("planted key failure")
+		}
+		return nil
+	}
+	s.putFault.Store(&fault)
+	mustIncrN(t, s, "bad", 2)
+	mustIncrN(t, s, "raised", 30)
+	if c, err := s.Add(ctx, []byte("raised"), 5); err != nil || c.Total != 35 {
+		t.Fatalf("Add(5) = %+v, %v; want a total of 35", c, err)
+	}
+	mustIncrN(t, s, "raised", 1)
+	if _, err := s.Add(ctx, []byte("fresh"), 7); err != nil {
+		t.Fatal(err)
+	}
+	mustIncrN(t, s, "fresh", 1)
+	crashed := crashCopy(t, s)
+	r := mustOpen(t, Options{Dir: crashed})
+	for k, want := range map[string]uint64{"bad": 2, "raised": 36, "fresh": 8} {
+		if c := mustGet(t, r, []byte(k)); c.Total != want || k != "bad" && c.Today != want {
+			t.Errorf("after a crash while bad failed, %s = %+v, want a total and today of %d", k, c, want)
+		}
+	}
+	mustClose(t, r)
+	s.putFault.Store(nil)
+	mustClose(t, s)
+}
