@@ -37,8 +37,10 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -131,6 +133,12 @@ type Handler struct {
 	c        Config
 	backup   store.Backup // nil: export and import answer 501
 	failures *client.Limiter
+	legacy   struct { // legacyTokens' copy
+		mu     sync.Mutex
+		ok     bool
+		read   time.Time
+		tokens []store.Token
+	}
 }
 
 // New returns a Handler for c.
@@ -355,7 +363,8 @@ func (h *Handler) authenticate(r *http.Request) (*principal, error) {
 // root token is compared first. A secret the API made since tokens name
 // their id (vt_ID.SECRET) is looked up by that id, at a cost that does
 // not grow with the tokens stored (open creation makes one per counter);
-// only one without an id, from before, is compared with every token.
+// only one without an id, from before, is compared with the root's
+// tokens (legacyTokens), and confirmed by its id.
 func (h *Handler) lookupToken(ctx context.Context, secret string, sum *[32]byte) (*principal, error) {
 	if subtle.ConstantTimeCompare(sum[:], h.c.RootHash[:]) == 1 {
 		return &principal{name: "root", root: true}, nil
@@ -370,17 +379,56 @@ func (h *Handler) lookupToken(ctx context.Context, secret string, sum *[32]byte)
 		}
 		return nil, nil
 	}
-	tokens, err := h.c.Store.Tokens(ctx)
+	tokens, err := h.legacyTokens(ctx)
 	if err != nil {
 		return nil, h.storeError(err, "read the tokens")
 	}
-	var who *principal
+	var match *store.Token
 	for i := range tokens { // every one, whatever matched
-		if subtle.ConstantTimeCompare(sum[:], tokens[i].Hash[:]) == 1 && who == nil {
-			who = principalOf(&tokens[i])
+		if subtle.ConstantTimeCompare(sum[:], tokens[i].Hash[:]) == 1 && match == nil {
+			match = &tokens[i]
 		}
 	}
-	return who, nil
+	if match == nil {
+		return nil, nil
+	}
+	// Read again by id: a token revoked since is refused at once.
+	t, found, err := h.c.Store.Token(ctx, match.ID)
+	if err != nil {
+		return nil, h.storeError(err, "read the token")
+	}
+	if found && subtle.ConstantTimeCompare(sum[:], t.Hash[:]) == 1 {
+		return principalOf(&t), nil
+	}
+	return nil, nil
+}
+
+// legacyRefresh is how long the tokens a secret without an id is
+// compared with are kept between two reads of every token.
+const legacyRefresh = 10 * time.Second
+
+// legacyTokens returns the tokens a secret without an id may be: those
+// not made by open creation (made by the root, at most MaxTokens), read
+// at most once per legacyRefresh. Every token is one per counter with
+// open creation: reading them on each failed attempt cost a store read
+// of up to -max-keys tokens per call. The API makes no secret without
+// an id any more, so a token from before that this misses can only be
+// one an older visitors made within legacyRefresh.
+func (h *Handler) legacyTokens(ctx context.Context) ([]store.Token, error) {
+	l := &h.legacy
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := h.c.Now()
+	if l.ok && now.Sub(l.read) < legacyRefresh && now.Sub(l.read) >= 0 {
+		return l.tokens, nil
+	}
+	tokens, err := h.c.Store.Tokens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.tokens = slices.DeleteFunc(tokens, func(t store.Token) bool { return t.Exact })
+	l.read, l.ok = now, true
+	return l.tokens, nil
 }
 
 // principalOf returns the principal of stored token t.

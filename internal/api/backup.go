@@ -149,14 +149,17 @@ func (h *Handler) revokeOrphans(ctx context.Context) int {
 		if err == nil && len(es) > 0 && string(es[0].Key) == t.Prefix {
 			continue
 		}
+		revoked := false
 		if err == nil {
-			_, err = h.c.Store.DeleteToken(ctx, t.ID)
+			revoked, err = h.c.Store.DeleteTokenIf(ctx, t.ID, t.Hash) // not one made anew since
 		}
 		if err != nil {
 			h.c.Log.Error().Err(err).Str("token_id", t.ID).Msg("after an import: revoke the token of a deleted counter")
 			continue
 		}
-		n++
+		if revoked {
+			n++
+		}
 	}
 	return n
 }

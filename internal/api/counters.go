@@ -180,6 +180,13 @@ func (h *Handler) deleteCounter(c *call) error {
 	if err != nil {
 		return h.storeError(err, "get")
 	}
+	// Its open-creation token, read before the key goes: the revoke below
+	// names it by its hash, so that a creation of the key anew between
+	// the two keeps its own token.
+	tok, hasToken, err := h.c.Store.Token(ctx, exactID(k))
+	if err != nil {
+		return h.storeError(err, "read the token")
+	}
 	ok, err := h.c.Store.Delete(ctx, key)
 	if err != nil {
 		return h.storeError(err, "delete")
@@ -190,10 +197,12 @@ func (h *Handler) deleteCounter(c *call) error {
 	e := h.audit(c, "delete", k).Object("before", countsLog(before))
 	// Its open-creation token goes with it: no one keeps a hold on a key
 	// someone may create anew.
-	if revoked, err := h.c.Store.DeleteToken(ctx, exactID(k)); err != nil {
-		h.c.Log.Error().Err(err).Str("key", k).Str("token_id", exactID(k)).Msg("revoke the deleted counter's token: it blocks creating the key anew until revoked")
-	} else if revoked {
-		e = e.Str("revoked", exactID(k))
+	if hasToken {
+		if revoked, err := h.c.Store.DeleteTokenIf(ctx, tok.ID, tok.Hash); err != nil {
+			h.c.Log.Error().Err(err).Str("key", k).Str("token_id", tok.ID).Msg("revoke the deleted counter's token: it blocks creating the key anew until revoked")
+		} else if revoked {
+			e = e.Str("revoked", tok.ID)
+		}
 	}
 	e.Msg("api change")
 	writeJSON(c.w, http.StatusOK, struct {

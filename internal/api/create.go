@@ -95,7 +95,7 @@ func (h *Handler) createCounter(c *call) error {
 	}
 	counts, err := h.c.Store.Add(ctx, key, 0)
 	if err != nil {
-		if _, derr := h.c.Store.DeleteToken(ctx, tid); derr != nil {
+		if _, derr := h.c.Store.DeleteTokenIf(ctx, tid, t.Hash); derr != nil {
 			h.c.Log.Error().Err(derr).Str("key", k).Str("token_id", tid).Msg("revoke the token of a counter not created: it blocks creating the key until revoked")
 		}
 		return h.changeError(err, "create")
@@ -119,7 +119,9 @@ const orphanAge = time.Minute
 // replaceOrphan replaces the token with t's id, an orphan, by t: the
 // key is not there, and the token is older than orphanAge (a creation
 // that stopped between its token and its key, or a revoke that failed
-// after a delete). Of creations racing to replace it, one wins.
+// after a delete). Of creations racing to replace it, one wins: the
+// orphan is revoked by its hash, so that a creation that replaced it
+// first keeps its token.
 func (h *Handler) replaceOrphan(c *call, t store.Token) (bool, error) {
 	ctx := c.r.Context()
 	old, found, err := h.c.Store.Token(ctx, t.ID)
@@ -129,10 +131,16 @@ func (h *Handler) replaceOrphan(c *call, t store.Token) (bool, error) {
 	if found && t.Created.Sub(old.Created) < orphanAge {
 		return false, nil
 	}
-	if _, err := h.c.Store.DeleteToken(ctx, t.ID); err != nil {
-		return false, h.storeError(err, "revoke an orphan token")
+	if found {
+		revoked, err := h.c.Store.DeleteTokenIf(ctx, t.ID, old.Hash)
+		if err != nil {
+			return false, h.storeError(err, "revoke an orphan token")
+		}
+		if !revoked { // another creation replaced it first
+			return false, nil
+		}
+		h.c.Log.Info().Str("audit", "revoke orphan token").Str("token_id", t.ID).Str("key", t.Prefix).Msg("api change")
 	}
-	h.c.Log.Info().Str("audit", "revoke orphan token").Str("token_id", t.ID).Str("key", t.Prefix).Msg("api change")
 	added, err := h.c.Store.AddToken(ctx, t)
 	if err != nil {
 		return false, h.storeError(err, "store the token")

@@ -213,6 +213,12 @@ type Store interface {
 	// Tokens, and reports whether it was there.
 	DeleteToken(ctx context.Context, id string) (bool, error)
 
+	// DeleteTokenIf removes the token with id if its Hash is hash, as
+	// DeleteToken does, and reports whether it removed it: a token that
+	// has replaced it under the same id stays. Of callers racing to
+	// remove one token, on one instance or several, one does.
+	DeleteTokenIf(ctx context.Context, id string, hash [32]byte) (bool, error)
+
 	// Tokens returns every stored token, ordered by ID.
 	Tokens(ctx context.Context) ([]Token, error)
 

@@ -116,10 +116,13 @@ func (failingStore) List(context.Context, []byte, []byte, int) ([]store.Entry, e
 }
 func (failingStore) PutToken(context.Context, store.Token) error       { return errBroken }
 func (failingStore) DeleteToken(context.Context, string) (bool, error) { return false, errBroken }
-func (failingStore) Tokens(context.Context) ([]store.Token, error)     { return nil, errBroken }
-func (failingStore) Keys() int                                         { return 0 }
-func (failingStore) Health() error                                     { return errBroken }
-func (failingStore) Close() error                                      { return nil }
+func (failingStore) DeleteTokenIf(context.Context, string, [32]byte) (bool, error) {
+	return false, errBroken
+}
+func (failingStore) Tokens(context.Context) ([]store.Token, error) { return nil, errBroken }
+func (failingStore) Keys() int                                     { return 0 }
+func (failingStore) Health() error                                 { return errBroken }
+func (failingStore) Close() error                                  { return nil }
 
 var _ store.Store = failingStore{}
 

@@ -688,6 +688,40 @@ func (s *Store) DeleteToken(_ context.Context, id string) (bool, error) {
 	return found, nil
 }
 
+// DeleteTokenIf implements [store.Store]: the flusher runs operations
+// one at a time, and memory holds what the file does between them, so
+// the check and the delete are one.
+func (s *Store) DeleteTokenIf(_ context.Context, id string, hash [32]byte) (bool, error) {
+	if len(id) > store.MaxKeyBytes {
+		return false, nil // never stored
+	}
+	found := false
+	err := s.do(&ownerOp{
+		run: func(tx *bolt.Tx, _ uint64) error {
+			s.tokMu.RLock()
+			t, ok := s.tokens[id]
+			s.tokMu.RUnlock()
+			if !ok || t.Hash != hash {
+				return nil
+			}
+			found = true
+			return tx.Bucket(bucketTokens).Delete(keyPrefix([]byte(id)))
+		},
+		apply: func() {
+			if !found {
+				return
+			}
+			s.tokMu.Lock()
+			defer s.tokMu.Unlock()
+			delete(s.tokens, id)
+		},
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete token %q: %w", id, err)
+	}
+	return found, nil
+}
+
 // Tokens implements [store.Store]: from memory, which holds every token.
 func (s *Store) Tokens(context.Context) ([]store.Token, error) {
 	s.tokMu.RLock()

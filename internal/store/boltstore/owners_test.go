@@ -850,3 +850,72 @@ func TestTokenRecordVersions(t *testing.T) {
 		t.Errorf("decodeToken(unknown flags) = nil error, want a refusal")
 	}
 }
+
+// TestReviewNegativeAddWhileAKeyFails: a negative Add lowers a key as
+// Set does, and needs the same floor: while another key cannot be
+// written the file stays behind the log, whose records of the key hold
+// its counts from before the Add; without the floor a crash replays
+// them over the lowered counts (the Add is undone).
+func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
+	s := openSyncLogOnly(t, t.TempDir())
+	fault := func(key string) error {
+		if key == "bad" {
+			return errors.New("planted key failure")
+		}
+		return nil
+	}
+	s.putFault.Store(&fault)
+	mustIncrN(t, s, "bad", 2)
+	mustIncrN(t, s, "lowered", 30)
+	if c, err := s.Add(ctx, []byte("lowered"), -26); err != nil || c.Total != 4 {
+		t.Fatalf("Add(-26) = %+v, %v; want a total of 4", c, err)
+	}
+	if s.log.seq == s.log.applied {
+		t.Fatal("the file caught up with the log although bad fails: the test sees no floor")
+	}
+	mustIncrN(t, s, "lowered", 1)
+	crashed := crashCopy(t, s)
+	r := mustOpen(t, Options{Dir: crashed})
+	for k, want := range map[string]uint64{"bad": 2, "lowered": 5} {
+		if c := mustGet(t, r, []byte(k)); c.Total != want || k == "lowered" && c.Today != want {
+			t.Errorf("after a crash while bad failed, %s = %+v, want a total and today of %d", k, c, want)
+		}
+	}
+	mustClose(t, r)
+	s.putFault.Store(nil)
+	mustClose(t, s)
+}
+
+// TestReviewPositiveAddWhileAKeyFails: a positive Add while another key
+// cannot be written (the file behind the log) is neither lost nor
+// counted twice by the replay after a crash.
+func TestReviewPositiveAddWhileAKeyFails(t *testing.T) {
+	s := openSyncLogOnly(t, t.TempDir())
+	fault := func(key string) error {
+		if key == "bad" {
+			return errors.New("planted key failure")
+		}
+		return nil
+	}
+	s.putFault.Store(&fault)
+	mustIncrN(t, s, "bad", 2)
+	mustIncrN(t, s, "raised", 30)
+	if c, err := s.Add(ctx, []byte("raised"), 5); err != nil || c.Total != 35 {
+		t.Fatalf("Add(5) = %+v, %v; want a total of 35", c, err)
+	}
+	mustIncrN(t, s, "raised", 1)
+	if _, err := s.Add(ctx, []byte("fresh"), 7); err != nil {
+		t.Fatal(err)
+	}
+	mustIncrN(t, s, "fresh", 1)
+	crashed := crashCopy(t, s)
+	r := mustOpen(t, Options{Dir: crashed})
+	for k, want := range map[string]uint64{"bad": 2, "raised": 36, "fresh": 8} {
+		if c := mustGet(t, r, []byte(k)); c.Total != want || k != "bad" && c.Today != want {
+			t.Errorf("after a crash while bad failed, %s = %+v, want a total and today of %d", k, c, want)
+		}
+	}
+	mustClose(t, r)
+	s.putFault.Store(nil)
+	mustClose(t, s)
+}

@@ -194,6 +194,17 @@ func (s *Store) DeleteToken(_ context.Context, id string) (bool, error) {
 	return ok, nil
 }
 
+// DeleteTokenIf implements [store.Store].
+func (s *Store) DeleteTokenIf(_ context.Context, id string, hash [32]byte) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tokens[id]; !ok || t.Hash != hash {
+		return false, nil
+	}
+	delete(s.tokens, id)
+	return true, nil
+}
+
 // Tokens implements [store.Store].
 func (s *Store) Tokens(context.Context) ([]store.Token, error) {
 	s.mu.Lock()

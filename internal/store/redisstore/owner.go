@@ -440,6 +440,19 @@ func (s *Store) DeleteToken(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
+// DeleteTokenIf implements [store.Store]: one script (lua/tokendel.lua)
+// compares the record's hash and deletes it.
+func (s *Store) DeleteTokenIf(ctx context.Context, id string, hash [32]byte) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	sc := script{src: tokenDelSrc, sha: tokenDelSHA, keys: []string{s.n.tokens}, args: []string{id, hex.EncodeToString(hash[:])}}
+	n, err := s.doScripts(ctx, []script{sc})[0].AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("redis: delete token: %w: %w", ErrUnavailable, err)
+	}
+	return n > 0, nil
+}
+
 // Tokens implements [store.Store]: one HGETALL, with no cache.
 func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)

@@ -259,6 +259,8 @@ var (
 	ownerSrc string
 	//go:embed lua/migrate.lua
 	migrateSrc string
+	//go:embed lua/tokendel.lua
+	tokenDelSrc string
 
 	applySHA    = sha(applySrc)
 	admitSHA    = sha(admitSrc)
@@ -266,6 +268,7 @@ var (
 	atleastSHA  = sha(atleastSrc)
 	ownerSHA    = sha(ownerSrc)
 	migrateSHA  = sha(migrateSrc)
+	tokenDelSHA = sha(tokenDelSrc)
 )
 
 func sha(s string) string {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,9 +351,44 @@ func (s suite) exactTokens(t *testing.T) {
 		t.Fatalf("AddToken(k1) after its delete = %v, %v; want true", ok, err)
 	}
 	st = s.reopen(t, st, c)
-	defer mustClose(t, st)
 	if got, ok, _ := st.Token(ctx, "k1"); !ok || got.Hash != other.Hash {
 		t.Errorf("after reopening, Token(k1) = %+v, %v; want the one added after the delete", got, ok)
+	}
+	// DeleteTokenIf removes the token it names by its hash, and no token
+	// that replaced it under its id; of racing callers one removes it.
+	if ok, err := st.DeleteTokenIf(ctx, "k1", exact.Hash); err != nil || ok {
+		t.Errorf("DeleteTokenIf(k1, the hash it held before) = %v, %v; want false", ok, err)
+	}
+	if ok, err := st.DeleteTokenIf(ctx, "absent", other.Hash); err != nil || ok {
+		t.Errorf("DeleteTokenIf(absent) = %v, %v; want false", ok, err)
+	}
+	var removed atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ok, err := st.DeleteTokenIf(ctx, "k1", other.Hash)
+			if err != nil {
+				t.Errorf("DeleteTokenIf(k1): %v", err)
+			}
+			if ok {
+				removed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := removed.Load(); n != 1 {
+		t.Errorf("8 racing DeleteTokenIf(k1, its hash) removed it %d times, want 1", n)
+	}
+	if _, ok, _ := st.Token(ctx, "k1"); ok {
+		t.Error("Token(k1) after DeleteTokenIf with its hash: still there")
+	}
+	if _, ok, _ := st.Token(ctx, "p1"); !ok {
+		t.Error("Token(p1) after DeleteTokenIf of k1: gone")
+	}
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	if _, ok, _ := st.Token(ctx, "k1"); ok {
+		t.Error("after reopening, Token(k1) removed by DeleteTokenIf: there")
 	}
 	// The scope itself.
 	for _, tt := range []struct {
