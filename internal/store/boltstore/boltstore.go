@@ -18,8 +18,11 @@
 // With [store.Sync] durability a visit is a request to the flusher: the
 // flusher counts it, makes it durable, and only then answers. Visits that
 // arrive while a pass is writing share the next one: group commit. A pass
-// appends one record to a write-ahead log (wal.go) with one fdatasync;
-// the bbolt file catches up every flush interval, as in batch mode, and
+// appends one record to a write-ahead log (wal.go), and a second
+// goroutine, the syncer, makes it durable with one fdatasync and answers
+// the pass; meanwhile the next pass gathers its visits, and it is taken
+// and written once that fdatasync has returned (pipelined group commit).
+// The bbolt file catches up every flush interval, as in batch mode, and
 // the log starts over. A pass that fails takes its visits back before any
 // later pass can write them, so an error means the visit did not count.
 //

@@ -25,7 +25,11 @@ import (
 // one record to a preallocated log and makes it durable with one
 // fdatasync of blocks that already exist (no size or extent change to
 // write), and answers; the bbolt file is brought up to date every flush
-// interval, as in batch mode, and the log starts over.
+// interval, as in batch mode, and the log starts over. The fdatasync runs
+// in the syncer goroutine while the next pass gathers: one record is in
+// flight at a time, and the next is written only once it is durable, so
+// records reach the disk in order and a record is never answered before
+// every record ahead of it is durable.
 //
 // A record holds absolute counts: the /hi counter and, for every key the
 // pass counted, its total and its days in memory. Replaying a record
