@@ -202,7 +202,7 @@ func waitForWaiters(t *testing.T, s *Store, n int) {
 // is what cmd/loadtest measures against memory, without the network.
 // work is a count of CRC-32C blocks of 1 KiB, about 60 ns each here.
 func BenchmarkSyncVisitsWithWork(b *testing.B) {
-	for _, work := range []int{0, 250} {
+	for _, work := range []int{0, 500} {
 		for _, d := range []store.Durability{store.Batch, store.Sync} {
 			b.Run(fmt.Sprintf("work=%d/durability=%s", work, d), func(b *testing.B) {
 				s, err := Open(Options{Dir: b.TempDir(), Durability: d})
