@@ -97,7 +97,8 @@ type Store struct {
 	// putFault, when set, fails the write of the keys it returns an
 	// error for. Tests use it: no real key fails any more.
 	putFault atomic.Pointer[func(key string) error]
-	// logFault, when set, fails log writes with the error it returns.
+	// logFault, when set, is called after a log record is written and
+	// before its fdatasync, and fails the sync with the error it returns.
 	logFault atomic.Pointer[func() error]
 
 	full atomic.Bool // Sync: the next pass commits to the bbolt file (Flush)

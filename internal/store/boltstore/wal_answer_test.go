@@ -16,9 +16,9 @@ import (
 
 // holdSyncs makes every log fdatasync of s wait, after its record is
 // written, until the test lets it go: it returns a channel that gets a
-// value each time a sync begins, a function that lets one sync end with
-// err, and one that lets every sync through from then on (defer it, so
-// that a failed test still closes the store).
+// value each time a sync is about to begin, a function that lets one sync
+// go on (nil) or fail with err, and one that lets every sync through from
+// then on (defer it, so that a failed test still closes the store).
 func holdSyncs(s *Store) (began <-chan struct{}, release func(err error), stop func()) {
 	b := make(chan struct{}, 16)
 	r := make(chan error)
@@ -41,9 +41,9 @@ func holdSyncs(s *Store) (began <-chan struct{}, release func(err error), stop f
 }
 
 // TestLogAnswersOnlyAfterItsSync: a sync visit is answered only once the
-// fdatasync of the record holding it has returned, and the next pass's
-// visits, which gather while that sync runs, wait for a sync of their own
-// that begins only after it.
+// record holding it is written and its fdatasync has returned, and the
+// visits that arrive meanwhile wait for a record of their own, written
+// only after it: records reach the disk in order, one pass at a time.
 func TestLogAnswersOnlyAfterItsSync(t *testing.T) {
 	s := openSyncLogOnly(t, t.TempDir())
 	defer mustClose(t, s)
@@ -52,42 +52,42 @@ func TestLogAnswersOnlyAfterItsSync(t *testing.T) {
 
 	first := make(chan error, 1)
 	go func() { _, err := s.Incr(ctx, []byte("a")); first <- err }()
-	<-began // a's record is written and its sync has begun
+	<-began // a's record is written, its sync held
 	second := make(chan error, 1)
 	go func() { _, err := s.Incr(ctx, []byte("b")); second <- err }()
 	select {
 	case err := <-first:
-		t.Fatalf("Incr(a) returned (%v) while the sync of its record had not", err)
+		t.Fatalf("Incr(a) returned (%v) while its record was not yet written and synced", err)
 	case err := <-second:
-		t.Fatalf("Incr(b) returned (%v) before any sync of its record had begun", err)
+		t.Fatalf("Incr(b) returned (%v) before its record was even begun", err)
 	case <-began:
-		t.Fatal("a second sync began while the first ran: records must reach the disk in order")
+		t.Fatal("a second sync began while the first was held: records must reach the disk in order")
 	case <-time.After(100 * time.Millisecond):
 	}
 	release(nil)
 	if err := <-first; err != nil {
-		t.Fatalf("Incr(a) = %v after its sync", err)
+		t.Fatalf("Incr(a) = %v once its record was durable", err)
 	}
-	<-began // b's own sync
+	<-began // b's own record
 	select {
 	case err := <-second:
-		t.Fatalf("Incr(b) returned (%v) while the sync of its record had not", err)
+		t.Fatalf("Incr(b) returned (%v) while its record was not yet written and synced", err)
 	case <-time.After(100 * time.Millisecond):
 	}
 	release(nil)
 	if err := <-second; err != nil {
-		t.Fatalf("Incr(b) = %v after its sync", err)
+		t.Fatalf("Incr(b) = %v once its record was durable", err)
 	}
 	if got := s.Stats().LogRecords; got != 2 {
 		t.Errorf("LogRecords = %d, want 2: one record for each pass", got)
 	}
 }
 
-// TestLogFailedSyncWithAPassWaiting: while a record's sync runs, visits
-// of the next pass gather; the sync fails. The failed record's visits
-// go to the bbolt file, the waiting ones to the log (none lost, none
-// counted twice), the log is used again at once, and a crash then keeps
-// every acknowledged visit.
+// TestLogFailedSyncWithAPassWaiting: while a record is being made
+// durable, visits of the next pass gather; its fdatasync fails. The failed
+// record's visits go to the bbolt file, the waiting ones to the log (none
+// lost, none counted twice), the log is used again at once, and a crash
+// then keeps every acknowledged visit.
 func TestLogFailedSyncWithAPassWaiting(t *testing.T) {
 	s := openSyncLogOnly(t, t.TempDir())
 	began, release, stop := holdSyncs(s)
@@ -146,7 +146,7 @@ func TestLogFailedSyncWithAPassWaiting(t *testing.T) {
 	}
 }
 
-// TestLogFailedSyncOnADeadDisk: a record's sync fails and so does the
+// TestLogFailedSyncOnADeadDisk: a record's fdatasync fails and so does the
 // bbolt file: its visits and the ones that gathered behind it are all
 // refused, and none of them counts after the disk comes back.
 func TestLogFailedSyncOnADeadDisk(t *testing.T) {
@@ -164,7 +164,7 @@ func TestLogFailedSyncOnADeadDisk(t *testing.T) {
 	s.db.Close() // the bbolt file's writes fail too
 	release(errors.New("planted: the disk is gone"))
 	if err := <-first; err == nil {
-		t.Error("Incr(a) succeeded while its record's sync and the file failed")
+		t.Error("Incr(a) succeeded while its record and the file failed")
 	}
 	if err := <-second; err == nil {
 		t.Error("the waiting Incr(a) succeeded while the log and the file failed")
