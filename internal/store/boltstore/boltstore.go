@@ -18,8 +18,12 @@
 // With [store.Sync] durability a visit is a request to the flusher: the
 // flusher counts it, makes it durable, and only then answers. Visits that
 // arrive while a pass is writing share the next one: group commit. A pass
-// appends one record to a write-ahead log (wal.go) with one fdatasync;
-// the bbolt file catches up every flush interval, as in batch mode, and
+// appends one record to a write-ahead log (wal.go) and makes it durable
+// with one fdatasync before it answers. With more than one P the passes
+// are pipelined: a second goroutine, the syncer, syncs the record and
+// answers the pass while the next pass gathers its visits, which is taken
+// and written once that fdatasync has returned.
+// The bbolt file catches up every flush interval, as in batch mode, and
 // the log starts over. A pass that fails takes its visits back before any
 // later pass can write them, so an error means the visit did not count.
 //
@@ -97,7 +101,8 @@ type Store struct {
 	// putFault, when set, fails the write of the keys it returns an
 	// error for. Tests use it: no real key fails any more.
 	putFault atomic.Pointer[func(key string) error]
-	// logFault, when set, fails log writes with the error it returns.
+	// logFault, when set, is called after a log record is written and
+	// before its fdatasync, and fails the sync with the error it returns.
 	logFault atomic.Pointer[func() error]
 
 	full atomic.Bool // Sync: the next pass commits to the bbolt file (Flush)
@@ -128,7 +133,6 @@ type entry struct {
 	next     *entry      // the journal's link; written only by the pusher
 	written  uint64      // the total on disk; only the flusher uses it
 	logStamp uint64      // the log record that lists it; only the flusher uses it
-	logged   uint64      // its total in that record
 	// Set by the flusher when an owner operation retires the entry (see
 	// owners.go); only the flusher reads them.
 	gone bool   // no longer its key's: never written again
@@ -254,6 +258,9 @@ func Open(o Options) (*Store, error) {
 		return nil, err
 	}
 	s.next.Store(newPass())
+	if log != nil {
+		go s.syncer(log)
+	}
 	go s.flusher()
 	return s, nil
 }
@@ -547,7 +554,14 @@ func (s *Store) flusher() {
 	t := time.NewTicker(s.o.FlushInterval)
 	defer t.Stop()
 	for {
+		var landed chan *flight // nil: nothing in flight
+		if s.log != nil && s.log.flying != nil {
+			landed = s.log.landed
+		}
 		select {
+		case f := <-landed:
+			s.land(f)
+			continue
 		case <-s.stop:
 			s.runOps() // the operations that came before Close
 			s.flush(true)
@@ -555,6 +569,9 @@ func (s *Store) flusher() {
 				s.flush(true)
 			}
 			s.closeOps()
+			if s.log != nil {
+				close(s.log.queue) // nothing is in flight: flush settled it
+			}
 			p := s.next.Load()
 			p.err = errors.New("store closed")
 			s.answer(p.visits.Swap(sealed), p.err)
@@ -569,7 +586,11 @@ func (s *Store) flusher() {
 				continue
 			}
 		case <-s.kick:
-			s.gather()
+			if s.log == nil || s.log.flying == nil {
+				// While a record is in flight, the visits gather on their
+				// own: the pass is taken when that record's sync ends.
+				s.gather()
+			}
 			if s.opsPending.Load() {
 				s.runOps()
 				continue
@@ -647,12 +668,20 @@ func (s *Store) take() (*pass, *visit) {
 }
 
 // logPass runs one Sync pass through the log: it counts the pass's
-// visits, appends one record with their keys' counts, and answers once
-// the record is durable. When the log cannot take the record (it is full
-// and the file could not catch up, or its write failed), or Flush asked
-// for it, the pass commits to the bbolt file instead.
+// visits, appends one record with their keys' counts, and answers them
+// once the record is durable. With more than one P (see pipelineLog)
+// passes are pipelined: the syncer goroutine makes one record durable and
+// answers its pass while the visits of the next pass gather (the handlers
+// the pass before answered run meanwhile), and logPass first waits for
+// the record in flight, so that it takes its pass as late as it can and
+// the records reach the disk in order. With one P the flusher syncs and
+// answers each record itself, after gathering the pass's visits. When the
+// log cannot take the record (it is full and the file could not catch
+// up, or a write failed), or Flush asked for it, the pass commits to the
+// bbolt file instead.
 func (s *Store) logPass() {
 	l := s.log
+	s.settle()
 	p, visits := s.take()
 	// After take: a Flush that joined this pass has set full by now.
 	if s.full.Swap(false) || l.broken != nil {
@@ -661,7 +690,7 @@ func (s *Store) logPass() {
 	}
 	hits := s.hits.Load() // after take: every /hi visit of the pass is in it
 	if visits == nil && hits == l.hits {
-		close(p.done) // a kick with nothing to write
+		close(p.done) // a kick with nothing to write: every record before is durable (settle)
 		return
 	}
 	l.begin()
@@ -677,35 +706,97 @@ func (s *Store) logPass() {
 		s.commit(p, visits, false) // the file catches up, and the log starts over
 		return
 	}
-	var fault func() error
-	if f := s.logFault.Load(); f != nil {
-		fault = *f
-	}
-	start := time.Now()
-	err := l.write(rec, fault)
-	if s.o.OnFlush != nil {
-		s.o.OnFlush(time.Since(start), err)
-	}
-	if err != nil {
+	f := l.cur
+	f.p, f.visits, f.start, f.err = p, visits, time.Now(), nil
+	if err := l.append(rec); err != nil {
 		s.o.Log.Error().Err(err).Msg("write-ahead log write failed; committing this pass to the data file instead")
+		if s.o.OnFlush != nil {
+			s.o.OnFlush(time.Since(f.start), err)
+		}
 		s.commit(p, visits, false)
 		return
 	}
 	l.hits = hits
-	for v := visits; v != nil; v = v.next {
-		if !v.skip {
-			v.e.written = max(v.e.written, v.e.logged) // durable: not pending
-		}
+	if !pipelineLog() {
+		s.syncRecord(l, f)
+		s.land(f)
+		return
 	}
-	s.stats.passes.Add(1)
-	s.stats.logRecords.Add(1)
-	s.answer(visits, nil)
-	close(p.done)
+	l.flying = f
+	l.queue <- f // never blocks: the syncer has handed back the flight before
+}
+
+// pipelineLog reports whether log passes are pipelined: only with more
+// than one P. With one, a goroutine in a blocking fdatasync keeps the
+// only P until sysmon takes it back (20 µs to 10 ms later), so the
+// handlers do not run during the sync, and when the call returns the
+// syncer waits in the global run queue behind them: measured, the
+// pipelined passes were slower than one goroutine that gathers every
+// visit, writes, syncs and answers (docs/performance.md). A variable for
+// tests.
+var pipelineLog = func() bool { return runtime.GOMAXPROCS(0) > 1 }
+
+// syncer makes each record the flusher hands it durable and answers the
+// record's pass; if the sync fails it leaves the pass to the flusher
+// (see land). It returns when the flusher closes the queue.
+func (s *Store) syncer(l *wal) {
+	for f := range l.queue {
+		s.syncRecord(l, f)
+		l.landed <- f
+	}
+}
+
+// syncRecord makes f's record durable and, if it is, answers its pass.
+func (s *Store) syncRecord(l *wal, f *flight) {
+	var err error
+	if fault := s.logFault.Load(); fault != nil {
+		err = (*fault)()
+	}
+	if err == nil {
+		err = datasync(l.f)
+	}
+	f.took, f.err = time.Since(f.start), err
+	if err == nil {
+		s.stats.passes.Add(1)
+		s.stats.logRecords.Add(1)
+		close(f.p.done) // durable: the answer (the visits have no error)
+	}
+}
+
+// settle waits for the record in flight, if there is one, and lands it.
+func (s *Store) settle() {
+	if s.log != nil && s.log.flying != nil {
+		s.land(<-s.log.landed)
+	}
+}
+
+// land finishes the flusher's part of a record the syncer handed back:
+// the visits it made durable are not pending any more; if its sync
+// failed, the log is broken and the record's pass commits to the bbolt
+// file instead, which answers it.
+func (s *Store) land(f *flight) {
+	l := s.log
+	l.flying = nil
+	if s.o.OnFlush != nil {
+		s.o.OnFlush(f.took, f.err)
+	}
+	p, visits := f.p, f.visits
+	f.p, f.visits = nil, nil // answered, or about to be: the waiters reuse their visits
+	if f.err == nil {
+		for i, e := range f.entries {
+			e.written = max(e.written, f.totals[i])
+		}
+		return
+	}
+	err := l.fail(f.off, f.err)
+	s.o.Log.Error().Err(err).Msg("write-ahead log write failed; committing this pass to the data file instead")
+	s.commit(p, visits, false)
 }
 
 // commit writes every changed entry and the /hi counter in one bbolt
 // transaction and answers the pass's visits, which take has counted.
 func (s *Store) commit(p *pass, visits *visit, final bool) {
+	s.settle() // the log's record in flight first: this commit may retire it
 	s.writes, s.days = s.writes[:0], s.days[:0]
 	for e := s.journal.Swap(nil); e != nil; {
 		next := e.next

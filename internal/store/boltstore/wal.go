@@ -25,7 +25,12 @@ import (
 // one record to a preallocated log and makes it durable with one
 // fdatasync of blocks that already exist (no size or extent change to
 // write), and answers; the bbolt file is brought up to date every flush
-// interval, as in batch mode, and the log starts over.
+// interval, as in batch mode, and the log starts over. With more than one
+// P (see pipelineLog) the fdatasync runs in the syncer goroutine while the
+// next pass gathers: one record is in
+// flight at a time, and the next is written only once it is durable, so
+// records reach the disk in order and a record is never answered before
+// every record ahead of it is durable.
 //
 // A record holds absolute counts: the /hi counter and, for every key the
 // pass counted, its total and its days in memory. Replaying a record
@@ -59,7 +64,8 @@ var (
 	keyLogSeq = []byte("log-seq")
 )
 
-// wal is the open log. Only the flusher uses it.
+// wal is the open log. Only the flusher uses it, except that the syncer
+// (see [Store.syncer]) makes the record in flight durable.
 type wal struct {
 	f       *os.File
 	path    string
@@ -73,6 +79,29 @@ type wal struct {
 	body    []byte // its keys
 	keys    int    // how many
 	stamp   uint64 // the pass being written, to list each key once
+
+	// Pipelining: one record at a time is in flight, written and handed
+	// to the syncer, which fdatasyncs it and answers its pass; meanwhile
+	// the next pass gathers its visits. The flusher settles a record
+	// (its bookkeeping, or the fallback to the bbolt file if its sync
+	// failed) before it writes the next one.
+	flying  *flight      // the record in flight, or nil
+	flights [2]flight    // flying and the one being built, in turn
+	cur     *flight      // the one being built
+	queue   chan *flight // to the syncer; closed when the flusher stops
+	landed  chan *flight // back from the syncer, once synced or failed
+}
+
+// flight is one record on its way to the disk.
+type flight struct {
+	p       *pass
+	visits  *visit // read only if the sync failed: the waiters still wait then
+	off     int64  // where the record starts
+	entries []*entry
+	totals  []uint64 // each entry's total in the record
+	start   time.Time
+	took    time.Duration // write and sync, set by the syncer
+	err     error         // set by the syncer
 }
 
 // logRecord is one record read back.
@@ -301,7 +330,8 @@ func openLog(dir string, id, seq uint64) (*wal, error) {
 		f.Close()
 		return nil, fmt.Errorf("prepare %s: %w", path, err)
 	}
-	return &wal{f: f, path: path, id: id, seq: seq, applied: seq}, nil
+	return &wal{f: f, path: path, id: id, seq: seq, applied: seq,
+		queue: make(chan *flight, 1), landed: make(chan *flight, 1)}, nil
 }
 
 func preallocate(f *os.File, from, to int64) error {
@@ -316,10 +346,15 @@ func preallocate(f *os.File, from, to int64) error {
 	return f.Sync()
 }
 
-// begin starts the record of a pass.
+// begin starts the record of a pass, in the flight that is not flying.
 func (l *wal) begin() {
 	l.stamp++
 	l.body, l.keys = l.body[:0], 0
+	l.cur = &l.flights[0]
+	if l.cur == l.flying {
+		l.cur = &l.flights[1]
+	}
+	l.cur.entries, l.cur.totals = l.cur.entries[:0], l.cur.totals[:0]
 }
 
 // add appends e's counts to the record, once per pass.
@@ -331,7 +366,8 @@ func (l *wal) add(e *entry, days []tally.DayCount) []tally.DayCount {
 	l.keys++
 	start := len(days)
 	total, latest, days := e.Snapshot(days)
-	e.logged = total
+	l.cur.entries = append(l.cur.entries, e)
+	l.cur.totals = append(l.cur.totals, total)
 	days = append(days, latest)
 	l.body = binary.AppendUvarint(l.body, uint64(len(e.key)))
 	l.body = append(l.body, e.key...)
@@ -360,33 +396,30 @@ func (l *wal) finish(hits uint64) []byte {
 // fits reports whether a record of n bytes fits after the last one.
 func (l *wal) fits(n int) bool { return l.off+int64(n) <= logSize }
 
-// write appends rec and makes it durable. A failed write burns its seq:
-// the next commit of the bbolt file records it as applied, so that a
-// record that reached the disk anyway is never replayed.
-func (l *wal) write(rec []byte, fault func() error) error {
+// append writes rec after the last record, without making it durable:
+// the syncer does that. A record whose write or sync fails burns its seq
+// (see fail).
+func (l *wal) append(rec []byte) error {
 	l.seq++
-	err := error(nil)
-	if fault != nil {
-		err = fault()
-	}
-	if err == nil {
-		_, err = l.f.WriteAt(rec, l.off)
-	}
-	if err == nil {
-		err = datasync(l.f)
-	}
-	if err != nil {
-		// The record may have reached the disk all the same: overwrite
-		// its header, so that no replay finds it, while a bbolt commit
-		// that retires its seq is attempted.
-		if _, zerr := l.f.WriteAt(make([]byte, logHeader), l.off); zerr == nil {
-			datasync(l.f)
-		}
-		l.broken = fmt.Errorf("write %s: %w", l.path, err)
-		return l.broken
+	l.cur.off = l.off
+	if _, err := l.f.WriteAt(rec, l.off); err != nil {
+		return l.fail(l.off, err)
 	}
 	l.off += int64(len(rec))
 	return nil
+}
+
+// fail marks the log broken by err, the failed write or sync of the
+// record at off. The next commit of the bbolt file records the record's
+// seq as applied, so that it is never replayed should it have reached
+// the disk anyway; meanwhile its header is overwritten, so that no
+// replay finds it, nor any record after it.
+func (l *wal) fail(off int64, err error) error {
+	if _, zerr := l.f.WriteAt(make([]byte, logHeader), off); zerr == nil {
+		datasync(l.f)
+	}
+	l.broken = fmt.Errorf("write %s: %w", l.path, err)
+	return l.broken
 }
 
 // reset starts the log over once the bbolt file holds every record.
