@@ -141,26 +141,26 @@ func (u *uniq) shown() uint64 {
 	return u.count + uint64(len(u.pend)+len(u.flight))
 }
 
-// pendScan is how many visitors not yet sent a uniq scans for a repeat;
-// past it, it keeps them in a set too.
+// pendScan is how many visitors not yet answered a uniq scans for a
+// repeat; past it, it keeps them in a set too.
 const pendScan = 16
 
-// has reports whether v is among u's visitors not yet sent, and if not,
-// takes it in its set (the caller appends it to pend). u.mu must be held.
+// has reports whether v is among u's visitors not yet answered (not yet
+// sent, or in flight: a round that failed sends them again), and if
+// not, takes it in its set (the caller appends it to pend). u.mu must be
+// held.
 func (u *uniq) has(v uint64) bool {
-	if u.set == nil && len(u.pend) < pendScan {
-		for _, p := range u.pend {
-			if p == v {
-				return true
-			}
-		}
-		return false
+	if u.set == nil && len(u.pend)+len(u.flight) < pendScan {
+		return slices.Contains(u.pend, v) || slices.Contains(u.flight, v)
 	}
 	if u.set == nil {
 		u.set = make(map[uint64]struct{}, 4*pendScan)
 	}
 	if len(u.set) == 0 {
 		for _, p := range u.pend {
+			u.set[p] = struct{}{}
+		}
+		for _, p := range u.flight {
 			u.set[p] = struct{}{}
 		}
 	}
@@ -273,7 +273,7 @@ func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 }
 
 // UniqueToday implements [store.Uniques]. A counter this instance has
-// visitors of not yet sent, or has read in the last two rounds, is
+// visitors of not yet answered, or has read in the last two rounds, is
 // answered from memory (and read again by the next round); any other
 // costs one PFCOUNT: the first read of the day on this instance, or a
 // read after a pause.
@@ -286,9 +286,9 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 	if u := s.uq.load(key, d); u != nil {
 		held = true
 		u.mu.Lock()
-		// With visitors not yet sent, the next round reads the count
+		// With visitors not yet answered, the next round reads the count
 		// again anyway: a visit never waits for Redis (as Incr does not).
-		if u.known && !u.dead && (len(u.pend) > 0 || s.uq.rounds.Load() <= u.fresh+2) {
+		if u.known && !u.dead && (len(u.pend)+len(u.flight) > 0 || s.uq.rounds.Load() <= u.fresh+2) {
 			n := u.shown()
 			s.queueUniq(u)
 			u.mu.Unlock()
@@ -402,8 +402,7 @@ func (s *Store) takeUniques() []*uniq {
 		u.mu.Lock()
 		u.queued = false
 		u.flight = append(u.flight, u.pend...) // a failed round's stay: PFADD again is harmless
-		u.pend = u.pend[:0]
-		clear(u.set) // its buckets stay for the next interval
+		u.pend = u.pend[:0]                    // u.set still holds them, in flight
 		u.last = round
 		pending += int64(len(u.flight))
 		u.mu.Unlock()
@@ -479,6 +478,7 @@ func (s *Store) sendUniques(work []*uniq) error {
 				u.count, u.known, u.fresh = uint64(vals[j]), true, s.uq.rounds.Load()
 				u.reads++
 				u.flight = u.flight[:0]
+				clear(u.set) // its buckets stay for the next interval
 			}
 			u.mu.Unlock()
 		}
