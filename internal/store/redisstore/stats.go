@@ -57,6 +57,7 @@ type Report struct {
 	PendingVisits  uint64        // Batch: visits counted in memory and not yet sent
 	PendingKeys    int           // keys waiting for the next round
 	PendingUniques int           // unique visitors added and not yet answered by Redis
+	UniquesDropped uint64        // unique visitors not counted: MaxPendingUniques were held
 	SinceRound     time.Duration // since Redis last answered a round; 0 before the first
 	HiLeft         uint64        // Batch: /hi numbers left in the blocks in hand
 }

@@ -50,3 +50,39 @@ func TestUniquesInFlightVisitorIsNotAddedAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestUniquesPendingIsBounded: while Redis does not answer, a flood of
+// distinct visitors (every one a new identity or User-Agent) is held in
+// memory up to a bound, not without one; those past it are counted as
+// dropped, and once a round is answered new visitors are held again.
+func TestUniquesPendingIsBounded(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, MaxPendingUniques: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := store.DayOf(time.Now())
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	for _, k := range keys {
+		if _, err := st.Incr(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for v := range uint64(1500) { // the flusher is held off: one round an hour
+		st.AddUnique(keys[v%3], d, v)
+	}
+	r := st.Report()
+	if r.PendingUniques != 1000 || r.UniquesDropped != 500 {
+		t.Fatalf("1,500 distinct visitors past a bound of 1,000: %d pending, %d dropped; want 1,000 and 500", r.PendingUniques, r.UniquesDropped)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Report(); r.PendingUniques != 0 {
+		t.Fatalf("after an answered round, %d unique visitors pending", r.PendingUniques)
+	}
+	st.AddUnique(keys[0], d, 1<<40)
+	if r := st.Report(); r.PendingUniques != 1 || r.UniquesDropped != 500 {
+		t.Errorf("a new visitor after the round: %d pending, %d dropped; want 1 and 500", r.PendingUniques, r.UniquesDropped)
+	}
+}
