@@ -388,6 +388,9 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 	if o.HiBlock == 0 {
 		o.HiBlock = 1000
 	}
+	if o.MaxPendingUniques <= 0 {
+		o.MaxPendingUniques = 1 << 20
+	}
 	var id [8]byte
 	rand.Read(id[:])
 	s := &Store{

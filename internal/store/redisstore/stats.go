@@ -90,16 +90,8 @@ func (s *Store) Report() Report {
 		r.PendingVisits += e.pendN
 		e.mu.Unlock()
 	}
-	s.uq.dirtyMu.Lock()
-	udirty := append([]*uniq(nil), s.uq.dirty...)
-	s.uq.dirtyMu.Unlock()
-	pending := 0
-	for _, u := range udirty {
-		u.mu.Lock()
-		pending += len(u.pend)
-		u.mu.Unlock()
-	}
-	r.PendingUniques = pending + int(s.uq.pending.Load())
+	r.PendingUniques = int(s.uq.held.Load())
+	r.UniquesDropped = s.uq.dropped.Load()
 	if b := s.block.Load(); b != nil {
 		if n := b.next.Load(); n < b.end {
 			r.HiLeft = b.end - n

@@ -105,7 +105,9 @@ type uniques struct {
 	rounds  atomic.Uint64 // unique rounds taken; written by the flusher
 	work    []*uniq       // owned by the flusher
 	failing bool          // owned by the flusher: the last send failed
-	pending atomic.Int64
+	held    atomic.Int64  // visitors in pend or flight, at most Options.MaxPendingUniques
+	dropped atomic.Uint64 // visitors not counted: held was at its bound
+	logged  uint64        // owned by the flusher: dropped, as last logged
 }
 
 // uniqDay is the counters of one day this instance has seen.
@@ -251,7 +253,9 @@ func (s *Store) DaySeed(ctx context.Context, d store.Day) ([32]byte, error) {
 }
 
 // AddUnique implements [store.Uniques]. It touches only memory; a
-// visitor already among those not yet sent is not added again.
+// visitor already among those not yet answered is not added again, and
+// while Options.MaxPendingUniques are held (Redis does not answer) a new
+// one is dropped: it counts if it comes back once Redis answers.
 func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 	for {
 		u := s.loadOrNewUniq(key, d)
@@ -261,6 +265,13 @@ func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 			continue
 		}
 		if u.has(v) {
+			u.mu.Unlock()
+			return
+		}
+		if s.uq.held.Add(1) > int64(s.o.MaxPendingUniques) {
+			s.uq.held.Add(-1)
+			delete(u.set, v)
+			s.uq.dropped.Add(1)
 			u.mu.Unlock()
 			return
 		}
@@ -379,6 +390,7 @@ func (s *Store) forgetUniques(key []byte) {
 			u := v.(*uniq)
 			u.mu.Lock()
 			u.dead = true
+			s.uq.held.Add(-int64(len(u.pend) + len(u.flight)))
 			u.pend, u.flight = nil, nil
 			ud.recs.CompareAndDelete(u.key, u)
 			u.mu.Unlock()
@@ -397,17 +409,14 @@ func (s *Store) takeUniques() []*uniq {
 	s.uq.dirty = s.uq.work[:0]
 	s.uq.dirtyMu.Unlock()
 	round := s.uq.rounds.Add(1)
-	var pending int64
 	for _, u := range work {
 		u.mu.Lock()
 		u.queued = false
 		u.flight = append(u.flight, u.pend...) // a failed round's stay: PFADD again is harmless
 		u.pend = u.pend[:0]                    // u.set still holds them, in flight
 		u.last = round
-		pending += int64(len(u.flight))
 		u.mu.Unlock()
 	}
-	s.uq.pending.Store(pending)
 	return work
 }
 
@@ -477,6 +486,7 @@ func (s *Store) sendUniques(work []*uniq) error {
 			} else {
 				u.count, u.known, u.fresh = uint64(vals[j]), true, s.uq.rounds.Load()
 				u.reads++
+				s.uq.held.Add(-int64(len(u.flight)))
 				u.flight = u.flight[:0]
 				clear(u.set) // its buckets stay for the next interval
 			}
@@ -489,8 +499,12 @@ func (s *Store) sendUniques(work []*uniq) error {
 			}
 		}
 	}
+	if d := s.uq.dropped.Load(); d != s.uq.logged {
+		s.o.Log.Error().Uint64("dropped", d-s.uq.logged).Int("max_pending", s.o.MaxPendingUniques).
+			Msg("redis: unique visitors not counted: too many were waiting for Redis")
+		s.uq.logged = d
+	}
 	if first == nil {
-		s.uq.pending.Store(0)
 		if s.uq.failing {
 			s.uq.failing = false
 			s.o.Log.Info().Msg("redis: unique visitors are sent again")
