@@ -1,11 +1,13 @@
 package redisstore
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/store/storetest"
 )
 
 // TestUniquesInFlightVisitorIsNotAddedAgain: a visitor whose round is
@@ -84,5 +86,44 @@ func TestUniquesPendingIsBounded(t *testing.T) {
 	st.AddUnique(keys[0], d, 1<<40)
 	if r := st.Report(); r.PendingUniques != 1 || r.UniquesDropped != 500 {
 		t.Errorf("a new visitor after the round: %d pending, %d dropped; want 1 and 500", r.PendingUniques, r.UniquesDropped)
+	}
+}
+
+// TestUniquesEveryKeyExpiresWithItsDay: every key the web layer accepts
+// (the empty one, the longest, bytes that are not UTF-8, braces) counts
+// its unique visitors on standalone Redis and a cluster, shows them on
+// an instance opened after the first closed, and its HyperLogLog expires
+// when the day's count does (DayTTL): without the script's EXPIREAT a
+// HyperLogLog stays in Redis for good.
+func TestUniquesEveryKeyExpiresWithItsDay(t *testing.T) {
+	keys := []string{"", strings.Repeat("\xff", store.MaxKeyBytes), "\x00", "{", "}", "{x}", "é", "\xc3\x28", "a b/c", strings.Repeat("ü", store.MaxKeyBytes/2)}
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			clock := storetest.NewClock(uniqDay0)
+			a := mustInstance(t, where, dir, store.Batch, clock.Now)
+			for _, k := range keys {
+				for i := range 3 {
+					a.visit(t, k, i, "ua")
+				}
+			}
+			a.flush(t)
+			a.close()
+			b := mustInstance(t, where, dir, store.Batch, clock.Now)
+			d := store.DayOf(clock.Now())
+			for _, k := range keys {
+				if got := b.today(k); got != 3 {
+					t.Errorf("key %q: 3 visitors, then a new instance shows %d unique", k, got)
+				}
+				name := uniqueKey(b.st.n.tag([]byte(k)), d)
+				exp, err := b.st.c.Do(t.Context(), b.st.c.B().Expiretime().Key(name).Build()).AsInt64()
+				if err != nil || exp != dayExpiry(d) {
+					t.Errorf("key %q: its HyperLogLog expires at %d (%v), want %d (its day's DayTTL)", k, exp, err, dayExpiry(d))
+				}
+			}
+			if _, err := b.st.UniqueToday(t.Context(), make([]byte, store.MaxKeyBytes+1), d); err != store.ErrKeyTooLong {
+				t.Errorf("UniqueToday of a key too long: %v, want ErrKeyTooLong", err)
+			}
+		})
 	}
 }
