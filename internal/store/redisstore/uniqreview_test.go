@@ -5,9 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
+	"visitors/internal/unique"
 )
 
 // TestUniquesInFlightVisitorIsNotAddedAgain: a visitor whose round is
@@ -125,5 +128,44 @@ func TestUniquesEveryKeyExpiresWithItsDay(t *testing.T) {
 				t.Errorf("UniqueToday of a key too long: %v, want ErrKeyTooLong", err)
 			}
 		})
+	}
+}
+
+// TestUniquesSeedLostByRedis: Redis loses the day's seed (restarted
+// without persistence, a failover before the seed reached the replica,
+// a flush) while instances run; an instance that starts then makes a new
+// one. The instances that run must come to hash a visitor as it does, or
+// every visitor who reaches both kinds counts twice for the rest of the
+// day.
+func TestUniquesSeedLostByRedis(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	o := Options{URL: rs.URL(), Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond}
+	open := func() (*Store, *unique.Counter) {
+		st, err := Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := unique.New(unique.Options{Shared: st, FlushInterval: 10 * time.Millisecond, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(); st.Close() })
+		return st, c
+	}
+	_, old := open()
+	rs.Kill()
+	if err := rs.Restart(); err != nil { // empty: the test's servers keep nothing on disk
+		t.Fatal(err)
+	}
+	_, late := open()
+	now := time.Now()
+	for deadline := time.Now().Add(5 * time.Second); old.Hash(ident(1), "ua", now) != late.Hash(ident(1), "ua", now); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Redis lost the day's seed: the instance that ran before hashes a visitor apart from one started after, for the rest of the day")
+		}
 	}
 }
