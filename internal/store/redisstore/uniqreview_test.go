@@ -169,3 +169,70 @@ func TestUniquesSeedLostByRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestUniquesMemoryOfADeletedCounter: right after a Delete, the instance
+// that deleted shows none of the counter's unique visitors, today or in
+// Days, before any round (it showed the count it had read, and its
+// visitors not yet sent); the visitors not yet sent are no longer held.
+// Visitors not yet sent show in Days before their round too.
+func TestUniquesMemoryOfADeletedCounter(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := mustInstanceOf(t, st, clock.Now)
+	for i := range 3 {
+		in.visit(t, "k", i, "ua")
+	}
+	if got := in.fresh(t, "k"); got != 3 {
+		t.Fatalf("3 visitors: %d unique", got)
+	}
+	in.visit(t, "k", 3, "ua") // not yet sent
+	if got, err := in.c.Days([]byte("k"), clock.Now(), 2); err != nil || !equal(got, []uint64{0, 4}) {
+		t.Errorf("a visitor not yet sent: Days = %v, %v; want [0 4]", got, err)
+	}
+	if ok, err := st.Delete(t.Context(), []byte("k")); err != nil || !ok {
+		t.Fatalf("Delete = %v, %v", ok, err)
+	}
+	if got := in.today("k"); got != 0 {
+		t.Errorf("right after Delete, the deleting instance shows %d unique, want 0", got)
+	}
+	if got, err := in.c.Days([]byte("k"), clock.Now(), 2); err != nil || !equal(got, []uint64{0, 0}) {
+		t.Errorf("right after Delete, Days = %v, %v; want [0 0]", got, err)
+	}
+	if p := st.Report().PendingUniques; p != 0 {
+		t.Errorf("after Delete, %d unique visitors held, want 0", p)
+	}
+}
+
+// TestUniquesAnsweredVisitorsAreNotKept: once a round is answered, the
+// instance keeps none of the visitors it sent, in its list or its set: a
+// counter visited by a million visitors a day held each of them until
+// the day ended.
+func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		for v := range uint64(100) {
+			st.AddUnique(k, d, uint64(round)<<32|v)
+		}
+		if err := st.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		u := st.uq.load(k, d)
+		u.mu.Lock()
+		n, m := len(u.pend)+len(u.flight), len(u.set)
+		u.mu.Unlock()
+		if n != 0 || m != 0 {
+			t.Fatalf("round %d answered: %d visitors and %d set entries kept, want none", round, n, m)
+		}
+	}
+}
