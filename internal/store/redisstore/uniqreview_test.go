@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +235,38 @@ func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
 		if n != 0 || m != 0 {
 			t.Fatalf("round %d answered: %d visitors and %d set entries kept, want none", round, n, m)
 		}
+	}
+}
+
+// TestUniquesBacklogDrains: a backlog of unique visitors (Redis was away
+// a while, at a high rate of new visitors) is sent in rounds that each
+// fit the store's Timeout: one script with every visitor held took longer
+// than the Timeout, failed, was sent again with more, and never got
+// through (while the instance showed its visitors twice).
+func TestUniquesBacklogDrains(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 20
+	for v := range uint64(n) {
+		st.AddUnique(k, d, v*0x9E3779B97F4A7C15)
+	}
+	for i := 0; st.Report().PendingUniques > 0; i++ {
+		if i == 100 {
+			t.Fatalf("100 rounds, %d unique visitors still held", st.Report().PendingUniques)
+		}
+		if err := st.Flush(); err != nil {
+			t.Fatalf("round %d: %v (%d unique visitors held)", i, err, st.Report().PendingUniques)
+		}
+	}
+	got, err := st.UniqueToday(t.Context(), k, d)
+	if e := math.Abs(float64(got)-n) / n; err != nil || e > 0.02 {
+		t.Errorf("%d visitors sent in rounds: %d unique (%v), want within 2%%", n, got, err)
 	}
 }
