@@ -131,6 +131,7 @@ type uniq struct {
 	pend   []uint64            // visitors not yet sent, each once
 	set    map[uint64]struct{} // pend as a set, once it has more than a few
 	flight []uint64            // visitors sent, not yet answered
+	send   int                 // how many of flight the round on the wire carries
 	queued bool                // in dirty
 	added  bool                // a visitor was added: the counter lives the day
 	last   uint64              // the unique round that last took it
@@ -142,6 +143,13 @@ type uniq struct {
 func (u *uniq) shown() uint64 {
 	return u.count + uint64(len(u.pend)+len(u.flight))
 }
+
+// sendMax is how many unique visitors one round carries at most, all
+// groups together: a script of 2^20 (MaxPendingUniques' default, a
+// backlog after an outage) outlasted a 2 s Timeout, failed, and was sent
+// again for good. 50,000 take Redis about 0.1 s; the rest go with the
+// next rounds.
+const sendMax = 50_000
 
 // pendScan is how many visitors not yet answered a uniq scans for a
 // repeat; past it, it keeps them in a set too.
@@ -441,6 +449,7 @@ func (s *Store) sendUniques(work []*uniq) error {
 	slices.SortFunc(work, func(a, b *uniq) int { return int(a.group) - int(b.group) })
 	var scripts []script
 	var groups [][]*uniq
+	budget := sendMax
 	for i := 0; i < len(work); {
 		j := i + 1
 		for j < len(work) && work[j].group == work[i].group {
@@ -451,9 +460,11 @@ func (s *Store) sendUniques(work []*uniq) error {
 		for _, u := range work[i:j] {
 			keys = append(keys, uniqueKey(u.tag, u.day), total(u.tag))
 			u.mu.Lock()
-			args = append(args, strconv.FormatInt(dayExpiry(u.day), 10), strconv.Itoa(len(u.flight)))
+			u.send = min(len(u.flight), budget)
+			budget -= u.send
+			args = append(args, strconv.FormatInt(dayExpiry(u.day), 10), strconv.Itoa(u.send))
 			b = b[:0]
-			for _, v := range u.flight {
+			for _, v := range u.flight[:u.send] {
 				b = binary.LittleEndian.AppendUint64(b, v)
 			}
 			u.mu.Unlock()
@@ -486,10 +497,20 @@ func (s *Store) sendUniques(work []*uniq) error {
 			} else {
 				u.count, u.known, u.fresh = uint64(vals[j]), true, s.uq.rounds.Load()
 				u.reads++
-				s.uq.held.Add(-int64(len(u.flight)))
-				u.flight = u.flight[:0]
-				clear(u.set) // its buckets stay for the next interval
+				if u.send == len(u.flight) {
+					clear(u.set) // its buckets stay for the next interval
+				} else {
+					for _, v := range u.flight[:u.send] {
+						delete(u.set, v)
+					}
+				}
+				s.uq.held.Add(-int64(u.send))
+				u.flight = append(u.flight[:0], u.flight[u.send:]...)
+				if len(u.flight) > 0 && !u.dead {
+					s.queueUniq(u) // the rest goes with the next round
+				}
 			}
+			u.send = 0
 			u.mu.Unlock()
 		}
 		if err != nil {
@@ -550,6 +571,17 @@ func (s *Store) sweepUniques() {
 				s.uq.cur.Store(nil)
 			}
 			s.uq.mu.Unlock()
+		}
+	}
+}
+
+// drainUniques sends, at Close, the unique visitors a round could not
+// carry (more than sendMax), until Redis fails or CloseTimeout passes.
+func (s *Store) drainUniques() {
+	deadline := time.Now().Add(s.o.CloseTimeout)
+	for s.uq.held.Load() > 0 && time.Now().Before(deadline) {
+		if s.sendUniques(s.takeUniques()) != nil {
+			return
 		}
 	}
 }
