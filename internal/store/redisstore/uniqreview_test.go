@@ -270,3 +270,37 @@ func TestUniquesBacklogDrains(t *testing.T) {
 		t.Errorf("%d visitors sent in rounds: %d unique (%v), want within 2%%", n, got, err)
 	}
 }
+
+// TestUniquesMidnightAcrossInstances: two instances run through
+// midnight with visitors not yet sent on both: those of the day that
+// ended count on it, the same visitors after midnight count again on the
+// new day, once across both instances, standalone and cluster.
+func TestUniquesMidnightAcrossInstances(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			clock := storetest.NewClock(time.Date(2026, 11, 24, 23, 59, 59, 0, time.UTC))
+			a := mustInstance(t, where, dir, store.Batch, clock.Now)
+			b := mustInstance(t, where, dir, store.Batch, clock.Now)
+			for i := range 4 {
+				a.visit(t, "m", i, "ua")
+				b.visit(t, "m", i, "ua")
+			}
+			clock.Add(2 * time.Second)
+			a.st.Rollover()
+			b.st.Rollover()
+			for i := range 6 { // 0..3 again, and two new
+				b.visit(t, "m", i, "ua")
+				a.visit(t, "m", i, "ua")
+			}
+			a.flush(t)
+			b.flush(t)
+			for name, in := range map[string]*node{"a": a, "b": b} {
+				got, err := in.c.Days([]byte("m"), clock.Now(), 2)
+				if err != nil || !equal(got, []uint64{4, 6}) {
+					t.Errorf("instance %s: Days = %v, %v; want [4 6]", name, got, err)
+				}
+			}
+		})
+	}
+}
