@@ -257,6 +257,12 @@ func TestUniquesBacklogDrains(t *testing.T) {
 	for v := range uint64(n) {
 		st.AddUnique(k, d, v*0x9E3779B97F4A7C15)
 	}
+	if err := st.Flush(); err != nil {
+		t.Fatalf("the first round: %v", err)
+	}
+	if got := st.Report().PendingUniques; got != n-sendMax {
+		t.Fatalf("after one round, %d unique visitors held, want %d: a round carries %d", got, n-sendMax, sendMax)
+	}
 	for i := 0; st.Report().PendingUniques > 0; i++ {
 		if i == 100 {
 			t.Fatalf("100 rounds, %d unique visitors still held", st.Report().PendingUniques)
@@ -302,5 +308,47 @@ func TestUniquesMidnightAcrossInstances(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUniquesSweepKeepsWhatIsNotSent: the sweep of counters of an earlier
+// day keeps one whose visitors are not yet sent, so that a round that
+// fails sends them again.
+func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, yesterday := []byte("k"), store.DayOf(time.Now())-1
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, yesterday, 1) // the last visitor of the day before, not yet sent
+	st.sweepUniques()
+	rs.Kill()
+	if err := st.sendUniques(st.takeUniques()); err == nil {
+		t.Fatal("a round with Redis down did not fail")
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Incr(t.Context(), k); err != nil { // Redis restarted empty: the counter anew
+		t.Fatal(err)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.c.Do(t.Context(), st.c.B().Pfcount().Key(uniqueKey(st.n.tag(k), yesterday)).Build()).AsInt64()
+	if err != nil || n != 1 {
+		t.Errorf("yesterday's visitor, swept before a failed round: PFCOUNT = %d, %v; want 1", n, err)
 	}
 }

@@ -580,7 +580,8 @@ func (s *Store) sweepUniques() {
 func (s *Store) drainUniques() {
 	deadline := time.Now().Add(s.o.CloseTimeout)
 	for s.uq.held.Load() > 0 && time.Now().Before(deadline) {
-		if s.sendUniques(s.takeUniques()) != nil {
+		work := s.takeUniques()
+		if len(work) == 0 || s.sendUniques(work) != nil {
 			return
 		}
 	}
