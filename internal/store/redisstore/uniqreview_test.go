@@ -352,3 +352,31 @@ func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
 		t.Errorf("yesterday's visitor, swept before a failed round: PFCOUNT = %d, %v; want 1", n, err)
 	}
 }
+
+// TestUniquesDroppedVisitorComesBack: a visitor dropped at the bound and
+// back once a round made room is held, though visitors of its counter
+// are still in flight (the bound's check left it in the counter's set:
+// taken for one already held).
+func TestUniquesDroppedVisitorComesBack(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, MaxPendingUniques: sendMax + 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	for v := range uint64(sendMax + 10) {
+		st.AddUnique(k, d, v)
+	}
+	const late = 1 << 40
+	st.AddUnique(k, d, late) // dropped: the bound is reached
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, late)
+	if r := st.Report(); r.PendingUniques != 11 || r.UniquesDropped != 1 {
+		t.Errorf("a dropped visitor back after a round made room: %d held, %d dropped; want 11 and 1", r.PendingUniques, r.UniquesDropped)
+	}
+}
