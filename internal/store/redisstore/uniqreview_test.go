@@ -380,3 +380,45 @@ func TestUniquesDroppedVisitorComesBack(t *testing.T) {
 		t.Errorf("a dropped visitor back after a round made room: %d held, %d dropped; want 11 and 1", r.PendingUniques, r.UniquesDropped)
 	}
 }
+
+// TestUniquesReadNeverWaitsForARedisKnownDown: while the store knows
+// Redis does not answer, a read of unique visitors the instance does not
+// know yet (the first of a new day: an outage across midnight) does not
+// wait for it; it shows the visitors this instance holds. Each JSON visit
+// waited the whole Timeout, and showed 0.
+func TestUniquesReadNeverWaitsForARedisKnownDown(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	clock := storetest.NewClock(uniqDay0)
+	st, err := Open(Options{URL: rs.URL(), Now: clock.Now, FlushInterval: 20 * time.Millisecond, Timeout: time.Second, CloseTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := mustInstanceOf(t, st, clock.Now)
+	in.visit(t, "k", 0, "ua")
+	if got := in.fresh(t, "k"); got != 1 {
+		t.Fatalf("1 visitor: %d unique", got)
+	}
+	rs.Kill()
+	for deadline := time.Now().Add(5 * time.Second); st.Health() == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store never noticed Redis is gone")
+		}
+	}
+	clock.Add(24 * time.Hour)
+	st.Rollover()
+	for i := range 3 {
+		in.visit(t, "k", i, "ua")
+		start := time.Now()
+		got := in.today("k")
+		if took := time.Since(start); took > 300*time.Millisecond {
+			t.Fatalf("visit %d of a new day, Redis known down: the read of unique visitors waited %v", i, took)
+		}
+		if got != uint64(i+1) {
+			t.Errorf("visit %d of a new day, Redis known down: %d unique shown, want the %d this instance holds", i, got, i+1)
+		}
+	}
+}
