@@ -316,6 +316,21 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 		reads = u.reads
 		u.mu.Unlock()
 	}
+	if herr := s.Health(); herr != nil {
+		// Redis is known not to answer (a round, or the check between
+		// rounds, failed): a visit does not wait for it, and shows what
+		// this instance holds; the next round that is answered reads it.
+		if u := s.uq.load(key, d); u != nil {
+			u.mu.Lock()
+			n := u.shown()
+			if !u.dead {
+				s.queueUniq(u)
+			}
+			u.mu.Unlock()
+			return n, nil
+		}
+		return 0, fmt.Errorf("redis: unique visitors: %w: %w", ErrUnavailable, herr)
+	}
 	// No round of unique visitors is on the wire meanwhile, so visitors
 	// in flight are ones not sent yet (or whose round failed): Redis's
 	// count does not hold them.
