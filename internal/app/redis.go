@@ -23,6 +23,7 @@ func redisReport(s *redisstore.Store) metrics.RedisReport {
 		PendingKeys:    r.PendingKeys,
 		HeldVisits:     r.HeldVisits,
 		PendingUniques: r.PendingUniques,
+		UniquesDropped: r.UniquesDropped,
 		SinceRound:     r.SinceRound,
 		Errors:         make(map[string]uint64, len(r.Errors)),
 	}

@@ -25,6 +25,7 @@ type RedisReport struct {
 	PendingKeys    int               // counters waiting for the next round
 	HeldVisits     int64             // visits sent and unconfirmed while Redis does not answer
 	PendingUniques int               // unique visitors added, not yet answered by Redis
+	UniquesDropped uint64            // unique visitors not counted: too many were pending
 	SinceRound     time.Duration     // since Redis last answered a round of counts; 0 before the first
 	Errors         map[string]uint64 // failed calls to Redis, by kind
 }
@@ -70,13 +71,14 @@ var (
 	redisPendKeys = prometheus.NewDesc("visitors_redis_pending_keys", "Counters waiting for the next round of counts.", nil, nil)
 	redisHeld     = prometheus.NewDesc("visitors_redis_held_visits", "Visits sent and not confirmed while Redis does not answer; lost if the instance dies before it does.", nil, nil)
 	redisPendUniq = prometheus.NewDesc("visitors_redis_pending_unique_visitors", "Unique visitors added in memory and not yet answered by Redis.", nil, nil)
+	redisDropUniq = prometheus.NewDesc("visitors_redis_unique_visitors_dropped_total", "New unique visitors not counted because as many as the bound were already waiting in memory for Redis to answer (they count if they come back once it does).", nil, nil)
 	redisSince    = prometheus.NewDesc("visitors_redis_seconds_since_round", "Seconds since Redis last answered a round of counts; grows while it does not answer (or while nothing is counted).", nil, nil)
 	redisErrors   = prometheus.NewDesc("visitors_redis_errors_total", "Calls to Redis that failed, by kind: round (a round of counts), uniques, seed (the day's unique-visitor seed), read (a read a request waited for), admit (a new key), reserve (/hi numbers), ping (the check between rounds).", []string{"kind"}, nil)
 )
 
 func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{redisUp, redisStuck, redisRounds, redisCommands, redisKeys, redisSync, redisReserves,
-		redisHiLeft, redisPending, redisPendKeys, redisHeld, redisPendUniq, redisSince, redisErrors} {
+		redisHiLeft, redisPending, redisPendKeys, redisHeld, redisPendUniq, redisDropUniq, redisSince, redisErrors} {
 		ch <- d
 	}
 }
@@ -109,6 +111,7 @@ func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(redisPendKeys, float64(r.PendingKeys))
 	gauge(redisHeld, float64(r.HeldVisits))
 	gauge(redisPendUniq, float64(r.PendingUniques))
+	counter(redisDropUniq, r.UniquesDropped)
 	gauge(redisSince, r.SinceRound.Seconds())
 	for kind, n := range r.Errors {
 		counter(redisErrors, n, kind)

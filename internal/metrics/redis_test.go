@@ -19,7 +19,7 @@ func TestRedisExportsTheReport(t *testing.T) {
 		reads++
 		return RedisReport{
 			Up: true, Rounds: 7, RoundErrors: 2, Commands: 11, UniqueCommands: 5, KeysSent: 13, SyncVisits: 3,
-			Reserves: 1, HiLeft: 999, PendingVisits: 4, PendingKeys: 2, HeldVisits: 6, PendingUniques: 8,
+			Reserves: 1, HiLeft: 999, PendingVisits: 4, PendingKeys: 2, HeldVisits: 6, PendingUniques: 8, UniquesDropped: 12,
 			SinceRound: 1500 * time.Millisecond, Errors: map[string]uint64{"round": 2, "ping": 9},
 		}
 	}))
@@ -62,6 +62,7 @@ func TestRedisExportsTheReport(t *testing.T) {
 		{"visitors_redis_pending_keys", "gauge 2"},
 		{"visitors_redis_held_visits", "gauge 6"},
 		{"visitors_redis_pending_unique_visitors", "gauge 8"},
+		{"visitors_redis_unique_visitors_dropped_total", "counter 12"},
 		{"visitors_redis_seconds_since_round", "gauge 1.5"},
 		{"visitors_redis_errors_total{kind=round}", "counter 2"},
 		{"visitors_redis_errors_total{kind=ping}", "counter 9"},

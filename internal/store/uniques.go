@@ -22,7 +22,9 @@ type Uniques interface {
 
 	// AddUnique records visitor v as a visitor of key on day d. It does
 	// not wait for the network: the store sends it within a flush
-	// interval, and at Close.
+	// interval, and at Close. While the store's backend does not answer
+	// it holds a bounded number of visitors, and drops (and counts) the
+	// new ones past that bound.
 	AddUnique(key []byte, d Day, v uint64)
 
 	// UniqueToday returns the estimated number of unique visitors of key

@@ -39,13 +39,18 @@
 // standard error), and no sketch is kept here. The trade-off is the
 // file's, moved: while the day lasts, whoever can read Redis (an
 // operator, a backup of it, a replica) can derive the day's key and test
-// guesses; no earlier day's key can be derived once its seed expired,
+// guesses; no earlier day's key can be derived from Redis once its
+// seed expired (a copy of Redis made during the day, such as an RDB
+// snapshot or an AOF file, keeps it as long as the copy lives),
 // and no address or User-Agent reaches Redis, only the keyed hashes, and
 // PFADD keeps register maxima, not the hashes. The visits that arrive
 // as a day begins wait for the store to answer for its seed, one round
 // trip (at most its timeout); if it does not answer, the instance counts
 // with a seed of its own until it does (those visitors may count again
-// once).
+// once). Each flush interval the counter asks the store for the day's
+// seed again (SET NX and GET, off the request path), so that a seed the
+// store lost and another instance made anew is taken by every instance
+// within an interval (the day's visitors so far may count again once).
 package unique
 
 import (
@@ -238,32 +243,55 @@ func (c *Counter) sharedDay(d store.Day) error {
 
 // useSeed makes d the current day, with the key derived from seed.
 func (c *Counter) useSeed(d store.Day, seed *[32]byte) {
-	k := sha256.Sum256(append([]byte("visitors unique-visitor key\x00"), seed[:]...))
-	c.key.Store(&dayKey{day: d, k0: binary.LittleEndian.Uint64(k[:8]), k1: binary.LittleEndian.Uint64(k[8:16])})
+	k0, k1 := derive(seed)
+	c.key.Store(&dayKey{day: d, k0: k0, k1: k1})
 	c.day.Store(uint32(d))
 }
 
-// retrySeed asks the shared store again for the day's seed, if the
-// current key is of a seed of this process's own: the visitors counted
-// meanwhile may count again under the shared key. It asks without
-// holding c.mu, so visits never wait for a store that does not answer.
-func (c *Counter) retrySeed() {
-	if c.o.Shared == nil || !c.local.Load() {
+// derive returns the hash key of a day's seed.
+func derive(seed *[32]byte) (k0, k1 uint64) {
+	k := sha256.Sum256(append([]byte("visitors unique-visitor key\x00"), seed[:]...))
+	return binary.LittleEndian.Uint64(k[:8]), binary.LittleEndian.Uint64(k[8:16])
+}
+
+// checkSeed asks the shared store for the day's seed and takes it if
+// the current key is not derived from it: the key is of a seed of this
+// process's own (the store did not answer), or the store lost the seed
+// (Redis restarted without it, a failover, a flush) and another instance
+// made a new one, which every instance must take or each visitor who
+// reaches two of them counts twice for the rest of the day. The
+// visitors counted under the old key may count again once. It asks
+// without holding c.mu, so visits never wait for a store that does not
+// answer.
+func (c *Counter) checkSeed() {
+	if c.o.Shared == nil {
 		return
 	}
 	d := store.Day(c.day.Load())
+	if store.DayOf(c.o.Now()) != d {
+		return // the next visit moves to the new day, and asks for its seed
+	}
 	seed, err := c.o.Shared.DaySeed(context.Background(), d)
 	if err != nil {
 		return
 	}
+	k0, k1 := derive(&seed)
+	if k := c.key.Load(); !c.local.Load() && k.day == d && k.k0 == k0 && k.k1 == k1 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if store.Day(c.day.Load()) != d || !c.local.Load() {
+	if store.Day(c.day.Load()) != d {
 		return // a new day began meanwhile, with its own seed
 	}
+	was := c.local.Load()
 	c.useSeed(d, &seed)
 	c.local.Store(false)
-	c.o.Log.Info().Msg("unique visitors: the day's shared seed is in use again")
+	if was {
+		c.o.Log.Info().Msg("unique visitors: the day's shared seed is in use again")
+	} else {
+		c.o.Log.Warn().Msg("unique visitors: the store's seed of the day is not the one in use (lost and made anew): taken; today's visitors so far may count again once")
+	}
 }
 
 // readSeed reads the seed file and reports whether it holds day d's
@@ -541,7 +569,7 @@ func (c *Counter) flusher() {
 		case <-c.stop:
 			return
 		case <-t.C:
-			c.retrySeed()
+			c.checkSeed()
 			if err := c.Flush(); err != nil {
 				c.o.Log.Error().Err(err).Msg("unique visitors: write sketches")
 			}

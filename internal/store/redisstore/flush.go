@@ -28,6 +28,7 @@ func (s *Store) flusher() {
 		select {
 		case <-s.stop:
 			s.uniquesRound(s.round)
+			s.drainUniques()
 			return
 		case ch := <-s.flushRq:
 			ch <- s.uniquesRound(s.round)

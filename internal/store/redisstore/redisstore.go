@@ -112,6 +112,11 @@ type Options struct {
 	// OnRound, if set, is told of every attempt to send a round to Redis
 	// (see [RoundPart]), how long it took and its error.
 	OnRound func(part RoundPart, d time.Duration, err error)
+	// MaxPendingUniques bounds the unique visitors an instance holds in
+	// memory not yet answered by Redis (8 bytes each, and a set entry);
+	// past it, a new visitor is not counted (Report.UniquesDropped) until
+	// a round is answered. Default 1<<20.
+	MaxPendingUniques int
 }
 
 // Store is the Redis [store.Store]. It is safe for concurrent use.
@@ -385,6 +390,9 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 	}
 	if o.HiBlock == 0 {
 		o.HiBlock = 1000
+	}
+	if o.MaxPendingUniques <= 0 {
+		o.MaxPendingUniques = 1 << 20
 	}
 	var id [8]byte
 	rand.Read(id[:])

@@ -57,6 +57,7 @@ type Report struct {
 	PendingVisits  uint64        // Batch: visits counted in memory and not yet sent
 	PendingKeys    int           // keys waiting for the next round
 	PendingUniques int           // unique visitors added and not yet answered by Redis
+	UniquesDropped uint64        // unique visitors not counted: MaxPendingUniques were held
 	SinceRound     time.Duration // since Redis last answered a round; 0 before the first
 	HiLeft         uint64        // Batch: /hi numbers left in the blocks in hand
 }
@@ -89,16 +90,8 @@ func (s *Store) Report() Report {
 		r.PendingVisits += e.pendN
 		e.mu.Unlock()
 	}
-	s.uq.dirtyMu.Lock()
-	udirty := append([]*uniq(nil), s.uq.dirty...)
-	s.uq.dirtyMu.Unlock()
-	pending := 0
-	for _, u := range udirty {
-		u.mu.Lock()
-		pending += len(u.pend)
-		u.mu.Unlock()
-	}
-	r.PendingUniques = pending + int(s.uq.pending.Load())
+	r.PendingUniques = int(s.uq.held.Load())
+	r.UniquesDropped = s.uq.dropped.Load()
 	if b := s.block.Load(); b != nil {
 		if n := b.next.Load(); n < b.end {
 			r.HiLeft = b.end - n

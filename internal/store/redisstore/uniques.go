@@ -105,7 +105,9 @@ type uniques struct {
 	rounds  atomic.Uint64 // unique rounds taken; written by the flusher
 	work    []*uniq       // owned by the flusher
 	failing bool          // owned by the flusher: the last send failed
-	pending atomic.Int64
+	held    atomic.Int64  // visitors in pend or flight, at most Options.MaxPendingUniques
+	dropped atomic.Uint64 // visitors not counted: held was at its bound
+	logged  uint64        // owned by the flusher: dropped, as last logged
 }
 
 // uniqDay is the counters of one day this instance has seen.
@@ -129,6 +131,7 @@ type uniq struct {
 	pend   []uint64            // visitors not yet sent, each once
 	set    map[uint64]struct{} // pend as a set, once it has more than a few
 	flight []uint64            // visitors sent, not yet answered
+	send   int                 // how many of flight the round on the wire carries
 	queued bool                // in dirty
 	added  bool                // a visitor was added: the counter lives the day
 	last   uint64              // the unique round that last took it
@@ -141,26 +144,33 @@ func (u *uniq) shown() uint64 {
 	return u.count + uint64(len(u.pend)+len(u.flight))
 }
 
-// pendScan is how many visitors not yet sent a uniq scans for a repeat;
-// past it, it keeps them in a set too.
+// sendMax is how many unique visitors one round carries at most, all
+// groups together: a script of 2^20 (MaxPendingUniques' default, a
+// backlog after an outage) outlasted a 2 s Timeout, failed, and was sent
+// again for good. 50,000 take Redis about 0.1 s; the rest go with the
+// next rounds.
+const sendMax = 50_000
+
+// pendScan is how many visitors not yet answered a uniq scans for a
+// repeat; past it, it keeps them in a set too.
 const pendScan = 16
 
-// has reports whether v is among u's visitors not yet sent, and if not,
-// takes it in its set (the caller appends it to pend). u.mu must be held.
+// has reports whether v is among u's visitors not yet answered (not yet
+// sent, or in flight: a round that failed sends them again), and if
+// not, takes it in its set (the caller appends it to pend). u.mu must be
+// held.
 func (u *uniq) has(v uint64) bool {
-	if u.set == nil && len(u.pend) < pendScan {
-		for _, p := range u.pend {
-			if p == v {
-				return true
-			}
-		}
-		return false
+	if u.set == nil && len(u.pend)+len(u.flight) < pendScan {
+		return slices.Contains(u.pend, v) || slices.Contains(u.flight, v)
 	}
 	if u.set == nil {
 		u.set = make(map[uint64]struct{}, 4*pendScan)
 	}
 	if len(u.set) == 0 {
 		for _, p := range u.pend {
+			u.set[p] = struct{}{}
+		}
+		for _, p := range u.flight {
 			u.set[p] = struct{}{}
 		}
 	}
@@ -251,7 +261,9 @@ func (s *Store) DaySeed(ctx context.Context, d store.Day) ([32]byte, error) {
 }
 
 // AddUnique implements [store.Uniques]. It touches only memory; a
-// visitor already among those not yet sent is not added again.
+// visitor already among those not yet answered is not added again, and
+// while Options.MaxPendingUniques are held (Redis does not answer) a new
+// one is dropped: it counts if it comes back once Redis answers.
 func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 	for {
 		u := s.loadOrNewUniq(key, d)
@@ -264,6 +276,13 @@ func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 			u.mu.Unlock()
 			return
 		}
+		if s.uq.held.Add(1) > int64(s.o.MaxPendingUniques) {
+			s.uq.held.Add(-1)
+			delete(u.set, v)
+			s.uq.dropped.Add(1)
+			u.mu.Unlock()
+			return
+		}
 		u.pend = append(u.pend, v)
 		u.added = true
 		s.queueUniq(u)
@@ -273,7 +292,7 @@ func (s *Store) AddUnique(key []byte, d store.Day, v uint64) {
 }
 
 // UniqueToday implements [store.Uniques]. A counter this instance has
-// visitors of not yet sent, or has read in the last two rounds, is
+// visitors of not yet answered, or has read in the last two rounds, is
 // answered from memory (and read again by the next round); any other
 // costs one PFCOUNT: the first read of the day on this instance, or a
 // read after a pause.
@@ -286,9 +305,9 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 	if u := s.uq.load(key, d); u != nil {
 		held = true
 		u.mu.Lock()
-		// With visitors not yet sent, the next round reads the count
+		// With visitors not yet answered, the next round reads the count
 		// again anyway: a visit never waits for Redis (as Incr does not).
-		if u.known && !u.dead && (len(u.pend) > 0 || s.uq.rounds.Load() <= u.fresh+2) {
+		if u.known && !u.dead && (len(u.pend)+len(u.flight) > 0 || s.uq.rounds.Load() <= u.fresh+2) {
 			n := u.shown()
 			s.queueUniq(u)
 			u.mu.Unlock()
@@ -296,6 +315,21 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 		}
 		reads = u.reads
 		u.mu.Unlock()
+	}
+	if herr := s.Health(); herr != nil {
+		// Redis is known not to answer (a round, or the check between
+		// rounds, failed): a visit does not wait for it, and shows what
+		// this instance holds; the next round that is answered reads it.
+		if u := s.uq.load(key, d); u != nil {
+			u.mu.Lock()
+			n := u.shown()
+			if !u.dead {
+				s.queueUniq(u)
+			}
+			u.mu.Unlock()
+			return n, nil
+		}
+		return 0, fmt.Errorf("redis: unique visitors: %w: %w", ErrUnavailable, herr)
 	}
 	// No round of unique visitors is on the wire meanwhile, so visitors
 	// in flight are ones not sent yet (or whose round failed): Redis's
@@ -379,6 +413,7 @@ func (s *Store) forgetUniques(key []byte) {
 			u := v.(*uniq)
 			u.mu.Lock()
 			u.dead = true
+			s.uq.held.Add(-int64(len(u.pend) + len(u.flight)))
 			u.pend, u.flight = nil, nil
 			ud.recs.CompareAndDelete(u.key, u)
 			u.mu.Unlock()
@@ -397,18 +432,14 @@ func (s *Store) takeUniques() []*uniq {
 	s.uq.dirty = s.uq.work[:0]
 	s.uq.dirtyMu.Unlock()
 	round := s.uq.rounds.Add(1)
-	var pending int64
 	for _, u := range work {
 		u.mu.Lock()
 		u.queued = false
 		u.flight = append(u.flight, u.pend...) // a failed round's stay: PFADD again is harmless
-		u.pend = u.pend[:0]
-		clear(u.set) // its buckets stay for the next interval
+		u.pend = u.pend[:0]                    // u.set still holds them, in flight
 		u.last = round
-		pending += int64(len(u.flight))
 		u.mu.Unlock()
 	}
-	s.uq.pending.Store(pending)
 	return work
 }
 
@@ -433,6 +464,7 @@ func (s *Store) sendUniques(work []*uniq) error {
 	slices.SortFunc(work, func(a, b *uniq) int { return int(a.group) - int(b.group) })
 	var scripts []script
 	var groups [][]*uniq
+	budget := sendMax
 	for i := 0; i < len(work); {
 		j := i + 1
 		for j < len(work) && work[j].group == work[i].group {
@@ -443,9 +475,11 @@ func (s *Store) sendUniques(work []*uniq) error {
 		for _, u := range work[i:j] {
 			keys = append(keys, uniqueKey(u.tag, u.day), total(u.tag))
 			u.mu.Lock()
-			args = append(args, strconv.FormatInt(dayExpiry(u.day), 10), strconv.Itoa(len(u.flight)))
+			u.send = min(len(u.flight), budget)
+			budget -= u.send
+			args = append(args, strconv.FormatInt(dayExpiry(u.day), 10), strconv.Itoa(u.send))
 			b = b[:0]
-			for _, v := range u.flight {
+			for _, v := range u.flight[:u.send] {
 				b = binary.LittleEndian.AppendUint64(b, v)
 			}
 			u.mu.Unlock()
@@ -478,8 +512,20 @@ func (s *Store) sendUniques(work []*uniq) error {
 			} else {
 				u.count, u.known, u.fresh = uint64(vals[j]), true, s.uq.rounds.Load()
 				u.reads++
-				u.flight = u.flight[:0]
+				if u.send == len(u.flight) {
+					clear(u.set) // its buckets stay for the next interval
+				} else {
+					for _, v := range u.flight[:u.send] {
+						delete(u.set, v)
+					}
+				}
+				s.uq.held.Add(-int64(u.send))
+				u.flight = append(u.flight[:0], u.flight[u.send:]...)
+				if len(u.flight) > 0 && !u.dead {
+					s.queueUniq(u) // the rest goes with the next round
+				}
 			}
+			u.send = 0
 			u.mu.Unlock()
 		}
 		if err != nil {
@@ -489,8 +535,12 @@ func (s *Store) sendUniques(work []*uniq) error {
 			}
 		}
 	}
+	if d := s.uq.dropped.Load(); d != s.uq.logged {
+		s.o.Log.Error().Uint64("dropped", d-s.uq.logged).Int("max_pending", s.o.MaxPendingUniques).
+			Msg("redis: unique visitors not counted: too many were waiting for Redis")
+		s.uq.logged = d
+	}
 	if first == nil {
-		s.uq.pending.Store(0)
 		if s.uq.failing {
 			s.uq.failing = false
 			s.o.Log.Info().Msg("redis: unique visitors are sent again")
@@ -536,6 +586,18 @@ func (s *Store) sweepUniques() {
 				s.uq.cur.Store(nil)
 			}
 			s.uq.mu.Unlock()
+		}
+	}
+}
+
+// drainUniques sends, at Close, the unique visitors a round could not
+// carry (more than sendMax), until Redis fails or CloseTimeout passes.
+func (s *Store) drainUniques() {
+	deadline := time.Now().Add(s.o.CloseTimeout)
+	for s.uq.held.Load() > 0 && time.Now().Before(deadline) {
+		work := s.takeUniques()
+		if len(work) == 0 || s.sendUniques(work) != nil {
+			return
 		}
 	}
 }

@@ -1,0 +1,430 @@
+package redisstore
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"visitors/internal/store"
+	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/store/storetest"
+	"visitors/internal/unique"
+)
+
+// TestUniquesInFlightVisitorIsNotAddedAgain: a visitor whose round is
+// unanswered (Redis went away between the round's take and its send) and
+// who comes back meanwhile is one visitor, not two, and stays one however
+// many rounds fail: the instance showed the count plus every view of the
+// outage, and kept (and resent) a copy of the hash per view.
+func TestUniquesInFlightVisitorIsNotAddedAgain(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.UniqueToday(t.Context(), k, d); err != nil || n != 1 {
+		t.Fatalf("one visitor sent: %d, %v", n, err)
+	}
+	st.AddUnique(k, d, 2)
+	rs.Kill()
+	for i := range 5 { // rounds whose send fails; visitor 2 comes back after each
+		if err := st.sendUniques(st.takeUniques()); err == nil {
+			t.Fatal("a round of unique visitors with Redis down did not fail")
+		}
+		st.AddUnique(k, d, 2)
+		if n, err := st.UniqueToday(t.Context(), k, d); err != nil || n != 2 {
+			t.Fatalf("after %d failed rounds, 2 visitors (one of them in flight and back) show %d, %v; want 2", i+1, n, err)
+		}
+		if p := st.Report().PendingUniques; p != 1 {
+			t.Fatalf("after %d failed rounds, %d unique visitors pending, want 1", i+1, p)
+		}
+	}
+}
+
+// TestUniquesPendingIsBounded: while Redis does not answer, a flood of
+// distinct visitors (every one a new identity or User-Agent) is held in
+// memory up to a bound, not without one; those past it are counted as
+// dropped, and once a round is answered new visitors are held again.
+func TestUniquesPendingIsBounded(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, MaxPendingUniques: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := store.DayOf(time.Now())
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	for _, k := range keys {
+		if _, err := st.Incr(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for v := range uint64(1500) { // the flusher is held off: one round an hour
+		st.AddUnique(keys[v%3], d, v)
+	}
+	r := st.Report()
+	if r.PendingUniques != 1000 || r.UniquesDropped != 500 {
+		t.Fatalf("1,500 distinct visitors past a bound of 1,000: %d pending, %d dropped; want 1,000 and 500", r.PendingUniques, r.UniquesDropped)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Report(); r.PendingUniques != 0 {
+		t.Fatalf("after an answered round, %d unique visitors pending", r.PendingUniques)
+	}
+	st.AddUnique(keys[0], d, 1<<40)
+	if r := st.Report(); r.PendingUniques != 1 || r.UniquesDropped != 500 {
+		t.Errorf("a new visitor after the round: %d pending, %d dropped; want 1 and 500", r.PendingUniques, r.UniquesDropped)
+	}
+}
+
+// TestUniquesEveryKeyExpiresWithItsDay: every key the web layer accepts
+// (the empty one, the longest, bytes that are not UTF-8, braces) counts
+// its unique visitors on standalone Redis and a cluster, shows them on
+// an instance opened after the first closed, and its HyperLogLog expires
+// when the day's count does (DayTTL): without the script's EXPIREAT a
+// HyperLogLog stays in Redis for good.
+func TestUniquesEveryKeyExpiresWithItsDay(t *testing.T) {
+	keys := []string{"", strings.Repeat("\xff", store.MaxKeyBytes), "\x00", "{", "}", "{x}", "é", "\xc3\x28", "a b/c", strings.Repeat("ü", store.MaxKeyBytes/2)}
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			clock := storetest.NewClock(uniqDay0)
+			a := mustInstance(t, where, dir, store.Batch, clock.Now)
+			for _, k := range keys {
+				for i := range 3 {
+					a.visit(t, k, i, "ua")
+				}
+			}
+			a.flush(t)
+			a.close()
+			b := mustInstance(t, where, dir, store.Batch, clock.Now)
+			d := store.DayOf(clock.Now())
+			for _, k := range keys {
+				if got := b.today(k); got != 3 {
+					t.Errorf("key %q: 3 visitors, then a new instance shows %d unique", k, got)
+				}
+				name := uniqueKey(b.st.n.tag([]byte(k)), d)
+				exp, err := b.st.c.Do(t.Context(), b.st.c.B().Expiretime().Key(name).Build()).AsInt64()
+				if err != nil || exp != dayExpiry(d) {
+					t.Errorf("key %q: its HyperLogLog expires at %d (%v), want %d (its day's DayTTL)", k, exp, err, dayExpiry(d))
+				}
+			}
+			if _, err := b.st.UniqueToday(t.Context(), make([]byte, store.MaxKeyBytes+1), d); err != store.ErrKeyTooLong {
+				t.Errorf("UniqueToday of a key too long: %v, want ErrKeyTooLong", err)
+			}
+		})
+	}
+}
+
+// TestUniquesSeedLostByRedis: Redis loses the day's seed (restarted
+// without persistence, a failover before the seed reached the replica,
+// a flush) while instances run; an instance that starts then makes a new
+// one. The instances that run must come to hash a visitor as it does, or
+// every visitor who reaches both kinds counts twice for the rest of the
+// day.
+func TestUniquesSeedLostByRedis(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	o := Options{URL: rs.URL(), Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond}
+	open := func() (*Store, *unique.Counter) {
+		st, err := Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := unique.New(unique.Options{Shared: st, FlushInterval: 10 * time.Millisecond, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(); st.Close() })
+		return st, c
+	}
+	_, old := open()
+	rs.Kill()
+	if err := rs.Restart(); err != nil { // empty: the test's servers keep nothing on disk
+		t.Fatal(err)
+	}
+	_, late := open()
+	now := time.Now()
+	for deadline := time.Now().Add(5 * time.Second); old.Hash(ident(1), "ua", now) != late.Hash(ident(1), "ua", now); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Redis lost the day's seed: the instance that ran before hashes a visitor apart from one started after, for the rest of the day")
+		}
+	}
+}
+
+// TestUniquesMemoryOfADeletedCounter: right after a Delete, the instance
+// that deleted shows none of the counter's unique visitors, today or in
+// Days, before any round (it showed the count it had read, and its
+// visitors not yet sent); the visitors not yet sent are no longer held.
+// Visitors not yet sent show in Days before their round too.
+func TestUniquesMemoryOfADeletedCounter(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := mustInstanceOf(t, st, clock.Now)
+	for i := range 3 {
+		in.visit(t, "k", i, "ua")
+	}
+	if got := in.fresh(t, "k"); got != 3 {
+		t.Fatalf("3 visitors: %d unique", got)
+	}
+	in.visit(t, "k", 3, "ua") // not yet sent
+	if got, err := in.c.Days([]byte("k"), clock.Now(), 2); err != nil || !equal(got, []uint64{0, 4}) {
+		t.Errorf("a visitor not yet sent: Days = %v, %v; want [0 4]", got, err)
+	}
+	if ok, err := st.Delete(t.Context(), []byte("k")); err != nil || !ok {
+		t.Fatalf("Delete = %v, %v", ok, err)
+	}
+	if got := in.today("k"); got != 0 {
+		t.Errorf("right after Delete, the deleting instance shows %d unique, want 0", got)
+	}
+	if got, err := in.c.Days([]byte("k"), clock.Now(), 2); err != nil || !equal(got, []uint64{0, 0}) {
+		t.Errorf("right after Delete, Days = %v, %v; want [0 0]", got, err)
+	}
+	if p := st.Report().PendingUniques; p != 0 {
+		t.Errorf("after Delete, %d unique visitors held, want 0", p)
+	}
+}
+
+// TestUniquesAnsweredVisitorsAreNotKept: once a round is answered, the
+// instance keeps none of the visitors it sent, in its list or its set: a
+// counter visited by a million visitors a day held each of them until
+// the day ended.
+func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		for v := range uint64(100) {
+			st.AddUnique(k, d, uint64(round)<<32|v)
+		}
+		if err := st.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		u := st.uq.load(k, d)
+		u.mu.Lock()
+		n, m := len(u.pend)+len(u.flight), len(u.set)
+		u.mu.Unlock()
+		if n != 0 || m != 0 {
+			t.Fatalf("round %d answered: %d visitors and %d set entries kept, want none", round, n, m)
+		}
+	}
+}
+
+// TestUniquesBacklogDrains: a backlog of unique visitors (Redis was away
+// a while, at a high rate of new visitors) is sent in rounds that each
+// fit the store's Timeout: one script with every visitor held took longer
+// than the Timeout, failed, was sent again with more, and never got
+// through (while the instance showed its visitors twice).
+func TestUniquesBacklogDrains(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 20
+	for v := range uint64(n) {
+		st.AddUnique(k, d, v*0x9E3779B97F4A7C15)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatalf("the first round: %v", err)
+	}
+	if got := st.Report().PendingUniques; got != n-sendMax {
+		t.Fatalf("after one round, %d unique visitors held, want %d: a round carries %d", got, n-sendMax, sendMax)
+	}
+	for i := 0; st.Report().PendingUniques > 0; i++ {
+		if i == 100 {
+			t.Fatalf("100 rounds, %d unique visitors still held", st.Report().PendingUniques)
+		}
+		if err := st.Flush(); err != nil {
+			t.Fatalf("round %d: %v (%d unique visitors held)", i, err, st.Report().PendingUniques)
+		}
+	}
+	got, err := st.UniqueToday(t.Context(), k, d)
+	if e := math.Abs(float64(got)-n) / n; err != nil || e > 0.02 {
+		t.Errorf("%d visitors sent in rounds: %d unique (%v), want within 2%%", n, got, err)
+	}
+}
+
+// TestUniquesMidnightAcrossInstances: two instances run through
+// midnight with visitors not yet sent on both: those of the day that
+// ended count on it, the same visitors after midnight count again on the
+// new day, once across both instances, standalone and cluster.
+func TestUniquesMidnightAcrossInstances(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			clock := storetest.NewClock(time.Date(2026, 11, 24, 23, 59, 59, 0, time.UTC))
+			a := mustInstance(t, where, dir, store.Batch, clock.Now)
+			b := mustInstance(t, where, dir, store.Batch, clock.Now)
+			for i := range 4 {
+				a.visit(t, "m", i, "ua")
+				b.visit(t, "m", i, "ua")
+			}
+			clock.Add(2 * time.Second)
+			a.st.Rollover()
+			b.st.Rollover()
+			for i := range 6 { // 0..3 again, and two new
+				b.visit(t, "m", i, "ua")
+				a.visit(t, "m", i, "ua")
+			}
+			a.flush(t)
+			b.flush(t)
+			for name, in := range map[string]*node{"a": a, "b": b} {
+				got, err := in.c.Days([]byte("m"), clock.Now(), 2)
+				if err != nil || !equal(got, []uint64{4, 6}) {
+					t.Errorf("instance %s: Days = %v, %v; want [4 6]", name, got, err)
+				}
+			}
+		})
+	}
+}
+
+// TestUniquesSweepKeepsWhatIsNotSent: the sweep of counters of an earlier
+// day keeps one whose visitors are not yet sent, so that a round that
+// fails sends them again.
+func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, yesterday := []byte("k"), store.DayOf(time.Now())-1
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, yesterday, 1) // the last visitor of the day before, not yet sent
+	st.sweepUniques()
+	rs.Kill()
+	if err := st.sendUniques(st.takeUniques()); err == nil {
+		t.Fatal("a round with Redis down did not fail")
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Incr(t.Context(), k); err != nil { // Redis restarted empty: the counter anew
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := st.Flush() // the first may meet the connection to the server killed
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	n, err := st.c.Do(t.Context(), st.c.B().Pfcount().Key(uniqueKey(st.n.tag(k), yesterday)).Build()).AsInt64()
+	if err != nil || n != 1 {
+		t.Errorf("yesterday's visitor, swept before a failed round: PFCOUNT = %d, %v; want 1", n, err)
+	}
+}
+
+// TestUniquesDroppedVisitorComesBack: a visitor dropped at the bound and
+// back once a round made room is held, though visitors of its counter
+// are still in flight (the bound's check left it in the counter's set:
+// taken for one already held).
+func TestUniquesDroppedVisitorComesBack(t *testing.T) {
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, MaxPendingUniques: sendMax + 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	for v := range uint64(sendMax + 10) {
+		st.AddUnique(k, d, v)
+	}
+	const late = 1 << 40
+	st.AddUnique(k, d, late) // dropped: the bound is reached
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, late)
+	if r := st.Report(); r.PendingUniques != 11 || r.UniquesDropped != 1 {
+		t.Errorf("a dropped visitor back after a round made room: %d held, %d dropped; want 11 and 1", r.PendingUniques, r.UniquesDropped)
+	}
+}
+
+// TestUniquesReadNeverWaitsForARedisKnownDown: while the store knows
+// Redis does not answer, a read of unique visitors the instance does not
+// know yet (the first of a new day: an outage across midnight) does not
+// wait for it; it shows the visitors this instance holds. Each JSON visit
+// waited the whole Timeout, and showed 0.
+func TestUniquesReadNeverWaitsForARedisKnownDown(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	clock := storetest.NewClock(uniqDay0)
+	st, err := Open(Options{URL: rs.URL(), Now: clock.Now, FlushInterval: 20 * time.Millisecond, Timeout: time.Second, CloseTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := mustInstanceOf(t, st, clock.Now)
+	in.visit(t, "k", 0, "ua")
+	if got := in.fresh(t, "k"); got != 1 {
+		t.Fatalf("1 visitor: %d unique", got)
+	}
+	rs.Kill()
+	for deadline := time.Now().Add(5 * time.Second); st.Health() == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store never noticed Redis is gone")
+		}
+	}
+	clock.Add(24 * time.Hour)
+	st.Rollover()
+	for i := range 3 {
+		in.visit(t, "k", i, "ua")
+		start := time.Now()
+		got := in.today("k")
+		if took := time.Since(start); took > 300*time.Millisecond {
+			t.Fatalf("visit %d of a new day, Redis known down: the read of unique visitors waited %v", i, took)
+		}
+		if got != uint64(i+1) {
+			t.Errorf("visit %d of a new day, Redis known down: %d unique shown, want the %d this instance holds", i, got, i+1)
+		}
+	}
+}
