@@ -84,10 +84,14 @@ const (
 // five at once, then one every 12 seconds.
 var DefaultFailures = client.Rate{Events: 5, Per: time.Minute}
 
-// Uniques tells today's unique visitors of a key: the web layer's
-// *unique.Counter.
+// Uniques tells today's unique visitors of a key, and forgets those of
+// a deleted one: the web layer's *unique.Counter.
 type Uniques interface {
 	Today(key []byte, now time.Time) uint64
+	// Held returns the keys with unique visitors today in memory.
+	Held() [][]byte
+	// Forget drops today's unique visitors of keys the store deleted.
+	Forget(keys [][]byte) error
 }
 
 // Config holds what a [Handler] depends on.

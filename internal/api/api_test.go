@@ -33,6 +33,8 @@ var day0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 type fixedUniques struct{}
 
 func (fixedUniques) Today([]byte, time.Time) uint64 { return 7 }
+func (fixedUniques) Held() [][]byte                 { return nil }
+func (fixedUniques) Forget([][]byte) error          { return nil }
 
 // env is a Handler over a fresh memory store, its log, and the secrets
 // of the tokens made through it, by name.

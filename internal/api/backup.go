@@ -101,6 +101,7 @@ func (h *Handler) importDump(c *call) error {
 		Dur("took", h.c.Now().Sub(start))
 	if replace {
 		e = e.Int("tokens_revoked", h.revokeOrphans(ctx))
+		h.forgetDropped(ctx)
 	}
 	e.Msg("api change")
 	writeJSON(c.w, http.StatusOK, struct {
@@ -162,4 +163,36 @@ func (h *Handler) revokeOrphans(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// forget drops today's unique visitors of keys the store deleted, so
+// that a counter made anew starts with none. A failure is logged: the
+// counts are deleted all the same.
+func (h *Handler) forget(ctx context.Context, keys [][]byte) {
+	if h.c.Uniques == nil || len(keys) == 0 {
+		return
+	}
+	if err := h.c.Uniques.Forget(keys); err != nil {
+		h.c.Log.Error().Err(err).Int("keys", len(keys)).Msg("the deleted counters' unique visitors of today are still held")
+	}
+}
+
+// forgetDropped forgets the unique visitors held for keys that a
+// replacing import deleted: those the store no longer holds.
+func (h *Handler) forgetDropped(ctx context.Context) {
+	if h.c.Uniques == nil {
+		return
+	}
+	var gone [][]byte
+	for _, k := range h.c.Uniques.Held() {
+		e, err := h.c.Store.List(ctx, k, nil, 1)
+		if err != nil {
+			h.c.Log.Error().Err(err).Msg("after the import, the dropped counters' unique visitors of today are still held")
+			return
+		}
+		if len(e) == 0 || string(e[0].Key) != string(k) {
+			gone = append(gone, k)
+		}
+	}
+	h.forget(ctx, gone)
 }

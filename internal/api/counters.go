@@ -195,6 +195,7 @@ func (h *Handler) deleteCounter(c *call) error {
 		return &Error{Code: http.StatusNotFound, Msg: "no such counter"}
 	}
 	e := h.audit(c, "delete", k).Object("before", countsLog(before))
+	h.forget(ctx, [][]byte{key})
 	// Its open-creation token goes with it: no one keeps a hold on a key
 	// someone may create anew.
 	if hasToken {

@@ -589,6 +589,54 @@ func (c *Counter) Keys() int {
 	return n
 }
 
+// Held returns the keys that have a sketch today in memory. With
+// Options.Shared it returns none: the store holds them.
+func (c *Counter) Held() [][]byte {
+	var keys [][]byte
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for _, s := range sh.m {
+			keys = append(keys, []byte(s.key))
+		}
+		sh.mu.Unlock()
+	}
+	return keys
+}
+
+// Forget drops today's unique visitors of keys, for a counter the owner
+// deleted: they are shown no more, and the store's sketch of today is
+// written over with an empty one, after any flush in flight, so that
+// neither this process nor a restart brings them back. (The store's
+// Delete removes its own sketches; a flush that began before it could
+// write today's again.) Visitors after Forget count anew. With
+// Options.Shared it does nothing: the store forgets them with the key.
+func (c *Counter) Forget(keys [][]byte) error {
+	if c.o.Off || c.o.Shared != nil || len(keys) == 0 {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	c.flushMu.Lock() // after a flush in flight, and before the next
+	defer c.flushMu.Unlock()
+	empty, err := hyperloglog.New14().MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("unique visitors: encode an empty sketch: %w", err)
+	}
+	batch := make([]store.Sketch, 0, len(keys))
+	for _, key := range keys {
+		sh, k := c.shardOf(key)
+		sh.mu.Lock()
+		delete(sh.m, k)
+		sh.mu.Unlock()
+		batch = append(batch, store.Sketch{Key: key, Data: empty})
+	}
+	if err := c.st.PutSketches(store.Day(c.day.Load()), batch); err != nil {
+		return fmt.Errorf("unique visitors: forget %d keys: %w", len(keys), err)
+	}
+	return nil
+}
+
 // Close stops the flusher and writes what changed. The store must still
 // be open.
 func (c *Counter) Close() error {

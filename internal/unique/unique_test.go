@@ -585,3 +585,68 @@ func TestRepeatsHoldMax(t *testing.T) {
 		}
 	}
 }
+
+// TestForget: a forgotten key shows no visitors, its sketch in the
+// store is written over with an empty one (a flush that wrote it after
+// the store's delete brings nothing back at a restart), other keys keep
+// theirs, and visitors after it count anew.
+func TestForget(t *testing.T) {
+	disk := NewMemory()
+	now := day0
+	opts := Options{Dir: t.TempDir(), Store: disk, Now: func() time.Time { return now }, FlushInterval: time.Hour}
+	c := mustCounter(t, opts)
+	for i := range 50 {
+		visit(c, "gone", i, "ua", now)
+		visit(c, "kept", i, "ua", now)
+	}
+	if err := c.Flush(); err != nil { // the store holds both sketches
+		t.Fatal(err)
+	}
+	if err := c.Forget([][]byte{[]byte("gone")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Today([]byte("gone"), now); got != 0 {
+		t.Errorf("a forgotten key shows %d visitors, want 0", got)
+	}
+	if held := c.Held(); len(held) != 1 || string(held[0]) != "kept" {
+		t.Errorf("Held = %q, want only kept", held)
+	}
+	visit(c, "gone", 1000, "ua", now)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = mustCounter(t, opts)
+	if got := c.Today([]byte("gone"), now); got != 1 {
+		t.Errorf("after a restart, the forgotten key shows %d visitors, want the 1 since", got)
+	}
+	if got := c.Today([]byte("kept"), now); got < 49 || got > 51 {
+		t.Errorf("after a restart, another key shows %d visitors, want about 50", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the visit after it, the forgotten key's sketch in the store
+	// is the empty one, not the one flushed before.
+	c = mustCounter(t, opts)
+	for i := range 50 {
+		visit(c, "again", i, "ua", now)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Forget([][]byte{[]byte("again")}); err != nil {
+		t.Fatal(err)
+	}
+	days, err := disk.SketchDays([]byte("again"), store.DayOf(now), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hyperloglog.New14()
+	if len(days) != 1 || days[0] == nil || h.UnmarshalBinary(days[0]) != nil || h.Estimate() != 0 {
+		t.Errorf("the store's sketch of a forgotten key = %d bytes, want an empty sketch", len(days[0]))
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
