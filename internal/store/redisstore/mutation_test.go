@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
+	"visitors/internal/store/redisstore/redistest"
 )
 
 // Tests of issue 16 (mutation testing): each states the promise a
@@ -246,5 +249,154 @@ func TestSetBounds(t *testing.T) {
 	}
 	if got := m.c(st.Get(t.Context(), []byte("k"))); got.Total != math.MaxInt64 {
 		t.Errorf("Get(k) after a refused Set = %+v, want total 2^63-1", got)
+	}
+}
+
+// mustImport runs the offline Import of dump under prefix.
+func mustImport(t *testing.T, prefix, dump string, replace bool) {
+	t.Helper()
+	if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump), replace, t.TempDir(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dumpOf is a dump of n keys "k0000"... with totals 1, 2, ... and hits.
+func dumpOf(n int, hits uint64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"format":%q,"hits":%d,"keys":[`, boltstore.ExportFormat, hits)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"key":"k%04d","total":%d}`, i, i+1)
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// TestOfflineImportReplaceAndMerge: the offline import adds to what is
+// there, or, replacing, deletes every key of the store first, however
+// many SCAN pages they span on a Redis shared with other data.
+func TestOfflineImportReplaceAndMerge(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	mustImport(t, prefix, dumpOf(3000, 5), false)
+	mustImport(t, prefix, `{"format":"visitors-export-1","hits":1,"keys":[{"key":"k0001","total":10},{"key":"new","total":1}]}`, false)
+	st := instance(t, "standalone", prefix, store.Sync)
+	m := musts{t}
+	if got := m.c(st.Get(t.Context(), []byte("k0001"))); got.Total != 12 {
+		t.Errorf("after adding a dump, k0001 total %d, want 2+10", got.Total)
+	}
+	if got := len(m.l(st.List(t.Context(), []byte("k"), nil, store.MaxList))); got != store.MaxList {
+		t.Errorf("after adding a dump, List of k... = %d keys, want %d", got, store.MaxList)
+	}
+
+	mustImport(t, prefix, `{"format":"visitors-export-1","hits":2,"keys":[{"key":"only","total":7}]}`, true)
+	if es := m.l(st.List(t.Context(), nil, nil, store.MaxList)); len(es) != 1 || string(es[0].Key) != "only" || es[0].Total != 7 {
+		t.Errorf("List after replacing 3001 keys with one = %d entries (%v...), want only \"only\", total 7", len(es), es[:min(3, len(es))])
+	}
+	for _, k := range []string{"k0000", "k1500", "k2999", "new"} {
+		if got := m.c(st.Get(t.Context(), []byte(k))); got.Total != 0 {
+			t.Errorf("after import -replace, %s total %d, want 0 (deleted)", k, got.Total)
+		}
+	}
+	if n := m.n(st.Hit(t.Context())); n != 6 {
+		t.Errorf("Hit after replacing (hits 5, then a dump of 2) = %d, want 6: the larger counter stays", n)
+	}
+}
+
+// TestOnlineBackupInBatchSendsPendingVisits: in Batch, an online export
+// first sends the visits this instance counted, so the dump has them;
+// and after an online import this instance shows the dump's counts at
+// once, without waiting for its next round.
+func TestOnlineBackupInBatchSendsPendingVisits(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	st := instance(t, "standalone", prefix, store.Batch) // rounds only when told
+	m := musts{t}
+	m.c(st.Incr(t.Context(), []byte("a")))
+	m.c(st.Incr(t.Context(), []byte("a")))
+	var b bytes.Buffer
+	if err := st.Export(t.Context(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if d := mustParseDump(t, b.Bytes()); len(d.Keys) != 1 || d.Keys[0].Key != "a" || d.Keys[0].Total != 2 {
+		t.Errorf("online export after two pending visits to a = %s, want a with total 2", b.String())
+	}
+	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":5}]}`
+	if err := st.Import(t.Context(), strings.NewReader(dump), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.c(st.Get(t.Context(), []byte("a"))); got.Total != 7 {
+		t.Errorf("Get(a) right after adding a dump with total 5 to 2 = %+v, want total 7", got)
+	}
+}
+
+// TestBatchRoundsGoOnTheirOwn: in Batch, the flusher sends a round every
+// flush interval without being asked: another instance sees the visits.
+func TestBatchRoundsGoOnTheirOwn(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, Durability: store.Batch, FlushInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := musts{t}
+	m.c(st.Incr(t.Context(), []byte("a")))
+	other := instance(t, "standalone", prefix, store.Sync)
+	deadline := time.Now().Add(20 * time.Second)
+	for m.c(other.Get(t.Context(), []byte("a"))).Total != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("after 20s another instance still does not see a batch visit: no round was sent")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRedisDownIsLoggedOncePerOutage: while Redis does not answer the
+// flusher's check, "redis unreachable" is logged once, not at every
+// check, and Health names it; once it answers, "redis answers again" is
+// logged once and Health is nil.
+func TestRedisDownIsLoggedOncePerOutage(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var log syncBuffer
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(&log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for range 3 {
+		st.countKeys() // the flusher's check between rounds
+	}
+	if st.Health() != nil || log.String() != "" {
+		t.Fatalf("Redis up: Health() = %v, log %q; want nil and nothing", st.Health(), log.String())
+	}
+	rs.Kill()
+	for range 3 {
+		st.countKeys()
+	}
+	if err := st.Health(); err == nil || !strings.Contains(err.Error(), "redis") {
+		t.Errorf("Redis down: Health() = %v, want Redis named", err)
+	}
+	if n := strings.Count(log.String(), "redis unreachable"); n != 1 {
+		t.Errorf("three checks while Redis is down logged %d lines of \"redis unreachable\", want 1:\n%s", n, log.String())
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for st.Health() != nil { // the client reconnects
+		if time.Now().After(deadline) {
+			t.Fatalf("Health() = %v 20s after Redis is back", st.Health())
+		}
+		st.countKeys()
+	}
+	for range 3 {
+		st.countKeys()
+	}
+	if n := strings.Count(log.String(), "redis answers again"); n != 1 {
+		t.Errorf("checks once Redis is back logged %d lines of \"redis answers again\", want 1:\n%s", n, log.String())
 	}
 }
