@@ -3,7 +3,10 @@ package boltstore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,5 +120,60 @@ func TestPutTokenBounds(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != longest {
 		t.Errorf("Tokens after a restart = %d tokens, want only the longest one", len(got))
+	}
+}
+
+// withFileSizeLimit runs f while no file of the process may grow past
+// limit bytes (RLIMIT_FSIZE: a write past it fails with EFBIG; Go ignores
+// SIGXFSZ): a disk that fills up, for this process alone.
+func withFileSizeLimit(t *testing.T, limit uint64, f func()) {
+	t.Helper()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	lim := old
+	lim.Cur = limit
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	f()
+}
+
+// TestImportSpoolFailureIsNotABadDump: a dump the online import cannot
+// spool (the disk is full) is refused as the store's failure, not as a
+// bad dump (store.ErrInvalidDump, which the API answers 400), and
+// changes nothing.
+func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
+	s := mustOpen(t, Options{Dir: t.TempDir()})
+	defer mustClose(t, s)
+	mustIncr(t, s, []byte("kept"))
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var dump strings.Builder
+	dump.WriteString(`{"format":"visitors-export-1","hits":9,"keys":[`)
+	for i := range 5000 { // about 150 KB
+		if i > 0 {
+			dump.WriteString(",")
+		}
+		fmt.Fprintf(&dump, `{"key":"k%04d","total":%d}`, i, i+1)
+	}
+	dump.WriteString("]}")
+	var err error
+	withFileSizeLimit(t, 64<<10, func() {
+		err = s.Import(ctx, strings.NewReader(dump.String()), true)
+	})
+	if err == nil || errors.Is(err, store.ErrInvalidDump) || !strings.Contains(err.Error(), "spool") {
+		t.Errorf("Import with a full disk = %v, want a spool error that is not ErrInvalidDump", err)
+	}
+	es, err := s.List(ctx, nil, nil, store.MaxList)
+	if err != nil || len(es) != 1 || string(es[0].Key) != "kept" || es[0].Total != 1 {
+		t.Errorf("List after a refused import = %v, %v; want only kept, total 1", es, err)
 	}
 }
