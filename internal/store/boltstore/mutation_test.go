@@ -177,3 +177,91 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 		t.Errorf("List after a refused import = %v, %v; want only kept, total 1", es, err)
 	}
 }
+
+// TestOnlineImportReplaceWhileAKeyFails: an online import that replaces,
+// made while a key cannot be written (the file holds its visits through
+// the log alone), is not undone by the log's replay after a crash: no
+// key comes back with its counts from before, and the /hi counter is at
+// least the dump's.
+func TestOnlineImportReplaceWhileAKeyFails(t *testing.T) {
+	s := openSyncLogOnly(t, t.TempDir())
+	fault := func(key string) error {
+		if key == "bad" {
+			return errors.New("planted key failure")
+		}
+		return nil
+	}
+	s.putFault.Store(&fault)
+	mustIncrN(t, s, "bad", 2)
+	mustIncrN(t, s, "lowered", 30)
+	mustIncrN(t, s, "dropped", 5)
+	dump := `{"format":"visitors-export-1","hits":5000,"keys":[{"key":"lowered","total":4}]}`
+	if err := s.Import(ctx, strings.NewReader(dump), true); err != nil {
+		t.Fatal(err)
+	}
+	if s.log.seq == s.log.applied {
+		t.Fatal("the file caught up with the log although bad fails: the test sees no floor")
+	}
+	crashed := crashCopy(t, s)
+	r := mustOpen(t, Options{Dir: crashed})
+	for k, want := range map[string]uint64{"bad": 0, "lowered": 4, "dropped": 0} {
+		if c := mustGet(t, r, []byte(k)); c.Total != want {
+			t.Errorf("after a crash that followed an import -replace while bad failed, %s = %d, want %d", k, c.Total, want)
+		}
+	}
+	if n := mustHit(t, r); n <= 5000 {
+		t.Errorf("after a crash that followed an import of hits 5000, Hit() = %d, want more", n)
+	}
+	mustClose(t, r)
+	s.putFault.Store(nil)
+	mustClose(t, s)
+}
+
+// TestOnlineImportReplaceDropsEverySketch: a replace drops the
+// unique-visitor sketches of every key the dump does not have, on every
+// day, and keeps those of the keys it has.
+func TestOnlineImportReplaceDropsEverySketch(t *testing.T) {
+	s := mustOpen(t, Options{Dir: t.TempDir()})
+	defer mustClose(t, s)
+	day := store.DayOf(time.Now())
+	for _, d := range []store.Day{day - 1, day} {
+		err := s.PutSketches(d, []store.Sketch{{Key: []byte("a"), Data: []byte("sa")}, {Key: []byte("b"), Data: []byte("sb")}, {Key: []byte("c"), Data: []byte("sc")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":1}]}`
+	if err := s.Import(ctx, strings.NewReader(dump), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{{"a", true}, {"b", false}, {"c", false}} {
+		got, err := s.SketchDays([]byte(tc.key), day, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if (got[i] != nil) != tc.want {
+				t.Errorf("after a replace by a dump of a alone, the sketch of %q on day %d: %q, want present %v", tc.key, i, got[i], tc.want)
+			}
+		}
+	}
+}
+
+// TestSetBounds: Set takes a total up to maxImportTotal (2^62), the most
+// the API sets, and refuses one more, changing nothing.
+func TestSetBounds(t *testing.T) {
+	s := mustOpen(t, Options{Dir: t.TempDir()})
+	defer mustClose(t, s)
+	if got := mustSet(t, s, "k", maxImportTotal); got.Total != maxImportTotal {
+		t.Errorf("Set(k, 2^62) = %+v, want total 2^62", got)
+	}
+	if _, err := s.Set(ctx, []byte("k"), maxImportTotal+1); err == nil {
+		t.Error("Set(k, 2^62+1) = nil error, want a refusal")
+	}
+	if got := mustGet(t, s, []byte("k")); got.Total != maxImportTotal {
+		t.Errorf("Get(k) after a refused Set = %+v, want total 2^62", got)
+	}
+}
