@@ -451,3 +451,55 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 		t.Errorf("List after refused imports = %v, want only kept, total 1", es)
 	}
 }
+
+// TestRoundRetriesBackOffAndLogOnce: a round Redis does not answer is
+// sent again after a wait that doubles from 50ms (at most 2s), not back
+// to back: a few attempts in the first second of an outage, not
+// thousands; "redis unreachable" is logged once for the outage, and
+// "redis answers again" once when the round lands, not after every
+// round since.
+func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var log syncBuffer
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(&log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := musts{t}
+	m.c(st.Incr(t.Context(), []byte("a")))
+	rs.Kill()
+	flushed := make(chan error, 1)
+	go func() { flushed <- st.Flush() }()
+	time.Sleep(time.Second) // the first second of the outage
+	if n := st.Stats().RoundErrors; n == 0 || n > 20 {
+		t.Errorf("attempts that failed in the first second of an outage: %d, want 1 to 20 (waits of 50, 100, 200, 400ms...)", n)
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-flushed; err != nil {
+		t.Fatalf("Flush once Redis is back: %v", err)
+	}
+	for range 3 {
+		m.c(st.Incr(t.Context(), []byte("a")))
+		flushed := st.Flush()
+		if flushed != nil {
+			t.Fatal(flushed)
+		}
+	}
+	if got := m.c(st.Get(t.Context(), []byte("a"))); got.Total != 4 {
+		t.Errorf("Get(a) after the outage = %+v, want total 4", got)
+	}
+	out := log.String()
+	if n := strings.Count(out, "redis unreachable"); n != 1 {
+		t.Errorf("an outage logged %d lines of \"redis unreachable\", want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "redis answers again"); n != 1 {
+		t.Errorf("an outage and four rounds logged %d lines of \"redis answers again\", want 1:\n%s", n, out)
+	}
+}
