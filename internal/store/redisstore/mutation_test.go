@@ -503,3 +503,39 @@ func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 		t.Errorf("an outage and four rounds logged %d lines of \"redis answers again\", want 1:\n%s", n, out)
 	}
 }
+
+// TestSyncCloseAnswersALandedRoundExactly: when Close gives up on a Sync
+// round that Redis applied (its answer was lost), the visit is answered
+// with the counts Redis holds: total, today's count, and unlocked.
+func TestSyncCloseAnswersALandedRoundExactly(t *testing.T) {
+	p := startLossyProxy(t, standalone.Addr)
+	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync,
+		Timeout: 300 * time.Millisecond, CloseTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("close-landed")
+	if _, err := st.Incr(t.Context(), key); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	p.blocking.Store(true)
+	p.armed.Store(true)
+	errc := make(chan error, 1)
+	var got store.Counts
+	go func() {
+		var err error
+		got, err = st.Incr(t.Context(), key)
+		errc <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.lost.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p.lost.Load() == 0 {
+		t.Fatal("the test did not lose the round's answer")
+	}
+	st.Close()
+	if err := <-errc; err != nil || got != (store.Counts{Total: 2, Today: 2}) {
+		t.Errorf("a visit whose round landed and whose answer was lost was answered %+v, %v at Close; want total 2, today 2, unlocked", got, err)
+	}
+}
