@@ -539,3 +539,16 @@ func TestSyncCloseAnswersALandedRoundExactly(t *testing.T) {
 		t.Errorf("a visit whose round landed and whose answer was lost was answered %+v, %v at Close; want total 2, today 2, unlocked", got, err)
 	}
 }
+
+// TestStatsCountSyncVisits: Stats counts the Sync visits the rounds
+// answered, and the rounds.
+func TestStatsCountSyncVisits(t *testing.T) {
+	st := instance(t, "standalone", prefixOf(t.TempDir()), store.Sync)
+	m := musts{t}
+	for _, k := range []string{"a", "b", "a"} {
+		m.c(st.Incr(t.Context(), []byte(k)))
+	}
+	if got := st.Stats(); got.SyncVisits != 3 || got.Rounds < 1 || got.Rounds > 3 || got.RoundErrors != 0 || got.HeldVisits != 0 {
+		t.Errorf("Stats after three sync visits = %+v, want 3 sync visits in 1 to 3 rounds, no error, none held", got)
+	}
+}
