@@ -552,3 +552,45 @@ func TestStatsCountSyncVisits(t *testing.T) {
 		t.Errorf("Stats after three sync visits = %+v, want 3 sync visits in 1 to 3 rounds, no error, none held", got)
 	}
 }
+
+// TestKeyMadeAgainAfterADeleteElsewhereIsListed: a key another instance
+// deleted, that a visit through this one makes again, is back in the
+// sorted set of every key (List shows it, on both instances), with no
+// warning logged.
+func TestKeyMadeAgainAfterADeleteElsewhereIsListed(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			prefix := prefixOf(t.TempDir())
+			var log syncBuffer
+			o := Options{Prefix: prefix, Durability: store.Sync, FlushInterval: time.Hour, Log: zerolog.New(&log)}
+			if where == "cluster" {
+				o.Cluster = cluster.Addrs()
+			} else {
+				o.URL = standalone.URL()
+			}
+			a, err := Open(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b := instance(t, where, prefix, store.Sync)
+			m := musts{t}
+			m.c(a.Incr(t.Context(), []byte("k")))
+			if !m.b(b.Delete(t.Context(), []byte("k"))) {
+				t.Fatal("Delete(k) through b = false, want true")
+			}
+			if got := m.c(a.Incr(t.Context(), []byte("k"))); got.Total != 1 {
+				t.Errorf("Incr(k) through a after b deleted it = %+v, want total 1", got)
+			}
+			for name, st := range map[string]*Store{"a": a, "b": b} {
+				es := m.l(st.List(t.Context(), nil, nil, store.MaxList))
+				if len(es) != 1 || string(es[0].Key) != "k" || es[0].Total != 1 {
+					t.Errorf("List through %s after k was made again = %v, want k with total 1", name, es)
+				}
+			}
+			if strings.Contains(log.String(), "could not list") {
+				t.Errorf("a logged a failure to list the key again:\n%s", log.String())
+			}
+		})
+	}
+}
