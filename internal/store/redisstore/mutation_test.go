@@ -594,3 +594,119 @@ func TestKeyMadeAgainAfterADeleteElsewhereIsListed(t *testing.T) {
 		})
 	}
 }
+
+// redisGet returns the value of name on the standalone server.
+func redisGet(t *testing.T, name string) string {
+	t.Helper()
+	out, err := standalone.CLI("GET", name)
+	if err != nil {
+		t.Fatalf("redis-cli GET %s: %v: %s", name, err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// waitRedisValue waits until name holds want, which a reservation in the
+// background writes.
+func waitRedisValue(t *testing.T, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for redisGet(t, name) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s = %q after 20s, want %q", name, redisGet(t, name), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestHiBlocksGiveBackAtClose: in Batch, /hi numbers come in blocks of
+// HiBlock; halfway through a block the next one is reserved ahead. A
+// clean Close gives back what is unused of both, when no instance
+// reserved after them, so the next instance goes on from the last
+// number handed out; when another instance reserved between the two
+// blocks, only the block ahead is given back. No number is handed out
+// twice.
+func TestHiBlocksGiveBackAtClose(t *testing.T) {
+	block := uint64(10)
+	open := func(prefix string) *Store {
+		t.Helper()
+		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, HiBlock: block})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	hits := func(st *Store, n int) []uint64 {
+		t.Helper()
+		var got []uint64
+		for range n {
+			got = append(got, musts{t}.n(st.Hit(t.Context())))
+		}
+		return got
+	}
+	t.Run("contiguous", func(t *testing.T) {
+		prefix := prefixOf(t.TempDir())
+		hi := newNames(prefix).hi
+		a := open(prefix)
+		if got := hits(a, 6); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 6}) {
+			t.Errorf("Hit ×6 = %v, want 1 to 6", got)
+		}
+		waitRedisValue(t, hi, "20") // the block ahead, reserved at 5
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := redisGet(t, hi); got != "6" {
+			t.Errorf("/hi counter after a clean Close = %s, want 6: 7 to 20 given back", got)
+		}
+		b := open(prefix)
+		defer b.Close()
+		if got := hits(b, 1); got[0] != 7 {
+			t.Errorf("the next instance's first Hit = %d, want 7", got[0])
+		}
+	})
+	t.Run("another instance between", func(t *testing.T) {
+		prefix := prefixOf(t.TempDir())
+		hi := newNames(prefix).hi
+		a, b := open(prefix), open(prefix)
+		defer b.Close()
+		if got := hits(a, 4); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
+			t.Errorf("a: Hit ×4 = %v, want 1 to 4", got)
+		}
+		if got := hits(b, 1); got[0] != 11 {
+			t.Errorf("b: first Hit = %d, want 11 (the second block)", got[0])
+		}
+		if got := hits(a, 1); got[0] != 5 {
+			t.Errorf("a: fifth Hit = %d, want 5", got[0])
+		}
+		waitRedisValue(t, hi, "30") // a's block ahead, 21 to 30
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := redisGet(t, hi); got != "20" {
+			t.Errorf("/hi counter after a's Close = %s, want 20: a's block ahead given back, not 6 to 10 (b reserved after them)", got)
+		}
+		c := open(prefix)
+		defer c.Close()
+		if got := hits(c, 1); got[0] != 21 {
+			t.Errorf("a third instance's first Hit = %d, want 21", got[0])
+		}
+		if got := hits(b, 1); got[0] != 12 {
+			t.Errorf("b: second Hit = %d, want 12", got[0])
+		}
+	})
+	t.Run("blocks of one", func(t *testing.T) {
+		block = 1 // the block ahead is reserved at once: one number left, the one ahead
+		prefix := prefixOf(t.TempDir())
+		hi := newNames(prefix).hi
+		a := open(prefix)
+		if got := hits(a, 1); got[0] != 1 {
+			t.Errorf("first Hit = %d, want 1", got[0])
+		}
+		waitRedisValue(t, hi, "2")
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := redisGet(t, hi); got != "1" {
+			t.Errorf("/hi counter after a clean Close = %s, want 1: 2 given back", got)
+		}
+	})
+}
