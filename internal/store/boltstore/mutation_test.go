@@ -88,8 +88,9 @@ func TestTokenRecordsRefused(t *testing.T) {
 }
 
 // TestPutTokenBounds: an id of store.MaxKeyBytes and a name and prefix of
-// maxTokenField bytes are stored and read back after a restart; one byte
-// more of any is refused and stores nothing.
+// maxTokenField bytes are stored and read back after a restart, and
+// DeleteToken deletes it; one byte more of any is refused and stores
+// nothing.
 func TestPutTokenBounds(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir})
@@ -120,6 +121,12 @@ func TestPutTokenBounds(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != longest {
 		t.Errorf("Tokens after a restart = %d tokens, want only the longest one", len(got))
+	}
+	if found, err := s.DeleteToken(ctx, longest.ID); err != nil || !found {
+		t.Errorf("DeleteToken of an id of %d bytes = %v, %v; want true", len(longest.ID), found, err)
+	}
+	if got, err := s.Tokens(ctx); err != nil || len(got) != 0 {
+		t.Errorf("Tokens after DeleteToken = %d tokens, %v; want none", len(got), err)
 	}
 }
 
