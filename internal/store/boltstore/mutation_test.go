@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"visitors/internal/store"
+	"visitors/internal/store/tally"
 )
 
 // Tests of issue 16 (mutation testing): each states the promise a
@@ -270,5 +272,61 @@ func TestSetBounds(t *testing.T) {
 	}
 	if got := mustGet(t, s, []byte("k")); got.Total != maxImportTotal {
 		t.Errorf("Get(k) after a refused Set = %+v, want total 2^62", got)
+	}
+}
+
+// logRecordOf returns a log record of the file with log id id: the
+// header (size, checksum, id, seq) and payload, as wal.finish writes it.
+func logRecordOf(id, seq uint64, payload []byte) []byte {
+	b := make([]byte, logHeader, logHeader+len(payload))
+	b = append(b, payload...)
+	binary.LittleEndian.PutUint32(b, uint32(len(payload)))
+	binary.LittleEndian.PutUint64(b[8:], id)
+	binary.LittleEndian.PutUint64(b[16:], seq)
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
+	return b
+}
+
+// TestLogRecordsRefused: a log record is read only whole and well
+// formed: one cut short anywhere (a copy of the log cut short: no byte
+// past its end is read) or whose payload, under a right checksum, ends
+// before its fields do or goes on after them is refused, and so ends
+// the replay there.
+func TestLogRecordsRefused(t *testing.T) {
+	const id = 77
+	u := binary.AppendUvarint
+	// hits 9, one key "ab" with total 5 and one day (20000: 3).
+	payload := u(u(u(u(append(u(u(u(nil, 9), 1), 2), "ab"...), 5), 1), 20000), 3)
+	whole := logRecordOf(id, 4, payload)
+	r, n, ok := parseRecord(whole, id)
+	if !ok || n != len(whole) || r.seq != 4 || r.hits != 9 || len(r.keys) != 1 || string(r.keys[0].key) != "ab" ||
+		r.keys[0].total != 5 || len(r.keys[0].days) != 1 || r.keys[0].days[0] != (tally.DayCount{Day: 20000, Count: 3}) {
+		t.Fatalf("parseRecord(a whole record) = %+v, %d, %v", r, n, ok)
+	}
+	for cut := 1; cut < len(whole); cut++ {
+		b := bytes.Clone(whole[:len(whole)-cut]) // its capacity ends with it
+		if _, _, ok := parseRecord(b, id); ok {
+			t.Errorf("a record cut %d bytes short was read", cut)
+		}
+	}
+	for _, tt := range []struct {
+		name    string
+		payload []byte
+	}{
+		{"hits alone", u(nil, 9)},
+		{"no key", u(u(nil, 9), 1)},
+		{"a key's bytes cut", append(u(u(u(nil, 9), 1), 2), 'a')},
+		{"no total", append(u(u(u(nil, 9), 1), 2), "ab"...)},
+		{"no day count", u(u(append(u(u(u(nil, 9), 1), 2), "ab"...), 5), 1)},
+		{"a day without its count", u(u(u(append(u(u(u(nil, 9), 1), 2), "ab"...), 5), 1), 20000)},
+		{"a byte after the last field", append(bytes.Clone(payload), 0)},
+		{"a key longer than a key may be", append(u(u(u(nil, 9), 1), store.MaxKeyBytes+1), make([]byte, store.MaxKeyBytes+3)...)},
+	} {
+		if r, _, ok := parseRecord(logRecordOf(id, 4, tt.payload), id); ok {
+			t.Errorf("%s: parseRecord = %+v, want it refused", tt.name, r)
+		}
+	}
+	if _, _, ok := parseRecord(whole, id+1); ok {
+		t.Error("a record of another file's log was read")
 	}
 }
