@@ -710,3 +710,24 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchLockAnswersRedisCounts: a batch instance's Lock answers the
+// counts Redis holds, visits through other instances included, not the
+// ones it last read.
+func TestBatchLockAnswersRedisCounts(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	a := instance(t, "standalone", prefix, store.Batch)
+	b := instance(t, "standalone", prefix, store.Sync)
+	m := musts{t}
+	m.c(a.Incr(t.Context(), []byte("k")))
+	flushed(t, a)
+	for range 3 {
+		m.c(b.Incr(t.Context(), []byte("k")))
+	}
+	if got := m.c(a.Lock(t.Context(), []byte("k"), true)); got != (store.Counts{Total: 4, Today: 4, Locked: true}) {
+		t.Errorf("a.Lock(k) after 1 visit through a and 3 through b = %+v, want total 4, today 4, locked", got)
+	}
+	if got := m.c(a.Lock(t.Context(), []byte("k"), false)); got != (store.Counts{Total: 4, Today: 4}) {
+		t.Errorf("a.Lock(k, false) = %+v, want total 4, today 4, unlocked", got)
+	}
+}
