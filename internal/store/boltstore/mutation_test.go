@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -328,5 +330,26 @@ func TestLogRecordsRefused(t *testing.T) {
 	}
 	if _, _, ok := parseRecord(whole, id+1); ok {
 		t.Error("a record of another file's log was read")
+	}
+}
+
+// TestLogIsPreallocated: a sync store's log is written to its full size
+// (logSize) at open, so that a record's fdatasync writes only its own
+// blocks, never the file's size; and a log already that size is kept as
+// it is at the next open.
+func TestLogIsPreallocated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, LogName)
+	for i := range 2 {
+		s := openSyncLogOnly(t, dir)
+		mustIncr(t, s, []byte("k"))
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() != logSize {
+			t.Errorf("open %d: the log is %d bytes, want %d, preallocated", i+1, fi.Size(), logSize)
+		}
+		mustClose(t, s)
 	}
 }
