@@ -335,11 +335,15 @@ func TestLogRecordsRefused(t *testing.T) {
 
 // TestLogIsPreallocated: a sync store's log is written to its full size
 // (logSize) at open, so that a record's fdatasync writes only its own
-// blocks, never the file's size; and a log already that size is kept as
-// it is at the next open.
+// blocks, never the file's size: a log shorter than that (left by a
+// store with a smaller one) is filled up to it, not past it; and a log
+// already that size is kept as it is at the next open.
 func TestLogIsPreallocated(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, LogName)
+	if err := os.WriteFile(path, make([]byte, logSize-1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 2 {
 		s := openSyncLogOnly(t, dir)
 		mustIncr(t, s, []byte("k"))
@@ -351,5 +355,27 @@ func TestLogIsPreallocated(t *testing.T) {
 			t.Errorf("open %d: the log is %d bytes, want %d, preallocated", i+1, fi.Size(), logSize)
 		}
 		mustClose(t, s)
+	}
+}
+
+// TestLogThatCannotBePreparedGivesItsRoomBack: a sync store whose log
+// cannot be preallocated (here a file size limit; ENOSPC instead runs
+// without the log, as cmd/visitors' disk-full test shows) refuses to
+// start, saying so, and gives back the room the log took.
+func TestLogThatCannotBePreparedGivesItsRoomBack(t *testing.T) {
+	dir := t.TempDir()
+	var err error
+	withFileSizeLimit(t, uint64(logSize/4), func() {
+		var s *Store
+		if s, err = Open(Options{Dir: dir, Durability: store.Sync}); err == nil {
+			s.Close()
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), LogName) {
+		t.Errorf("Open with no room for the log = %v, want an error naming %s", err, LogName)
+	}
+	fi, serr := os.Stat(filepath.Join(dir, LogName))
+	if serr == nil && fi.Size() != 0 {
+		t.Errorf("the log that could not be preallocated keeps %d bytes, want 0", fi.Size())
 	}
 }
