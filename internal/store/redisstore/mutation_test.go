@@ -731,3 +731,21 @@ func TestBatchLockAnswersRedisCounts(t *testing.T) {
 		t.Errorf("a.Lock(k, false) = %+v, want total 4, today 4, unlocked", got)
 	}
 }
+
+// TestListShowsWhatTheInstanceShows: List gives each key's counts as
+// Get does: in Batch this instance's view, its pending visits included;
+// in Sync Redis's counts.
+func TestListShowsWhatTheInstanceShows(t *testing.T) {
+	for _, d := range []store.Durability{store.Batch, store.Sync} {
+		t.Run(d.String(), func(t *testing.T) {
+			st := instance(t, "standalone", prefixOf(t.TempDir()), d) // batch: no round unless told
+			m := musts{t}
+			m.c(st.Incr(t.Context(), []byte("k")))
+			m.c(st.Incr(t.Context(), []byte("k")))
+			es := m.l(st.List(t.Context(), nil, nil, 10))
+			if len(es) != 1 || string(es[0].Key) != "k" || es[0].Counts != (store.Counts{Total: 2, Today: 2}) {
+				t.Errorf("List after two visits to k = %v, want k with total 2, today 2", es)
+			}
+		})
+	}
+}
