@@ -339,22 +339,26 @@ func TestLogRecordsRefused(t *testing.T) {
 // store with a smaller one) is filled up to it, not past it; and a log
 // already that size is kept as it is at the next open.
 func TestLogIsPreallocated(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, LogName)
-	if err := os.WriteFile(path, make([]byte, logSize-1000), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		s := openSyncLogOnly(t, dir)
-		mustIncr(t, s, []byte("k"))
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
+	for _, short := range []int64{-1, logSize - 1000} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, LogName)
+		if short >= 0 {
+			if err := os.WriteFile(path, make([]byte, short), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if fi.Size() != logSize {
-			t.Errorf("open %d: the log is %d bytes, want %d, preallocated", i+1, fi.Size(), logSize)
+		for i := range 2 {
+			s := openSyncLogOnly(t, dir)
+			mustIncr(t, s, []byte("k"))
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() != logSize {
+				t.Errorf("log of %d bytes before, open %d: the log is %d bytes, want %d, preallocated", short, i+1, fi.Size(), logSize)
+			}
+			mustClose(t, s)
 		}
-		mustClose(t, s)
 	}
 }
 

@@ -749,3 +749,42 @@ func TestListShowsWhatTheInstanceShows(t *testing.T) {
 		})
 	}
 }
+
+// TestPassword: a Redis that requires a password is reached with the
+// password of -redis-url, or with Options.Password, which replaces it;
+// without it, or with a wrong one, Open fails and the error does not
+// show it.
+func TestPassword(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	if out, err := rs.CLI("CONFIG", "SET", "requirepass", "s3cret"); err != nil || !strings.Contains(out, "OK") {
+		t.Fatalf("redis-cli CONFIG SET requirepass: %v: %s", err, out)
+	}
+	withPass := "redis://:s3cret@" + rs.Addr + "/0"
+	wrongPass := "redis://:wrong@" + rs.Addr + "/0"
+	for _, tt := range []struct {
+		name string
+		o    Options
+		ok   bool
+	}{
+		{"the URL's", Options{URL: withPass}, true},
+		{"Options.Password", Options{URL: rs.URL(), Password: "s3cret"}, true},
+		{"Options.Password over a wrong one in the URL", Options{URL: wrongPass, Password: "s3cret"}, true},
+		{"none", Options{URL: rs.URL()}, false},
+		{"a wrong one", Options{URL: wrongPass}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.Prefix = prefixOf(t.TempDir())
+			st, err := Open(tt.o)
+			if err == nil {
+				st.Close()
+			}
+			if (err == nil) != tt.ok || err != nil && strings.Contains(err.Error(), "wrong") {
+				t.Errorf("Open = %v, want success: %v (and no password in the error)", err, tt.ok)
+			}
+		})
+	}
+}
