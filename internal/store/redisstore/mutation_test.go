@@ -788,3 +788,40 @@ func TestPassword(t *testing.T) {
 		})
 	}
 }
+
+// TestRedact: redact hides exactly the password of a Redis URL, whatever
+// it holds, and leaves a URL without one, or a list of cluster
+// addresses, as it is.
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"redis://user:hunter2@host:1/0", "redis://user:xxxxx@host:1/0"},
+		{"redis://:hunter2@host:1/0", "redis://:xxxxx@host:1/0"},
+		{"rediss://u:p@ss:w@host/0", "rediss://u:xxxxx@host/0"},
+		{"://u:hunter2@host", "://u:xxxxx@host"},
+		{"redis://user@host:1/0", "redis://user@host:1/0"},
+		{"redis://host:1/0", "redis://host:1/0"},
+		{"cluster 127.0.0.1:1,127.0.0.1:2", "cluster 127.0.0.1:1,127.0.0.1:2"},
+	}
+	for _, tt := range tests {
+		if got := redact(tt.in); got != tt.want {
+			t.Errorf("redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestConnectErrorNamesWhere: a Redis that does not answer is named in
+// the error: the URL (without its password), or the cluster's seeds.
+func TestConnectErrorNamesWhere(t *testing.T) {
+	for _, tt := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{URL: "redis://:hunter2@127.0.0.1:1/0", Timeout: 200 * time.Millisecond}, "at redis://:xxxxx@127.0.0.1:1/0:"},
+		{Options{Cluster: []string{"127.0.0.1:1", "127.0.0.1:2"}, Timeout: 200 * time.Millisecond}, "at cluster 127.0.0.1:1,127.0.0.1:2:"},
+	} {
+		_, err := Open(tt.o)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Open(%+v) = %v, want an error with %q", tt.o, err, tt.want)
+		}
+	}
+}
