@@ -825,3 +825,41 @@ func TestConnectErrorNamesWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseKeepsTryingByDefault: with no CloseTimeout, Close keeps
+// sending what is pending for 10s while Redis does not answer: a Redis
+// back within that time gets the visits, and Close reports no loss.
+func TestCloseKeepsTryingByDefault(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := musts{t}
+	m.c(st.Incr(t.Context(), []byte("k")))
+	rs.Kill()
+	closed := make(chan error, 1)
+	go func() { closed <- st.Close() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close with Redis back within a second = %v, want nil: the default CloseTimeout is 10s", err)
+	}
+	other, err := Open(Options{URL: rs.URL(), Durability: store.Sync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if got := m.c(other.Get(t.Context(), []byte("k"))); got.Total != 1 {
+		t.Errorf("Redis holds k = %+v after Close, want total 1", got)
+	}
+}
