@@ -383,3 +383,37 @@ func TestLogThatCannotBePreparedGivesItsRoomBack(t *testing.T) {
 		t.Errorf("the log that could not be preallocated keeps %d bytes, want 0", fi.Size())
 	}
 }
+
+// TestOfflineImportFailsWhenTheLogCannotBeApplied: an offline import
+// first applies the visits a crash left in the log; if that fails (the
+// disk is full), the import fails, naming the log, and changes nothing:
+// the visits are still there for the next start.
+func TestOfflineImportFailsWhenTheLogCannotBeApplied(t *testing.T) {
+	s := openSyncLogOnly(t, t.TempDir())
+	for i := range 2000 {
+		mustIncr(t, s, fmt.Appendf(nil, "key-%04d", i))
+	}
+	crashed := crashCopy(t, s)
+	mustClose(t, s)
+	fi, err := os.Stat(filepath.Join(crashed, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"x","total":1}]}`
+	withFileSizeLimit(t, uint64(fi.Size()), func() {
+		err = Import(crashed, strings.NewReader(dump), false)
+	})
+	if err == nil || !strings.Contains(err.Error(), LogName) {
+		t.Errorf("Import while the log cannot be applied = %v, want an error naming %s", err, LogName)
+	}
+	r := mustOpen(t, Options{Dir: crashed})
+	defer mustClose(t, r)
+	for _, k := range []string{"key-0000", "key-1999"} {
+		if c := mustGet(t, r, []byte(k)); c.Total != 1 {
+			t.Errorf("after the failed import and a start, %s = %d, want 1 (from the log)", k, c.Total)
+		}
+	}
+	if c := mustGet(t, r, []byte("x")); c.Total != 0 {
+		t.Errorf("x = %d after a failed import, want 0", c.Total)
+	}
+}
