@@ -863,3 +863,27 @@ func TestCloseKeepsTryingByDefault(t *testing.T) {
 		t.Errorf("Redis holds k = %+v after Close, want total 1", got)
 	}
 }
+
+// TestBatchGetRefreshesAnIdleEntry: a batch instance's Get of a key no
+// round has read for more than two rounds reads Redis again: it shows
+// the visits and the lock other instances made meanwhile, not only the
+// counts of its last read.
+func TestBatchGetRefreshesAnIdleEntry(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	a := instance(t, "standalone", prefix, store.Batch)
+	b := instance(t, "standalone", prefix, store.Sync)
+	m := musts{t}
+	m.c(a.Incr(t.Context(), []byte("k")))
+	flushed(t, a) // the round reads k
+	for range 3 {
+		m.c(b.Incr(t.Context(), []byte("k")))
+	}
+	m.c(b.Lock(t.Context(), []byte("k"), true))
+	for range 3 { // three rounds without k
+		m.c(a.Incr(t.Context(), []byte("other")))
+		flushed(t, a)
+	}
+	if got := m.c(a.Get(t.Context(), []byte("k"))); got != (store.Counts{Total: 4, Today: 4, Locked: true}) {
+		t.Errorf("a.Get(k) three rounds after its last read, with 3 visits and a lock through b = %+v, want total 4, today 4, locked", got)
+	}
+}
