@@ -609,10 +609,10 @@ func redisGet(t *testing.T, name string) string {
 // background writes.
 func waitRedisValue(t *testing.T, name, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for redisGet(t, name) != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s = %q after 20s, want %q", name, redisGet(t, name), want)
+			t.Fatalf("%s = %q after 5s, want %q", name, redisGet(t, name), want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
