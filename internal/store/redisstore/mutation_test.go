@@ -887,3 +887,45 @@ func TestBatchGetRefreshesAnIdleEntry(t *testing.T) {
 		t.Errorf("a.Get(k) three rounds after its last read, with 3 visits and a lock through b = %+v, want total 4, today 4, locked", got)
 	}
 }
+
+// TestHitWaitsForTheBlockAhead: in Batch, a Hit that finds its block used
+// up while the block ahead is still being reserved waits for it rather
+// than reserving another (two would leave a gap), and takes its first
+// number. The reservation in flight is played by the test.
+func TestHitWaitsForTheBlockAhead(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, HiBlock: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := musts{t}
+	if n := m.n(st.Hit(t.Context())); n != 1 { // block 1-2; the block ahead, 3-4, is reserved
+		t.Fatalf("first Hit = %d, want 1", n)
+	}
+	waitRedisValue(t, newNames(prefix).hi, "4")
+	if n := m.n(st.Hit(t.Context())); n != 2 {
+		t.Fatalf("second Hit = %d, want 2", n)
+	}
+	// The block ahead is on its way again, as far as Hit can tell.
+	st.hiMu.Lock()
+	for st.reserving {
+		st.reserved.Wait()
+	}
+	spare := st.spareEnd
+	st.spareEnd, st.reserving = 0, true
+	st.hiMu.Unlock()
+	got := make(chan uint64, 1)
+	go func() {
+		n, _ := st.Hit(t.Context())
+		got <- n
+	}()
+	time.Sleep(100 * time.Millisecond) // lets Hit reach the wait; shorter only lets a wrong Hit pass
+	st.hiMu.Lock()
+	st.spareEnd, st.reserving = spare, false
+	st.reserved.Broadcast()
+	st.hiMu.Unlock()
+	if n := <-got; n != 3 {
+		t.Errorf("a Hit past its block while the block ahead was being reserved = %d, want 3, the first of that block", n)
+	}
+}
