@@ -929,3 +929,45 @@ func TestHitWaitsForTheBlockAhead(t *testing.T) {
 		t.Errorf("a Hit past its block while the block ahead was being reserved = %d, want 3, the first of that block", n)
 	}
 }
+
+// TestSyncVisitRefusedWhileStuckSaysWhy: in Sync, while a round is
+// unanswered a new visit fails at once with ErrUnavailable and the
+// round's failure as its cause; the visit of the round waits, and counts
+// once Redis is back.
+func TestSyncVisitRefusedWhileStuckSaysWhy(t *testing.T) {
+	rs, err := redistest.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	st, err := Open(Options{URL: rs.URL(), Durability: store.Sync, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := musts{t}
+	m.c(st.Incr(t.Context(), []byte("k")))
+	rs.Kill()
+	first := make(chan error, 1)
+	go func() {
+		_, err := st.Incr(t.Context(), []byte("k"))
+		first <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = st.Incr(t.Context(), []byte("k"))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "unanswered") {
+		t.Errorf("a sync visit while a round is unanswered = %v, want ErrUnavailable with the round's failure", err)
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("the visit of the unanswered round = %v once Redis is back, want counted", err)
+	}
+	if got := m.c(st.Get(t.Context(), []byte("k"))); got.Total < 1 { // a restarted redistest server starts empty
+		t.Errorf("Get(k) = %+v, want the visit of the round counted", got)
+	}
+}
