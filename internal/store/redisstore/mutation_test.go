@@ -971,3 +971,27 @@ func TestSyncVisitRefusedWhileStuckSaysWhy(t *testing.T) {
 		t.Errorf("Get(k) = %+v, want the visit of the round counted", got)
 	}
 }
+
+// TestBatchGetWhileTheKeyIsBeingAdmitted: a batch Get of a key whose
+// admission is still on its way (its entry not ready) reads Redis, not
+// the entry's empty counts. The admission in flight is played by the
+// test.
+func TestBatchGetWhileTheKeyIsBeingAdmitted(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	st := instance(t, "standalone", prefix, store.Batch)
+	other := instance(t, "standalone", prefix, store.Sync)
+	m := musts{t}
+	for range 3 {
+		m.c(other.Incr(t.Context(), []byte("k")))
+	}
+	tag := st.n.tag([]byte("k"))
+	e := &entry{key: "k", tag: tag, total: total(tag), group: st.groupOf(tag), ready: make(chan struct{})}
+	st.entries.Store("k", e)
+	got, err := st.Get(t.Context(), []byte("k"))
+	st.entries.Delete("k")
+	e.err = errors.New("played admission: over")
+	close(e.ready)
+	if err != nil || got.Total != 3 {
+		t.Errorf("Get(k) while k is being admitted = %+v, %v; want Redis's total 3", got, err)
+	}
+}
