@@ -18,6 +18,7 @@ import (
 	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
 	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/store/storetest"
 )
 
 // Tests of issue 16 (mutation testing): each states the promise a
@@ -993,5 +994,35 @@ func TestBatchGetWhileTheKeyIsBeingAdmitted(t *testing.T) {
 	close(e.ready)
 	if err != nil || got.Total != 3 {
 		t.Errorf("Get(k) while k is being admitted = %+v, %v; want Redis's total 3", got, err)
+	}
+}
+
+// TestHeldCountsEarlierDaysInMemory: Held counts the earlier days of a
+// key a batch instance holds in memory, not yet sent: none after a
+// round, one per earlier day with visits before it.
+func TestHeldCountsEarlierDaysInMemory(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC))
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := musts{t}
+	m.c(st.Incr(t.Context(), []byte("k")))
+	if n := st.Held([]byte("k")); n != 0 {
+		t.Errorf("Held(k) with a visit today = %d, want 0", n)
+	}
+	clock.Add(2 * time.Hour)
+	st.Rollover()
+	m.c(st.Incr(t.Context(), []byte("k")))
+	if n := st.Held([]byte("k")); n != 1 {
+		t.Errorf("Held(k) with visits yesterday and today, none sent = %d, want 1", n)
+	}
+	flushed(t, st)
+	if n := st.Held([]byte("k")); n != 0 {
+		t.Errorf("Held(k) after a round = %d, want 0", n)
+	}
+	if n := st.Held([]byte("unknown")); n != 0 {
+		t.Errorf("Held(unknown) = %d, want 0", n)
 	}
 }
