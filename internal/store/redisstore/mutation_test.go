@@ -628,9 +628,15 @@ func waitRedisValue(t *testing.T, name, want string) {
 // twice.
 func TestHiBlocksGiveBackAtClose(t *testing.T) {
 	block := uint64(10)
+	var log syncBuffer
+	defer func() {
+		if strings.Contains(log.String(), "give back") {
+			t.Errorf("a Close logged a failure to give numbers back:\n%s", log.String())
+		}
+	}()
 	open := func(prefix string) *Store {
 		t.Helper()
-		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, HiBlock: block})
+		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, HiBlock: block, Log: zerolog.New(&log)})
 		if err != nil {
 			t.Fatal(err)
 		}
