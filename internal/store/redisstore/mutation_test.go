@@ -1032,3 +1032,44 @@ func TestHeldCountsEarlierDaysInMemory(t *testing.T) {
 		t.Errorf("Held(unknown) = %d, want 0", n)
 	}
 }
+
+// TestDaysShowsARoundInFlightOnAnEarlierDay: a batch instance's Days
+// counts the visits of a round Redis has not applied (the round is
+// refused and retried) on the day they were made, after midnight too.
+func TestDaysShowsARoundInFlightOnAnEarlierDay(t *testing.T) {
+	p := startLossyProxy(t, standalone.Addr)
+	clock := storetest.NewClock(time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC))
+	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Now: clock.Now,
+		Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := musts{t}
+	m.c(st.Incr(t.Context(), []byte("k"))) // admitted: the script ran before the proxy blocks
+	p.blocking.Store(true)                 // every script is cut before it reaches Redis
+	flushed := make(chan error, 1)
+	go func() { flushed <- st.Flush() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st.Stats().RoundErrors == 0 {
+		t.Fatal("the round was never refused")
+	}
+	clock.Add(2 * time.Hour)
+	st.Rollover()
+	var d store.Daily
+	for range 20 { // a read may meet a connection the proxy cuts
+		if d, err = st.Days(t.Context(), []byte("k"), 2); err == nil {
+			break
+		}
+	}
+	if err != nil || !slices.Equal(d.Counts, []uint64{1, 0}) {
+		t.Errorf("Days(k, 2) after midnight with yesterday's visit in a refused round = %v, %v; want [1 0]", d.Counts, err)
+	}
+	p.blocking.Store(false)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+}
