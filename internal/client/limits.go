@@ -84,9 +84,10 @@ type LimiterOptions struct {
 // Each part of the table is an open-addressed array of slots with no
 // pointers (see table): a new client allocates nothing, and the garbage
 // collector never scans the table. The buckets are two numbers each
-// under the lock of their part of the table: golang.org/x/time/rate's Limiter, tried first, took 220 ns per
-// visit for the two buckets (its own mutex and time.Time arithmetic each),
-// a fifth of what the rules add to a counted badge (docs/performance.md).
+// under the lock of their part of the table: golang.org/x/time/rate's
+// Limiter, tried first, took 220 ns per visit for the two buckets (its
+// own mutex and time.Time arithmetic each), a fifth of what the rules
+// add to a counted badge (docs/performance.md).
 type Limiter struct {
 	o        LimiterOptions
 	visits   bucketRate
