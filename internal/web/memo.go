@@ -12,24 +12,29 @@ import "visitors/internal/badge"
 // scratch ask for one badge; drawing it was a third of the handler
 // (docs/performance.md).
 //
-// A memo is made only for a query asked for twice in a row, so traffic
-// of many different badges draws each once, as before, and never twice.
+// A memo is made only for a badge drawn twice in a row (the same query,
+// as many digits), so traffic of many different badges, or of two
+// counters of different lengths in turn, draws each once, as before,
+// never twice.
 type badgeMemo struct {
-	query  string  // the raw query of the last badge drawn
+	query  string  // the raw query of svg
 	digits int     // how many digits the count in svg has; 0: no svg
 	svg    []byte  // the badge of query with a count of digits digits
 	at     []int32 // where svg's count digits are, occurrence after occurrence
 	alt    []byte  // the same with other digits, to find them
+
+	lastQuery  string // the last badge drawn, not from the memo
+	lastDigits int    // and its count's digits; 0 if not a plain count
 }
 
 // appendBadge appends b, the badge of raw query q, to dst.
 func (m *badgeMemo) appendBadge(dst []byte, q string, b *badge.Badge) []byte {
 	v := b.Value
-	if !allDigits(v) {
-		m.query, m.digits = q, 0
-		return badge.AppendSVG(dst, b)
+	digits := 0
+	if allDigits(v) {
+		digits = len(v)
 	}
-	if q == m.query && len(v) == m.digits {
+	if digits > 0 && digits == m.digits && q == m.query {
 		start := len(dst)
 		dst = append(dst, m.svg...)
 		out := dst[start:]
@@ -40,19 +45,17 @@ func (m *badgeMemo) appendBadge(dst []byte, q string, b *badge.Badge) []byte {
 	}
 	start := len(dst)
 	dst = badge.AppendSVG(dst, b)
-	if q != m.query { // not asked for just before: drawn once, not kept
-		m.query, m.digits = q, 0
-		return dst
+	if digits > 0 && digits == m.lastDigits && q == m.lastQuery {
+		m.keep(q, dst[start:], b)
 	}
-	m.keep(dst[start:], b)
+	m.lastQuery, m.lastDigits = q, digits
 	return dst
 }
 
-// keep makes svg, the badge b with its count of digits, the memo of
-// m.query: it draws b again with every digit changed and notes where
-// the two differ. If they differ anywhere but in digits of the count,
-// nothing is kept.
-func (m *badgeMemo) keep(svg []byte, b *badge.Badge) {
+// keep makes svg, the badge b of query q, the memo: it draws b again
+// with every digit of its count changed and notes where the two differ.
+// If they differ anywhere but in the count's digits, nothing is kept.
+func (m *badgeMemo) keep(q string, svg []byte, b *badge.Badge) {
 	m.digits = 0
 	v := b.Value
 	var alt [24]byte
@@ -78,7 +81,7 @@ func (m *badgeMemo) keep(svg []byte, b *badge.Badge) {
 		return
 	}
 	m.svg = append(m.svg[:0], svg...)
-	m.digits = len(v)
+	m.query, m.digits = q, len(v)
 }
 
 // allDigits reports whether v is a count of 1 to 20 decimal digits.

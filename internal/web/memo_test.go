@@ -51,6 +51,11 @@ func TestBadgeMemoMatchesAppendSVG(t *testing.T) {
 			check(queries[i%len(queries)], n)
 		}
 	}
+	for i := range 100 { // two counters of different lengths in turn, then one of them again
+		check("", 12345)
+		check("", uint64(i))
+		check("", uint64(i))
+	}
 	for i := range 2000 { // queries in turn, counts that grow
 		check(queries[i%3], uint64(i*i))
 		check(queries[i%3], uint64(i*i))
@@ -82,5 +87,26 @@ func BenchmarkBadgeMemo(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBadgeMemoNotForBadgesInTurn: two counters of different lengths
+// asked for in turn are each drawn once, never twice: no memo is made.
+func TestBadgeMemoNotForBadgesInTurn(t *testing.T) {
+	var memo badgeMemo
+	b := badge.Badge{Label: []byte("visitors"), Color: []byte("#4c1"), LabelColor: []byte("#555")}
+	for i := range 10 {
+		for _, v := range []string{"12345", "7"} {
+			b.Value = []byte(v)
+			memo.appendBadge(nil, "", &b)
+			if memo.digits != 0 {
+				t.Fatalf("round %d: a memo of %d digits was made", i, memo.digits)
+			}
+		}
+	}
+	b.Value = []byte("8")
+	memo.appendBadge(nil, "", &b)
+	if memo.digits != 1 {
+		t.Errorf("the same shape twice in a row: memo of %d digits, want 1", memo.digits)
 	}
 }
