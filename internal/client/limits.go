@@ -58,8 +58,8 @@ func (r *Rate) Set(s string) error {
 }
 
 // DefaultMaxClients is how many clients a [Limiter] remembers by
-// default: 10.5 MB of limiter state at most (64 tables of 4,096 slots of
-// 40 bytes, at most half full: see table).
+// default: 10.5 MB of limiter state at most (64 tables of 4,096 slots, an
+// 8-byte key and a 32-byte entry each, at most half full: see table).
 const DefaultMaxClients = 100_000
 
 // numShards spreads clients over locks, so that requests from different

@@ -32,11 +32,11 @@ func TestTable(t *testing.T) {
 				}
 			}
 			held := 0
-			for _, s := range tb.slots {
-				if s.key != 0 {
+			for _, k := range tb.keys {
+				if k != 0 {
 					held++
-					if _, ok := model[s.key]; !ok {
-						t.Fatalf("seed %d, step %d: key %x held, deleted", seed, step, s.key)
+					if _, ok := model[k]; !ok {
+						t.Fatalf("seed %d, step %d: key %x held, deleted", seed, step, k)
 					}
 				}
 			}
@@ -80,8 +80,8 @@ func TestTable(t *testing.T) {
 				}
 			}
 			check(step)
-			if len(tb.slots) > tb.max {
-				t.Fatalf("seed %d: %d slots, max %d", seed, len(tb.slots), tb.max)
+			if len(tb.keys) > tb.max || len(tb.entries) != len(tb.keys) {
+				t.Fatalf("seed %d: %d keys and %d entries, max %d", seed, len(tb.keys), len(tb.entries), tb.max)
 			}
 		}
 	}
