@@ -487,7 +487,7 @@ func TestEvictIdleFirst(t *testing.T) {
 			}
 			sh, _ := l.shardOf(c[0])
 			for _, a := range c[6:] {
-				if _, k := l.shardOf(a); sh.m[k] == nil {
+				if _, k := l.shardOf(a); sh.t.get(k) == nil {
 					t.Errorf("%v was forgotten", a)
 				}
 			}

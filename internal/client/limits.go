@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/rand/v2"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -57,7 +58,8 @@ func (r *Rate) Set(s string) error {
 }
 
 // DefaultMaxClients is how many clients a [Limiter] remembers by
-// default: about 30 MB of limiter state at most.
+// default: 10.5 MB of limiter state at most (64 tables of 4,096 slots, an
+// 8-byte key and a 32-byte entry each, at most half full: see table).
 const DefaultMaxClients = 100_000
 
 // numShards spreads clients over locks, so that requests from different
@@ -79,10 +81,13 @@ type LimiterOptions struct {
 // it changes nothing), then, if every remembered client is active, some
 // chosen at random. A Limiter may be used concurrently.
 //
-// The buckets are two numbers each under the lock of their part of the
-// table: golang.org/x/time/rate's Limiter, tried first, took 220 ns per
-// visit for the two buckets (its own mutex and time.Time arithmetic each),
-// a fifth of what the rules add to a counted badge (docs/performance.md).
+// Each part of the table is an open-addressed array of slots with no
+// pointers (see table): a new client allocates nothing, and the garbage
+// collector never scans the table. The buckets are two numbers each
+// under the lock of their part of the table: golang.org/x/time/rate's
+// Limiter, tried first, took 220 ns per visit for the two buckets (its
+// own mutex and time.Time arithmetic each), a fifth of what the rules
+// add to a counted badge (docs/performance.md).
 type Limiter struct {
 	o        LimiterOptions
 	visits   bucketRate
@@ -93,12 +98,12 @@ type Limiter struct {
 }
 
 // shard holds its clients by their identity's maphash: one hash picks
-// the shard and keys the map. The seed is random per process, so no
+// the shard and keys the table. The seed is random per process, so no
 // client can aim a collision with another's bucket.
 type shard struct {
-	mu sync.Mutex // guards m
-	m  map[uint64]*entry
-	_  [40]byte // a cache line each
+	mu sync.Mutex // guards t
+	t  table
+	_  [16]byte // a cache line each
 }
 
 // bucketRate is a bucket's refill and size; per is 0 when its rule is off.
@@ -159,7 +164,7 @@ func NewLimiter(o LimiterOptions) *Limiter {
 		l.newKeys = bucketRate{events: o.NewKeys.Events, period: float64(o.NewKeys.Per), size: float64(max(1, int(o.NewKeys.Events)))}
 	}
 	for i := range l.shards {
-		l.shards[i].m = make(map[uint64]*entry)
+		l.shards[i].t = newTable(l.perShard)
 	}
 	return l
 }
@@ -167,6 +172,9 @@ func NewLimiter(o LimiterOptions) *Limiter {
 // shardOf returns id's shard and key in it.
 func (l *Limiter) shardOf(id netip.Addr) (*shard, uint64) {
 	h := maphash.Comparable(l.seed, id)
+	if h == 0 { // 0 marks an empty slot; numShards is in the same shard
+		h = numShards
+	}
 	return &l.shards[h%numShards], h
 }
 
@@ -234,15 +242,13 @@ func (l *Limiter) retry(e *entry, now int64) time.Duration {
 // lookup returns id's entry in sh, making room for it if needed.
 // sh.mu must be held.
 func (l *Limiter) lookup(sh *shard, key uint64, now int64) *entry {
-	if e := sh.m[key]; e != nil {
+	if e := sh.t.get(key); e != nil {
 		return e
 	}
-	if len(sh.m) >= l.perShard {
+	if sh.t.n >= l.perShard {
 		l.evict(sh, now)
 	}
-	e := &entry{visits: bucket{tokens: l.visits.size, last: now}, newKeys: bucket{tokens: l.newKeys.size, last: now}}
-	sh.m[key] = e
-	return e
+	return sh.t.put(key, entry{visits: bucket{tokens: l.visits.size, last: now}, newKeys: bucket{tokens: l.newKeys.size, last: now}})
 }
 
 // idle reports whether e's buckets are full: e is what a new client gets.
@@ -254,22 +260,12 @@ func (l *Limiter) idle(e *entry, now int64) bool {
 // is, an eighth of its clients chosen at random, so that a flood of new
 // clients pays for a sweep once per many arrivals. sh.mu must be held.
 func (l *Limiter) evict(sh *shard, now int64) {
-	n := len(sh.m)
-	for id, e := range sh.m {
-		if l.idle(e, now) {
-			delete(sh.m, id)
-		}
-	}
-	if len(sh.m) < n {
+	n := sh.t.n
+	sh.t.sweep(func(e *entry) bool { return l.idle(e, now) })
+	if sh.t.n < n {
 		return
 	}
-	victims := max(1, l.perShard/8)
-	for id := range sh.m { // map order is random
-		delete(sh.m, id)
-		if victims--; victims == 0 {
-			return
-		}
-	}
+	sh.t.dropFrom(int(rand.Uint64()), max(1, l.perShard/8))
 }
 
 // Len returns how many clients l remembers.
@@ -278,7 +274,7 @@ func (l *Limiter) Len() int {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.t.n
 		sh.mu.Unlock()
 	}
 	return n

@@ -290,7 +290,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	} else {
 		sc.value = badge.AppendCount(sc.value[:0], n, cq.abbreviated)
 		cq.b.Value = sc.value
-		b = badge.AppendSVG(b, &cq.b)
+		b = sc.memo.appendBadge(b, r.URL.RawQuery, &cq.b)
 		setImageHeaders(h)
 	}
 	sc.body = b

@@ -109,6 +109,7 @@ type scratch struct {
 	labelColor []byte
 	logoColor  []byte
 	value      []byte
+	memo       badgeMemo // the last counter badge drawn
 }
 
 // New returns a Server for c. Without c.Rules.Uniques it counts unique

@@ -105,6 +105,21 @@ func (r Result) Median() (med, lo, hi float64) {
 	return med, v[0], v[n-1]
 }
 
+// MedianCPU returns the median of the runs' CPU time per request; 0 if
+// unknown.
+func (r Result) MedianCPU() time.Duration {
+	var v []time.Duration
+	for _, w := range r.Runs {
+		if c := w.CPUPerRequest(); c > 0 {
+			v = append(v, c)
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	return medianDur(v)
+}
+
 // Main runs the loadtest command: "serve" and "attack" are the helpers
 // the harness starts pinned to a core; anything else is a run.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -255,13 +270,17 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 	results := make([]Result, len(procs))
 	for round := range c.Rounds {
 		for i, p := range procs {
+			cpu0, cpuErr := procCPU(p.Cmd.Process.Pid) // taskset execs the server: one pid
 			r, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, c.Duration, script)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p.name, err)
 			}
+			if cpu1, err := procCPU(p.Cmd.Process.Pid); cpuErr == nil && err == nil {
+				r.CPU = cpu1 - cpu0
+			}
 			results[i].Server = p.name
 			results[i].Runs = append(results[i].Runs, r)
-			fmt.Fprintf(log, "loadtest: round %d %-16s %9.0f req/s  p50 %v  p99 %v\n", round+1, p.name, r.RPS, r.P50, r.P99)
+			fmt.Fprintf(log, "loadtest: round %d %-16s %9.0f req/s  p50 %v  p99 %v  CPU %.2f µs/req\n", round+1, p.name, r.RPS, r.P50, r.P99, us(r.CPUPerRequest()))
 		}
 	}
 	if c.RateDuration > 0 {

@@ -78,3 +78,33 @@ func TestConstantRateChargesStalls(t *testing.T) {
 		t.Errorf("p99 = %v after a 300ms stall at 500 req/s, want ≥ 100ms (coordinated omission?)", r.P99)
 	}
 }
+
+// TestProcCPU: the CPU time /proc reports for this process grows as it
+// works, in steps of a clock tick.
+func TestProcCPU(t *testing.T) {
+	before, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for x := 0; ; x++ {
+		if x%1_000_000 == 0 {
+			after, err := procCPU(os.Getpid())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := after - before; d >= 3*clockTick {
+				if d%clockTick != 0 {
+					t.Errorf("CPU time grew by %v, not a whole number of ticks", d)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10s of work, CPU time grew by %v", after-before)
+			}
+		}
+	}
+	if got := (WrkResult{CPU: time.Second, Requests: 1000}).CPUPerRequest(); got != time.Millisecond {
+		t.Errorf("CPUPerRequest() = %v, want 1ms", got)
+	}
+}

@@ -19,14 +19,16 @@ func WriteTable(w io.Writer, c Config, results []Result) error {
 	}
 	fmt.Fprintf(&b, "%d rounds of %v per server, %d connections, GET %s%s (visitors-hi: /hi); servers on CPU %s, load on CPU %s\n\n",
 		c.Rounds, c.Duration, c.Conns, c.Path, clients, c.ServerCPU, c.LoadCPU)
-	b.WriteString("| server | req/s median | min | max | wrk p50 | wrk p99 | constant rate | p50 | p99 | p99.9 | errors |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| server | req/s median | min | max | CPU µs/req | wrk p50 | wrk p99 | constant rate | p50 | p99 | p99.9 | errors |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	med := map[string]float64{}
+	cpu := map[string]time.Duration{}
 	for _, r := range results {
 		m, lo, hi := r.Median()
 		med[r.Server] = m
+		cpu[r.Server] = r.MedianCPU()
 		p50, p99 := medianLatency(r.Runs)
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %s | %s |", r.Server, m, lo, hi, ms(p50), ms(p99))
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.2f | %s | %s |", r.Server, m, lo, hi, us(cpu[r.Server]), ms(p50), ms(p99))
 		if r.Rate != nil {
 			fmt.Fprintf(&b, " %.0f/s | %s | %s | %s | %d |\n", r.Rate.Rate, ms(r.Rate.P50), ms(r.Rate.P99), ms(r.Rate.P999), r.Rate.Errors)
 		} else {
@@ -36,7 +38,13 @@ func WriteTable(w io.Writer, c Config, results []Result) error {
 	b.WriteString("\n")
 	for _, pair := range [][2]string{{"visitors", "classic"}, {"visitors", "bare"}, {"visitors", "visitors-nopgo"}, {"visitors-memory", "visitors"}, {"visitors-sync", "visitors-memory"}, {"visitors", "visitors-memory"}, {"visitors", "visitors-noobs"}, {"visitors", "visitors-nofr"}, {"visitors-nofr", "visitors-noobs"}, {"visitors", "visitors-rules0"}, {"visitors", "visitors-hi"}} {
 		if med[pair[0]] > 0 && med[pair[1]] > 0 {
-			fmt.Fprintf(&b, "- %s / %s = %.2f\n", pair[0], pair[1], med[pair[0]]/med[pair[1]])
+			fmt.Fprintf(&b, "- %s / %s = %.2f", pair[0], pair[1], med[pair[0]]/med[pair[1]])
+			// The same ratio from CPU per request: the requests/s each
+			// would serve with a core of its own.
+			if cpu[pair[0]] > 0 && cpu[pair[1]] > 0 {
+				fmt.Fprintf(&b, " (from CPU per request: %.2f)", float64(cpu[pair[1]])/float64(cpu[pair[0]]))
+			}
+			b.WriteString("\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -60,6 +68,9 @@ func medianDur(v []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+// us returns d in microseconds.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // WriteSVG writes a bar chart of median req/s per server, with the
 // min–max range as a whisker.

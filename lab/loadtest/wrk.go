@@ -3,6 +3,7 @@ package loadtest
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -14,6 +15,46 @@ type WrkResult struct {
 	RPS      float64
 	P50, P99 time.Duration
 	Requests int64
+	// CPU is the server's own CPU time (user and system) during the run;
+	// 0 if unknown. CPU per request is what the server costs whatever
+	// its neighbours on a shared machine leave it: req/s is not.
+	CPU time.Duration
+}
+
+// CPUPerRequest returns the server's CPU time per request of the run, or
+// 0 if unknown.
+func (r WrkResult) CPUPerRequest() time.Duration {
+	if r.CPU == 0 || r.Requests == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Requests)
+}
+
+// clockTick is the unit of utime and stime in /proc/PID/stat: USER_HZ,
+// 100 on Linux.
+const clockTick = 10 * time.Millisecond
+
+// procCPU returns the user and system CPU time process pid has used, all
+// its threads, from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// the fields after it start at state, field 3; utime and stime are
+	// fields 14 and 15.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
 }
 
 // runWrk drives url with wrk, one thread and conns connections, for d,

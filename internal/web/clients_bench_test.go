@@ -1,0 +1,133 @@
+package web
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"visitors/internal/client"
+	"visitors/internal/unique"
+	"visitors/internal/webtest"
+)
+
+// numBenchClients is how many client addresses the distinct-client
+// benchmarks cycle through: as many as the load test's -clients script,
+// more than the limiter remembers (client.DefaultMaxClients), so the
+// limiter's table is full and turns over as in that scenario.
+const numBenchClients = 1 << 17
+
+// benchClients returns the X-Forwarded-For values of numBenchClients
+// clients, 1.0.0.1 up, as the load test's script names them; each is
+// set as a header's value without allocating.
+func benchClients() [][]string {
+	xff := make([][]string, numBenchClients)
+	for k := range xff {
+		a := 1<<24 + k + 1
+		xff[k] = []string{fmt.Sprintf("%d.%d.%d.%d", a>>24&255, a>>16&255, a>>8&255, a&255)}
+	}
+	return xff
+}
+
+// withClientRules gives s the rules of the load test's servers for
+// -clients: loopback trusted as the proxy, and either every default
+// rule (rules) or every rule off and unique visitors not counted, as
+// visitors-rules0 runs.
+func withClientRules(tb testing.TB, s *Server, rules bool) {
+	tb.Helper()
+	withDefaultRules(tb, s)
+	var p client.Proxies
+	if err := p.Set("127.0.0.1"); err != nil {
+		tb.Fatal(err)
+	}
+	s.rules.Trusted = &p
+	if rules {
+		return
+	}
+	s.rules.Limiter, s.rules.Bots = nil, nil
+	u, err := unique.New(unique.Options{Off: true, Now: s.now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { u.Close() })
+	s.uniques = u
+}
+
+// BenchmarkCounterClients serves a counting badge to a new client on
+// every request, through a trusted proxy, as the load test's -clients
+// scenario does: the limiter meets a new client each time and its table
+// turns over, and each request is a new unique visitor. A round of every
+// client comes first, untimed: the table is full from the start. rules=false is
+// visitors-rules0. Compare with benchstat -col /rules.
+func BenchmarkCounterClients(b *testing.B) {
+	xff := benchClients()
+	for _, rules := range []bool{false, true} {
+		b.Run(fmt.Sprintf("rules=%v", rules), func(b *testing.B) {
+			s, _ := mustServerObserved(b, nil, true)
+			withClientRules(b, s, rules)
+			mustFlightRecorder(b)
+			r := httptest.NewRequest("GET", "/counter/load.svg", nil)
+			r.RemoteAddr = "127.0.0.1:40000"
+			r.Header.Set("User-Agent", benchUA)
+			w := webtest.NewResponseWriter()
+			// One round of every client first: the limiter's table is
+			// full and turning over, as in the load test past its first
+			// seconds.
+			for _, a := range xff {
+				r.Header["X-Forwarded-For"] = a
+				w.Reset()
+				s.ServeHTTP(w, r)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r.Header["X-Forwarded-For"] = xff[i%numBenchClients]
+				i++
+				w.Reset()
+				s.ServeHTTP(w, r)
+			}
+			if w.Code != 200 {
+				b.Fatalf("GET /counter/load.svg = %d", w.Code)
+			}
+		})
+	}
+}
+
+// BenchmarkCounterClientsParallel is the RunParallel twin of
+// BenchmarkCounterClients.
+func BenchmarkCounterClientsParallel(b *testing.B) {
+	xff := benchClients()
+	for _, rules := range []bool{false, true} {
+		b.Run(fmt.Sprintf("rules=%v", rules), func(b *testing.B) {
+			s, _ := mustServerObserved(b, nil, true)
+			withClientRules(b, s, rules)
+			mustFlightRecorder(b)
+			r := httptest.NewRequest("GET", "/counter/load.svg", nil)
+			r.RemoteAddr = "127.0.0.1:40000"
+			r.Header.Set("User-Agent", benchUA)
+			w := webtest.NewResponseWriter()
+			for _, a := range xff { // as in BenchmarkCounterClients
+				r.Header["X-Forwarded-For"] = a
+				w.Reset()
+				s.ServeHTTP(w, r)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				r := httptest.NewRequest("GET", "/counter/load.svg", nil)
+				r.RemoteAddr = "127.0.0.1:40000"
+				r.Header.Set("User-Agent", benchUA)
+				w := webtest.NewResponseWriter()
+				for pb.Next() {
+					r.Header["X-Forwarded-For"] = xff[next.Add(1)%numBenchClients]
+					w.Reset()
+					s.ServeHTTP(w, r)
+				}
+				if w.Code != 200 && w.Code != 0 {
+					b.Errorf("GET /counter/load.svg = %d", w.Code)
+				}
+			})
+		})
+	}
+}
