@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 	"visitors/internal/store/tally"
 )
 
@@ -134,33 +134,14 @@ func TestPutTokenBounds(t *testing.T) {
 	}
 }
 
-// withFileSizeLimit runs f while no file of the process may grow past
-// limit bytes (RLIMIT_FSIZE: a write past it fails with EFBIG; Go ignores
-// SIGXFSZ): a disk that fills up, for this process alone.
-func withFileSizeLimit(t *testing.T, limit uint64, f func()) {
-	t.Helper()
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	lim := old
-	lim.Cur = limit
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	f()
-}
-
 // TestImportSpoolFailureIsNotABadDump: a dump the online import cannot
 // spool (the disk is full) is refused as the store's failure, not as a
 // bad dump (store.ErrInvalidDump, which the API answers 400), and
 // changes nothing.
 func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
+	if !storetest.OwnProcess(t) {
+		return
+	}
 	s := mustOpen(t, Options{Dir: t.TempDir()})
 	defer mustClose(t, s)
 	mustIncr(t, s, []byte("kept"))
@@ -177,7 +158,7 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 	}
 	dump.WriteString("]}")
 	var err error
-	withFileSizeLimit(t, 64<<10, func() {
+	storetest.WithFileSizeLimit(t, 64<<10, func() {
 		err = s.Import(ctx, strings.NewReader(dump.String()), true)
 	})
 	if err == nil || errors.Is(err, store.ErrInvalidDump) || !strings.Contains(err.Error(), "spool") {
@@ -367,9 +348,12 @@ func TestLogIsPreallocated(t *testing.T) {
 // without the log, as cmd/visitors' disk-full test shows) refuses to
 // start, saying so, and gives back the room the log took.
 func TestLogThatCannotBePreparedGivesItsRoomBack(t *testing.T) {
+	if !storetest.OwnProcess(t) {
+		return
+	}
 	dir := t.TempDir()
 	var err error
-	withFileSizeLimit(t, uint64(logSize/4), func() {
+	storetest.WithFileSizeLimit(t, uint64(logSize/4), func() {
 		var s *Store
 		if s, err = Open(Options{Dir: dir, Durability: store.Sync}); err == nil {
 			s.Close()
@@ -389,6 +373,9 @@ func TestLogThatCannotBePreparedGivesItsRoomBack(t *testing.T) {
 // disk is full), the import fails, naming the log, and changes nothing:
 // the visits are still there for the next start.
 func TestOfflineImportFailsWhenTheLogCannotBeApplied(t *testing.T) {
+	if !storetest.OwnProcess(t) {
+		return
+	}
 	s := openSyncLogOnly(t, t.TempDir())
 	for i := range 2000 {
 		mustIncr(t, s, fmt.Appendf(nil, "key-%04d", i))
@@ -400,7 +387,7 @@ func TestOfflineImportFailsWhenTheLogCannotBeApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"x","total":1}]}`
-	withFileSizeLimit(t, uint64(fi.Size()), func() {
+	storetest.WithFileSizeLimit(t, uint64(fi.Size()), func() {
 		err = Import(crashed, strings.NewReader(dump), false)
 	})
 	if err == nil || !strings.Contains(err.Error(), LogName) {

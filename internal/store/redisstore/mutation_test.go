@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -403,40 +402,21 @@ func TestRedisDownIsLoggedOncePerOutage(t *testing.T) {
 	}
 }
 
-// withFileSizeLimit runs f while no file of the process may grow past
-// limit bytes (RLIMIT_FSIZE: a write past it fails with EFBIG; Go ignores
-// SIGXFSZ): a disk that fills up, for this process alone.
-func withFileSizeLimit(t *testing.T, limit uint64, f func()) {
-	t.Helper()
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	lim := old
-	lim.Cur = limit
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	f()
-}
-
 // TestImportSpoolFailureIsNotABadDump: a dump that cannot be spooled (the
 // disk is full) is refused as the store's failure, not as a bad dump
 // (store.ErrInvalidDump, which the API answers 400), and changes
 // nothing; offline and online.
 func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
+	if !storetest.OwnProcess(t) {
+		return
+	}
 	prefix := prefixOf(t.TempDir())
 	st := instance(t, "standalone", prefix, store.Sync)
 	m := musts{t}
 	m.c(st.Incr(t.Context(), []byte("kept")))
 	dump := dumpOf(5000, 9) // about 150 KB
 	var offline, online error
-	withFileSizeLimit(t, 64<<10, func() {
+	storetest.WithFileSizeLimit(t, 64<<10, func() {
 		offline = Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump), true, t.TempDir(), time.Now())
 		online = st.Import(t.Context(), strings.NewReader(dump), true)
 	})
