@@ -113,6 +113,30 @@ func TestScriptRepliesKeepLargeCountsExact(t *testing.T) {
 				if got := m.c(b.Get(ctx, k)); got != (store.Counts{Total: store.MaxTotal - 1, Today: 4}) {
 					t.Errorf("Get through another instance = %+v, want total MaxTotal-1, today 4", got)
 				}
+
+				// A round that adds nothing still answers the counts it
+				// read: to a counter Set through another instance after
+				// the visit was counted (batch: the round's generation is
+				// stale), and to a locked one.
+				k = []byte("stale")
+				m.c(b.Incr(ctx, k))
+				if got := m.c(a.Set(ctx, k, 1<<53+1)); got != (store.Counts{Total: 1<<53 + 1}) {
+					t.Errorf("Set(2^53+1) = %+v, want total 2^53+1", got)
+				}
+				flushed(t, b)
+				if got := m.c(b.Get(ctx, k)); got != (store.Counts{Total: 1<<53 + 1}) {
+					t.Errorf("Get through an instance whose visit a Set(2^53+1) elsewhere overrode = %+v, want total 2^53+1", got)
+				}
+				k = []byte("locked")
+				m.c(a.Set(ctx, k, store.MaxTotal-1))
+				m.c(a.Lock(ctx, k, true))
+				if got := m.c(b.Incr(ctx, k)); got != (store.Counts{Total: store.MaxTotal - 1, Locked: true}) {
+					t.Errorf("Incr of a locked counter at MaxTotal-1 = %+v, want total MaxTotal-1, locked", got)
+				}
+				flushed(t, b)
+				if got := m.c(b.Incr(ctx, k)); got != (store.Counts{Total: store.MaxTotal - 1, Locked: true}) {
+					t.Errorf("Incr of a locked counter at MaxTotal-1, past a round = %+v, want total MaxTotal-1, locked", got)
+				}
 			})
 		}
 	}
