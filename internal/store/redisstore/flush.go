@@ -449,7 +449,9 @@ const (
 )
 
 // take applies one group's answer to its entries, and adds to readmit
-// the keys the round made again after a Delete.
+// the keys the round made again after a Delete. The script answers the
+// counts and generations as decimal strings, never Lua numbers (doubles,
+// exact only to 2^53), which AsIntSlice parsed exactly into vals.
 func (s *Store) take(g *group, vals []int64, today store.Day, fresh uint64, readmit []string) ([]string, error) {
 	// Check the shape first: an entry is changed only if all fit.
 	need := 0

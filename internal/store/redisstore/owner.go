@@ -81,7 +81,7 @@ func (s *Store) ownerScriptArg(key []byte, today store.Day, op, n, gen string) s
 			strconv.FormatUint(store.MaxTotal, 10), strconv.FormatUint(store.MaxDay, 10)}}
 }
 
-// runOwner runs one owner script and reads its {total, today, locked}.
+// runOwner runs one owner script and reads its {total, today, locked}, counts as exact decimals.
 func (s *Store) runOwner(ctx context.Context, sc script) (store.Counts, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ func (s suite) runOwner(t *testing.T) {
 	t.Run("SetStartsOver", s.setStartsOver)
 	t.Run("SetHostileKeys", s.setHostileKeys)
 	t.Run("SetLimits", s.setLimits)
+	t.Run("LargeTotalsExact", s.largeTotalsExact)
 	t.Run("LockFreezes", s.lockFreezes)
 	t.Run("DeleteRemoves", s.deleteRemoves)
 	t.Run("DeleteFreesSlot", s.deleteFreesSlot)
@@ -573,6 +575,76 @@ func (s suite) setLimits(t *testing.T) {
 	}
 	if st.Keys() != 2 {
 		t.Errorf("Keys() = %d, want 2", st.Keys())
+	}
+}
+
+// largeTotalsExact sets totals past 2^53, where a double is no longer
+// exact (Redis's Lua scripts count in doubles), up to just below
+// MaxTotal, and visits them: every answer, Get, List, Days and a reopen
+// give the exact totals; and Add reaches MaxTotal exactly.
+func (s suite) largeTotalsExact(t *testing.T) {
+	clock := NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	c := Config{Dir: t.TempDir(), Now: clock.Now}
+	st := s.open(t, c)
+	totals := map[string]uint64{"big/2^53+1": 1<<53 + 1, "big/2^62-1": store.MaxTotal - 1, "big/2^62-3": store.MaxTotal - 3}
+	keys := slices.Sorted(maps.Keys(totals))
+	for _, k := range keys {
+		want := totals[k]
+		if got := mustSet(t, st, []byte(k), want); got != (store.Counts{Total: want}) {
+			t.Errorf("Set(%s, %d) = %+v, want total %d", k, want, got, want)
+		}
+		if got := mustIncr(t, st, []byte(k)); got != (store.Counts{Total: want + 1, Today: 1}) {
+			t.Errorf("Incr(%s) after Set(%d) = %+v, want total %d, today 1", k, want, got, want+1)
+		}
+		flush(t, st)
+		if got := mustIncr(t, st, []byte(k)); got != (store.Counts{Total: want + 2, Today: 2}) {
+			t.Errorf("second Incr(%s) after Set(%d), past a flush = %+v, want total %d, today 2", k, want, got, want+2)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, k := range keys {
+			want := store.Counts{Total: totals[k] + 2, Today: 2}
+			if got := mustGet(t, st, []byte(k)); got != want {
+				t.Errorf("%s: Get(%s) = %+v, want %+v", when, k, got, want)
+			}
+			if d := mustDays(t, st, []byte(k), 2); d.Counts[0] != 0 || d.Counts[1] != 2 {
+				t.Errorf("%s: Days(%s, 2) = %v, want [0 2]", when, k, d.Counts)
+			}
+		}
+		es := mustList(t, st, []byte("big/"), nil, 10)
+		if len(es) != len(keys) {
+			t.Fatalf("%s: List(big/) = %d entries, want %d", when, len(es), len(keys))
+		}
+		for i, e := range es {
+			if want := (store.Counts{Total: totals[keys[i]] + 2, Today: 2}); string(e.Key) != keys[i] || e.Counts != want {
+				t.Errorf("%s: List(big/)[%d] = %q %+v, want %q %+v", when, i, e.Key, e.Counts, keys[i], want)
+			}
+		}
+	}
+	check("before reopening")
+	flush(t, st)
+	st = s.reopen(t, st, c)
+	defer func() { mustClose(t, st) }()
+	check("after reopening")
+	// 2^62-3 and two visits is 2^62-1: Add reaches MaxTotal exactly,
+	// and not past it.
+	k := []byte("big/2^62-3")
+	if got := mustAdd(t, st, k, 1); got != (store.Counts{Total: store.MaxTotal, Today: 3}) {
+		t.Errorf("Add(%s, 1) at MaxTotal-1 = %+v, want total MaxTotal, today 3", k, got)
+	}
+	if _, err := st.Add(ctx, k, 1); !errors.Is(err, store.ErrRange) {
+		t.Errorf("Add(%s, 1) at MaxTotal = %v, want ErrRange", k, err)
+	}
+	if got := mustAdd(t, st, k, -2); got != (store.Counts{Total: store.MaxTotal - 2, Today: 1}) {
+		t.Errorf("Add(%s, -2) at MaxTotal = %+v, want total MaxTotal-2, today 1", k, got)
+	}
+	if got := mustIncr(t, st, k); got != (store.Counts{Total: store.MaxTotal - 1, Today: 2}) {
+		t.Errorf("Incr(%s) after Add(-2) = %+v, want total MaxTotal-1, today 2", k, got)
+	}
+	flush(t, st)
+	if got := mustGet(t, st, k); got != (store.Counts{Total: store.MaxTotal - 1, Today: 2}) {
+		t.Errorf("Get(%s) after the Adds and a visit = %+v, want total MaxTotal-1, today 2", k, got)
 	}
 }
 

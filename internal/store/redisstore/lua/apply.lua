@@ -16,8 +16,29 @@
 -- counter, the total, today's count, each earlier day's count, the
 -- generation, and flags: 1 locked, 2 the counter exists, 4 this round
 -- created it, 8 the generation did not match.
-local seq = tonumber(ARGV[1])
-local fresh = tonumber(redis.call('GET', KEYS[1]) or '0') < seq
+--
+-- Lua's numbers are doubles, exact only to 2^53, and an owner may set a
+-- total up to 2^62, so no count is added or compared as a Lua number:
+-- Redis adds (INCRBY, exact in 64 bits), and the answer carries a count
+-- past 2^53 as GET reads it, a decimal string the store parses; the
+-- sequence numbers are compared as decimal strings. Only the deltas are
+-- Lua numbers: one round's visits, far below 2^53.
+local function more(a, b) -- the decimal a is larger than the decimal b
+  return #a > #b or (#a == #b and a > b)
+end
+-- incrby adds d to the count at name and returns the count exactly:
+-- INCRBY's answer, a double, if it is below 2^53 (rounding keeps a
+-- count past 2^53 at or above 2^53, so one below it is exact), else the
+-- decimal string GET reads. Most answers need no GET, so a round costs
+-- what it did.
+local function incrby(name, d)
+  local n = redis.call('INCRBY', name, d)
+  if n < 9007199254740992 then
+    return n
+  end
+  return redis.call('GET', name)
+end
+local fresh = more(ARGV[1], redis.call('GET', KEYS[1]) or '0')
 if fresh then
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 end
@@ -39,37 +60,38 @@ while k <= #KEYS do
   for i = 1, n do
     local d = tonumber(ARGV[a])
     if land then
-      days[i] = redis.call('INCRBY', KEYS[k], d)
+      days[i] = incrby(KEYS[k], d)
       redis.call('EXPIREAT', KEYS[k], ARGV[a + 1])
     else
-      days[i] = tonumber(redis.call('GET', KEYS[k]) or '0')
+      days[i] = redis.call('GET', KEYS[k]) or '0'
     end
     sum = sum + d
     k, a = k + 1, a + 2
   end
-  local total, today
+  local total
   local created = false
   if land and sum > 0 then
-    total = redis.call('INCRBY', tk, sum)
+    total = incrby(tk, sum)
     if not existed then
       created = true
       redis.call('PERSIST', gk) -- a tombstone becomes the live generation
     end
   else
-    total = tonumber(redis.call('GET', tk) or '0')
+    total = redis.call('GET', tk) or '0'
   end
+  local today
   if land and todayDelta > 0 then
-    today = redis.call('INCRBY', dk, todayDelta)
+    today = incrby(dk, todayDelta)
     redis.call('EXPIREAT', dk, ARGV[3])
   else
-    today = tonumber(redis.call('GET', dk) or '0')
+    today = redis.call('GET', dk) or '0'
   end
   out[#out + 1] = total
   out[#out + 1] = today
   for i = 1, n do
     out[#out + 1] = days[i]
   end
-  out[#out + 1] = tonumber(gen)
+  out[#out + 1] = gen
   local flags = 0
   if locked then flags = flags + 1 end
   if existed or created then flags = flags + 2 end

@@ -17,7 +17,10 @@
 -- counted before it still add; a negative one deletes the other days. It
 -- creates the counter if needed, and returns {-1, 0, 0}, changing
 -- nothing, if a total or day would pass its most. All four return
--- {total, today, locked}. del deletes the counter,
+-- {total, today, locked}, the counts as Redis's decimal strings: Lua's
+-- numbers are doubles, exact only to 2^53, and a total may be up to
+-- 2^62, so no count is ever a Lua number here (INCRBY's answer, a
+-- double, is only tested for its sign). del deletes the counter,
 -- its days and lock, keeps the new generation as a tombstone, and
 -- returns {existed}.
 local op = ARGV[1]
@@ -96,5 +99,4 @@ else
     redis.call('DEL', KEYS[3])
   end
 end
-return {tonumber(redis.call('GET', KEYS[1]) or '0'), tonumber(redis.call('GET', KEYS[4]) or '0'),
-  redis.call('EXISTS', KEYS[3])}
+return {redis.call('GET', KEYS[1]) or '0', redis.call('GET', KEYS[4]) or '0', redis.call('EXISTS', KEYS[3])}

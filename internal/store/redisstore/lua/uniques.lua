@@ -9,7 +9,9 @@
 -- A counter whose total does not exist (deleted, and not made again by
 -- a round since) gets none: its visitors were counted before the
 -- Delete. PFADD is idempotent, so a round sent again changes nothing.
--- It returns, per counter and day, PFCOUNT of the HyperLogLog.
+-- It returns, per counter and day, PFCOUNT of the HyperLogLog: a Lua
+-- number, exact below 2^53, which a day's unique visitors never near
+-- (visits alone never do; an owner's Set and Add add none).
 local out = {}
 local a = 1
 for k = 1, #KEYS, 2 do
