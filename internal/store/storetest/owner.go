@@ -218,42 +218,7 @@ func (s suite) addRacesVisits(t *testing.T) {
 	mustSet(t, st, key, 1_000_000) // far from 0: no clamp
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	visits := 0
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := st.Incr(ctx, key); err != nil {
-					t.Errorf("Incr: %v", err)
-					return
-				}
-				mu.Lock()
-				visits++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if f, ok := st.(Flusher); ok {
-				if err := f.Flush(); err != nil {
-					t.Errorf("Flush: %v", err)
-					return
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	})
+	visits := visitAndFlush(t, st, key, stop, &wg)
 	var sum int64
 	for i := range 40 {
 		n := int64(i%5*7) - 10
@@ -264,9 +229,9 @@ func (s suite) addRacesVisits(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	flush(t, st)
-	want := uint64(1_000_000+sum) + uint64(visits)
+	want := uint64(1_000_000+sum) + uint64(visits.Load())
 	if got := mustGet(t, st, key); got.Total != want {
-		t.Errorf("Get = %+v, want total %d (%d visits, adds of %d)", got, want, visits, sum)
+		t.Errorf("Get = %+v, want total %d (%d visits, adds of %d)", got, want, visits.Load(), sum)
 	}
 	st = s.reopen(t, st, c)
 	defer mustClose(t, st)
@@ -772,37 +737,7 @@ func (s suite) deleteRacesVisits(t *testing.T) {
 	key := []byte("raced")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := st.Incr(ctx, key); err != nil {
-					t.Errorf("Incr: %v", err)
-					return
-				}
-			}
-		})
-	}
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if f, ok := st.(Flusher); ok {
-				if err := f.Flush(); err != nil {
-					t.Errorf("Flush: %v", err)
-					return
-				}
-			}
-			time.Sleep(time.Millisecond)
-		}
-	})
+	visitAndFlush(t, st, key, stop, &wg)
 	for range 20 {
 		time.Sleep(2 * time.Millisecond)
 		if _, err := st.Delete(ctx, key); err != nil {
@@ -966,4 +901,44 @@ func (s suite) tokens(t *testing.T) {
 	if es := mustList(t, st, nil, nil, 10); len(es) != 0 {
 		t.Errorf("List = %v with only tokens stored, want none", es)
 	}
+}
+
+// visitAndFlush starts four goroutines that visit key and one that
+// flushes st every millisecond, until stop is closed; wg waits for them.
+// It returns the number of visits counted, to read after wg.Wait.
+func visitAndFlush(t *testing.T, st store.Store, key []byte, stop <-chan struct{}, wg *sync.WaitGroup) *atomic.Int64 {
+	var visits atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := st.Incr(ctx, key); err != nil {
+					t.Errorf("Incr: %v", err)
+					return
+				}
+				visits.Add(1)
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if f, ok := st.(Flusher); ok {
+				if err := f.Flush(); err != nil {
+					t.Errorf("Flush: %v", err)
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	return &visits
 }
