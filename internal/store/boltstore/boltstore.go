@@ -753,7 +753,7 @@ func (s *Store) syncRecord(l *wal, f *flight) {
 		err = (*fault)()
 	}
 	if err == nil {
-		err = datasync(l.f)
+		err = l.sync()
 	}
 	f.took, f.err = time.Since(f.start), err
 	if err == nil {

@@ -59,6 +59,11 @@ var logSize int64 = 4 << 20
 
 const logHeader = 24
 
+// useAIO makes the log sync through Linux AIO where the kernel offers it
+// (aioSync); false: a blocking fdatasync. VISITORS_LOG_AIO=0 turns it
+// off, to compare the two.
+var useAIO = os.Getenv("VISITORS_LOG_AIO") != "0"
+
 var (
 	keyLogID  = []byte("log-id")
 	keyLogSeq = []byte("log-seq")
@@ -90,6 +95,8 @@ type wal struct {
 	cur     *flight      // the one being built
 	queue   chan *flight // to the syncer; closed when the flusher stops
 	landed  chan *flight // back from the syncer, once synced or failed
+
+	aio *aioSync // syncs the log without holding a P; nil: fdatasync
 }
 
 // flight is one record on its way to the disk.
@@ -330,8 +337,12 @@ func openLog(dir string, id, seq uint64) (*wal, error) {
 		f.Close()
 		return nil, fmt.Errorf("prepare %s: %w", path, err)
 	}
-	return &wal{f: f, path: path, id: id, seq: seq, applied: seq,
-		queue: make(chan *flight, 1), landed: make(chan *flight, 1)}, nil
+	l := &wal{f: f, path: path, id: id, seq: seq, applied: seq,
+		queue: make(chan *flight, 1), landed: make(chan *flight, 1)}
+	if useAIO {
+		l.aio, _ = newAIOSync(f) // none: fdatasync
+	}
+	return l, nil
 }
 
 func preallocate(f *os.File, from, to int64) error {
@@ -427,7 +438,23 @@ func (l *wal) reset() {
 	l.applied, l.off, l.broken = l.seq, 0, nil
 }
 
-func (l *wal) close() error { return l.f.Close() }
+// sync makes the records written so far durable.
+func (l *wal) sync() error {
+	if l.aio != nil {
+		return l.aio.sync(l.f)
+	}
+	return datasync(l.f)
+}
+
+func (l *wal) close() error {
+	if l.aio != nil {
+		if err := l.aio.close(); err != nil {
+			l.f.Close()
+			return err
+		}
+	}
+	return l.f.Close()
+}
 
 // logPending reads the log in dir for a check: how many records and
 // visits' keys the file in db has not applied. It writes nothing.

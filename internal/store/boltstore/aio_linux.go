@@ -1,0 +1,145 @@
+//go:build linux
+
+package boltstore
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// aioSync makes a file's written data durable as fdatasync does, through
+// Linux AIO (io_submit of IOCB_CMD_FDSYNC), so that the goroutine waiting
+// for the disk parks instead of holding its processor in a system call.
+//
+// A blocking fdatasync keeps the calling thread's P until sysmon takes it
+// back, which it does only after 20 µs and, when it has found nothing to
+// do for a while, up to 10 ms later: a server on one core (GOMAXPROCS=1)
+// runs nothing while the log's record reaches the disk. With AIO the
+// kernel runs the sync in a worker and signals an eventfd on completion;
+// the flusher reads the eventfd through the runtime's netpoller, so the
+// handlers of the next pass run meanwhile. The answer still waits for the
+// sync's result: the promise (docs/durability.md) does not change.
+//
+// One sync is in flight at a time (the flusher, or the syncer, is the only
+// caller). Where AIO is not available (an older kernel, a sandbox) or
+// fails to submit, sync falls back to fdatasync, for good.
+type aioSync struct {
+	ctx  uintptr  // aio_context_t
+	done *os.File // the eventfd, non-blocking, in the netpoller
+	cb   aioCB
+	cbs  [1]*aioCB
+	ev   [1]aioEvent
+	buf  [8]byte
+	off  atomic.Bool // AIO refused: fdatasync from now on
+}
+
+// aioCB is the kernel's struct iocb (linux/aio_abi.h), little-endian.
+type aioCB struct {
+	data      uint64
+	key       uint32
+	rwFlags   uint32
+	opcode    uint16
+	reqprio   int16
+	fd        uint32
+	buf       uint64
+	nbytes    uint64
+	offset    int64
+	reserved2 uint64
+	flags     uint32
+	resfd     uint32
+}
+
+// aioEvent is the kernel's struct io_event.
+type aioEvent struct {
+	data uint64
+	obj  uint64
+	res  int64
+	res2 int64
+}
+
+const (
+	iocbCmdFdsync = 3
+	iocbFlagResfd = 1 << 0
+)
+
+// newAIOSync prepares AIO syncs of f, or returns an error if the kernel
+// offers none (the caller then uses fdatasync).
+func newAIOSync(f *os.File) (*aioSync, error) {
+	a := &aioSync{}
+	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, 1, uintptr(unsafe.Pointer(&a.ctx)), 0); e != 0 {
+		return nil, fmt.Errorf("io_setup: %w", e)
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Syscall(unix.SYS_IO_DESTROY, a.ctx, 0, 0)
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	a.done = os.NewFile(uintptr(efd), "aio-eventfd")
+	a.cb = aioCB{opcode: iocbCmdFdsync, fd: uint32(f.Fd()), flags: iocbFlagResfd, resfd: uint32(efd)}
+	a.cbs[0] = &a.cb
+	return a, nil
+}
+
+// sync makes f's data durable; f is the file newAIOSync was given.
+func (a *aioSync) sync(f *os.File) error {
+	if a.off.Load() {
+		return datasync(f)
+	}
+	n, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, a.ctx, 1, uintptr(unsafe.Pointer(&a.cbs[0])))
+	if e != 0 || n != 1 {
+		// EINVAL: a kernel or file system without AIO fsync. Nothing
+		// was submitted: fdatasync does the work, now and from now on.
+		a.off.Store(true)
+		return datasync(f)
+	}
+	// Wait for the completion, parked in the netpoller. A read error
+	// here would leave the sync's outcome unknown: reap it blocking.
+	_, err := a.done.Read(a.buf[:])
+	return a.reap(err == nil)
+}
+
+// reap collects the one completion in flight and returns its result;
+// signalled says the eventfd announced it, else it waits for it.
+func (a *aioSync) reap(signalled bool) error {
+	var ts *unix.Timespec
+	if signalled {
+		ts = &unix.Timespec{} // the event is there: do not wait
+	}
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 1, 1,
+			uintptr(unsafe.Pointer(&a.ev[0])), uintptr(unsafe.Pointer(ts)), 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return fmt.Errorf("io_getevents: %w", e)
+		}
+		if n == 0 {
+			ts = nil // not there yet: wait for it
+			continue
+		}
+		return eventErr(a.ev[0])
+	}
+}
+
+// eventErr is a completed sync's result: res is 0 or a negated errno.
+func eventErr(ev aioEvent) error {
+	if ev.res < 0 {
+		return fmt.Errorf("fdatasync (aio): %w", unix.Errno(-ev.res))
+	}
+	return nil
+}
+
+// close waits for any sync in flight and frees the context.
+func (a *aioSync) close() error {
+	_, _, e := unix.Syscall(unix.SYS_IO_DESTROY, a.ctx, 0, 0)
+	cerr := a.done.Close()
+	if e != 0 {
+		return fmt.Errorf("io_destroy: %w", e)
+	}
+	return cerr
+}
