@@ -650,3 +650,81 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTodayLagsAtMostAShare: Today reads every change of a key with
+// fewer than staleShare visitors at once, and beyond that serves its last
+// estimate until more than 1/staleShare of it has been added: it never
+// lags the sketch by more, and computes the estimate again past it.
+func TestTodayLagsAtMostAShare(t *testing.T) {
+	c := mustCounter(t, Options{Now: func() time.Time { return day0 }})
+	key := []byte("k")
+	ref := hyperloglog.New14() // the same visitors, estimated every time
+	add := func(i int) {
+		v := c.Hash(addr(i), "ua", day0)
+		c.Add(key, v, day0)
+		ref.InsertHash(v)
+	}
+	i := 0
+	for ; i < staleShare; i++ {
+		add(i)
+		if got, want := c.Today(key, day0), ref.Estimate(); got != want {
+			t.Fatalf("after %d visitors Today = %d, want the sketch's %d at once", i+1, got, want)
+		}
+	}
+	for ; i < 20_000; i++ {
+		add(i)
+	}
+	est := c.Today(key, day0)
+	if want := ref.Estimate(); est != want {
+		t.Fatalf("Today = %d, want %d", est, want)
+	}
+	share := int(est / staleShare)
+	for range share {
+		add(i)
+		i++
+	}
+	if got := c.Today(key, day0); got != est {
+		t.Errorf("after %d more visitors (1/%d of %d) Today = %d, want the last estimate %d", share, staleShare, est, got, est)
+	}
+	if ref.Estimate() == est {
+		t.Log("the sketch's estimate did not move: the lag is not shown")
+	}
+	add(i)
+	if got, want := c.Today(key, day0), ref.Estimate(); got != want {
+		t.Errorf("after %d more visitors Today = %d, want the sketch's %d", share+1, got, want)
+	}
+}
+
+// BenchmarkTodayWhileCounting: a JSON read of a counter with 20,000
+// unique visitors today, each read after a new visitor.
+func BenchmarkTodayWhileCounting(b *testing.B) {
+	c := mustCounter(b, Options{Now: func() time.Time { return day0 }})
+	key := []byte("k")
+	for i := range 20_000 {
+		visit(c, "k", i, "ua", day0)
+	}
+	b.ReportAllocs()
+	i := 20_000
+	for b.Loop() {
+		visit(c, "k", i, "ua", day0)
+		c.Today(key, day0)
+		i++
+	}
+}
+
+func BenchmarkTodayWhileCountingParallel(b *testing.B) {
+	c := mustCounter(b, Options{Now: func() time.Time { return day0 }})
+	key := []byte("k")
+	for i := range 20_000 {
+		visit(c, "k", i, "ua", day0)
+	}
+	var next atomic.Int64
+	next.Store(20_000)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			visit(c, "k", int(next.Add(1)), "ua", day0)
+			c.Today(key, day0)
+		}
+	})
+}

@@ -72,6 +72,7 @@ var Kinds = map[string]string{
 	"visitors-nopgo":      "visitors built with -pgo=off",
 	"visitors-memory":     "visitors with -store memory",
 	"visitors-sync":       "visitors with -durability sync",
+	"visitors-sync-noaio": "visitors with -durability sync, its log synced by a blocking fdatasync (VISITORS_LOG_AIO=0), not through Linux AIO",
 	"visitors-nofr":       "visitors with -flight-recorder=false (metrics on)",
 	"visitors-noobs":      "visitors with -flight-recorder=false -metrics=false: nothing observed",
 	"visitors-redis":      "visitors with -store redis (batch) on a redis-server the harness starts, pinned to -redis-cpu",
@@ -408,6 +409,9 @@ func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
 			argv = append(argv, "-store", "memory")
 		case "visitors-sync":
 			argv = append(argv, "-durability", "sync")
+		case "visitors-sync-noaio":
+			argv = append(argv, "-durability", "sync")
+			env = append(env, "VISITORS_LOG_AIO=0")
 		case "visitors-nofr":
 			argv = append(argv, "-flight-recorder=false")
 		case "visitors-noobs":
