@@ -120,6 +120,7 @@ type Counter struct {
 	shards [numShards]shard
 
 	flushMu sync.Mutex  // one flush at a time
+	past    estimates   // past days' estimates, by their sketch's content
 	local   atomic.Bool // Shared: the day's key is from a seed of this process's own, Shared did not answer
 	stop    chan struct{}
 	done    chan struct{}
@@ -491,13 +492,50 @@ func (c *Counter) Days(key []byte, now time.Time, n int) ([]uint64, error) {
 		if data == nil {
 			continue
 		}
+		sum := maphash.Bytes(c.seed, data)
+		if est, ok := c.past.get(sum); ok {
+			out[i] = est
+			continue
+		}
 		h := hyperloglog.New14()
 		if err := h.UnmarshalBinary(data); err != nil {
 			return nil, fmt.Errorf("the sketch of key %q on %s: %w", key, (last - store.Day(n-1-i)).Time().Format("2006-01-02"), err)
 		}
 		out[i] = h.Estimate()
+		c.past.put(sum, out[i])
 	}
 	return out, nil
+}
+
+// estimates remembers the estimates of past days' sketches by a hash of
+// their bytes (seeded per process, so no sketch can be made to collide
+// on purpose): a sketch that changes, by an import or a delete, is a new
+// entry, never a stale one. An estimate costs 0.3-0.55 ms for a dense
+// sketch (all 16,384 registers, a math.Pow each), so daily.json?days=365
+// of a popular counter cost up to 200 ms of CPU a request before
+// (BenchmarkDays365). At most maxEstimates are kept (about 1.5 MB);
+// past that the map starts over.
+type estimates struct {
+	mu sync.Mutex
+	m  map[uint64]uint64
+}
+
+const maxEstimates = 1 << 16
+
+func (e *estimates) get(sum uint64) (uint64, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	est, ok := e.m[sum]
+	return est, ok
+}
+
+func (e *estimates) put(sum, est uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil || len(e.m) >= maxEstimates {
+		e.m = make(map[uint64]uint64)
+	}
+	e.m[sum] = est
 }
 
 // rollover moves to day d: the old day's sketches are written and

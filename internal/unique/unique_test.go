@@ -728,3 +728,116 @@ func BenchmarkTodayWhileCountingParallel(b *testing.B) {
 		}
 	})
 }
+
+// denseSketch returns the bytes of a sketch of n distinct visitors and
+// its estimate.
+func denseSketch(tb testing.TB, n, from int) ([]byte, uint64) {
+	tb.Helper()
+	h := hyperloglog.New14()
+	for i := range n {
+		h.InsertHash(uint64(from+i) * 0x9E3779B97F4A7C15)
+	}
+	b, err := h.MarshalBinary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b, h.Estimate()
+}
+
+// TestDaysEstimatesByContent: Days remembers a past day's estimate by
+// its sketch's bytes, so a sketch written again (an import, a delete)
+// is estimated again, never answered from before; and the memory of
+// estimates is bounded.
+func TestDaysEstimatesByContent(t *testing.T) {
+	m := NewMemory()
+	c := mustCounter(t, Options{Store: m, Now: func() time.Time { return day0 }})
+	key := []byte("k")
+	yesterday := store.DayOf(day0) - 1
+	put := func(data []byte) {
+		t.Helper()
+		if err := m.PutSketches(yesterday, []store.Sketch{{Key: key, Data: data}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	days := func() uint64 {
+		t.Helper()
+		d, err := c.Days(key, day0, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d[0]
+	}
+	a, estA := denseSketch(t, 20_000, 0)
+	b, estB := denseSketch(t, 5_000, 1_000_000)
+	put(a)
+	if got := days(); got != estA {
+		t.Fatalf("yesterday = %d, want %d", got, estA)
+	}
+	if got := days(); got != estA {
+		t.Fatalf("yesterday read again = %d, want %d", got, estA)
+	}
+	if n := len(c.past.m); n != 1 {
+		t.Errorf("%d estimates remembered, want 1", n)
+	}
+	put(b)
+	if got := days(); got != estB {
+		t.Errorf("after the sketch was written again yesterday = %d, want its new estimate %d", got, estB)
+	}
+	put(a)
+	if got := days(); got != estA {
+		t.Errorf("back to the first sketch: yesterday = %d, want %d", got, estA)
+	}
+
+	for i := range maxEstimates {
+		c.past.put(uint64(i)+1<<40, 1)
+	}
+	if n := len(c.past.m); n > maxEstimates {
+		t.Errorf("%d estimates remembered, want at most %d", n, maxEstimates)
+	}
+	if got := days(); got != estA {
+		t.Errorf("after the memory started over: yesterday = %d, want %d", got, estA)
+	}
+}
+
+// BenchmarkDays365: daily.json?days=365 of a counter with 365 past days
+// of 20,000 unique visitors each.
+func BenchmarkDays365(b *testing.B) {
+	m := NewMemory()
+	key := []byte("k")
+	today := store.DayOf(day0)
+	for d := range store.Day(364) {
+		data, _ := denseSketch(b, 20_000, int(d)*20_000)
+		if err := m.PutSketches(today-1-d, []store.Sketch{{Key: key, Data: data}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := mustCounter(b, Options{Store: m, Now: func() time.Time { return day0 }})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Days(key, day0, 365); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDays365Parallel(b *testing.B) {
+	m := NewMemory()
+	key := []byte("k")
+	today := store.DayOf(day0)
+	for d := range store.Day(364) {
+		data, _ := denseSketch(b, 20_000, int(d)*20_000)
+		if err := m.PutSketches(today-1-d, []store.Sketch{{Key: key, Data: data}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := mustCounter(b, Options{Store: m, Now: func() time.Time { return day0 }})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Days(key, day0, 365); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
