@@ -68,6 +68,7 @@ end
 var Kinds = map[string]string{
 	"classic":             "(a) the lab's greeting step 0 behind net/http: the classic unoptimised server",
 	"bare":                "(b) net/http with a handler that only increments an atomic: the ceiling",
+	"bare-badge":          "net/http answering a fixed badge (visitors' SVG and headers) and nothing else: the ceiling for a badge",
 	"visitors":            "(c) visitors with every default: embedded store, batch durability, access log",
 	"visitors-nopgo":      "visitors built with -pgo=off",
 	"visitors-memory":     "visitors with -store memory",
@@ -379,7 +380,7 @@ func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
 	var argv, env []string
 	admin := true
 	switch name {
-	case "classic", "bare":
+	case "classic", "bare", "bare-badge":
 		self, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("find the loadtest binary: %w", err)

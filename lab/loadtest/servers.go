@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"visitors/internal/app"
+	"visitors/internal/badge"
 	"visitors/lab/greeting"
 	"visitors/lab/hello"
 )
@@ -29,6 +30,37 @@ func (h *bareHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(bareBody)
 }
 
+// bareBadge is the ceiling for a badge: net/http answering, with no
+// work at all, what visitors answers for /counter/{key}.svg: the same
+// SVG (a flat "visitors | 123456" badge, about 1 KB) and the same
+// headers.
+type bareBadge struct {
+	n   atomic.Int64
+	svg []byte
+}
+
+var (
+	badgeCacheControl = []string{"no-cache, no-store, must-revalidate"}
+	badgeContentType  = []string{"image/svg+xml; charset=utf-8"}
+	badgeExpires      = []string{"0"}
+	badgeNoSniff      = []string{"nosniff"}
+)
+
+func newBareBadge() *bareBadge {
+	svg := badge.AppendSVG(nil, &badge.Badge{Label: []byte("visitors"), Value: []byte("123456"), Color: []byte("#4c1"), LabelColor: []byte("#555")})
+	return &bareBadge{svg: svg}
+}
+
+func (h *bareBadge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.n.Add(1)
+	hd := w.Header()
+	hd["Cache-Control"] = badgeCacheControl
+	hd["Content-Type"] = badgeContentType
+	hd["Expires"] = badgeExpires
+	hd["X-Content-Type-Options"] = badgeNoSniff
+	w.Write(h.svg)
+}
+
 // Serve runs "loadtest serve": the classic unoptimised server (the lab's
 // greeting and hello steps 0 behind net/http's ServeMux, at /hi and
 // /hello) or the bare net/http server, until ctx is done. Like visitors
@@ -37,7 +69,7 @@ func (h *bareHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func Serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadtest serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kind := fs.String("kind", "classic", "classic or bare")
+	kind := fs.String("kind", "classic", "classic, bare or bare-badge")
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
 	adminAddr := fs.String("admin-addr", "", "address to serve net/http/pprof on; empty: none")
 	if err := fs.Parse(args); err != nil {
@@ -52,8 +84,10 @@ func Serve(ctx context.Context, args []string, stderr io.Writer) error {
 		h = mux
 	case "bare":
 		h = new(bareHandler)
+	case "bare-badge":
+		h = newBareBadge()
 	default:
-		return fmt.Errorf("serve: -kind %q: want classic or bare", *kind)
+		return fmt.Errorf("serve: -kind %q: want classic, bare or bare-badge", *kind)
 	}
 	l, err := app.Listen(*addr) // fd:N from servertest, or an address
 	if err != nil {
