@@ -39,18 +39,18 @@ type aioSync struct {
 
 // aioCB is the kernel's struct iocb (linux/aio_abi.h), little-endian.
 type aioCB struct {
-	data      uint64
-	key       uint32
-	rwFlags   uint32
-	opcode    uint16
-	reqprio   int16
-	fd        uint32
-	buf       uint64
-	nbytes    uint64
-	offset    int64
-	reserved2 uint64
-	flags     uint32
-	resfd     uint32
+	_      uint64 // aio_data
+	_      uint32 // aio_key
+	_      uint32 // aio_rw_flags
+	opcode uint16
+	_      int16 // aio_reqprio
+	fd     uint32
+	_      uint64 // aio_buf
+	_      uint64 // aio_nbytes
+	_      int64  // aio_offset
+	_      uint64 // aio_reserved2
+	flags  uint32
+	resfd  uint32
 }
 
 // aioEvent is the kernel's struct io_event.
