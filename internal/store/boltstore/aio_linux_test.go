@@ -134,3 +134,26 @@ func TestLogWithoutAIO(t *testing.T) {
 		mustClose(t, r)
 	}
 }
+
+// TestAIOLayout: the structs handed to the kernel have its layout
+// (linux/aio_abi.h: struct iocb is 64 bytes, struct io_event 32, the
+// opcode at 16, the fd at 20, the flags and the eventfd last).
+func TestAIOLayout(t *testing.T) {
+	var cb aioCB
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"sizeof iocb", unsafe.Sizeof(cb), 64},
+		{"aio_lio_opcode", unsafe.Offsetof(cb.opcode), 16},
+		{"aio_fildes", unsafe.Offsetof(cb.fd), 20},
+		{"aio_flags", unsafe.Offsetof(cb.flags), 56},
+		{"aio_resfd", unsafe.Offsetof(cb.resfd), 60},
+		{"sizeof io_event", unsafe.Sizeof(aioEvent{}), 32},
+		{"io_event.res", unsafe.Offsetof(aioEvent{}.res), 16},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}
