@@ -3,10 +3,13 @@
 package boltstore
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"visitors/internal/store"
 )
@@ -92,5 +95,37 @@ func TestReviewCloseTwiceSparesAnotherStore(t *testing.T) {
 		if b.log.aio.off.Load() || b.log.broken != nil {
 			t.Fatalf("visit %d of b: its log lost AIO (off %v) or broke (%v) when a closed again", i, b.log.aio.off.Load(), b.log.broken)
 		}
+	}
+}
+
+// TestReviewAIOSyncReportsTheCompletionsError: a completion's negative
+// result reaches sync's caller (a sync that ignored it would answer
+// visits whose record did not reach the disk). No file here fails an
+// fsync, so the request is a read into an unmapped buffer, which the
+// kernel accepts and completes with -EFAULT, through the same eventfd
+// and ring; then a real sync of the same aioSync succeeds, on AIO still.
+func TestReviewAIOSyncReportsTheCompletionsError(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("record"), 0); err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAIOSync(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	sync := a.cb
+	a.cb.opcode, a.cb.buf, a.cb.nbytes = 0 /* IOCB_CMD_PREAD */, 4096 /* below mmap_min_addr: unmapped */, 6
+	err = a.sync(f)
+	if !errors.Is(err, unix.EFAULT) || a.off.Load() {
+		t.Fatalf("a request that completed with -EFAULT: sync = %v (fell back: %v), want EFAULT through AIO", err, a.off.Load())
+	}
+	a.cb = sync
+	if err := a.sync(f); err != nil || a.off.Load() {
+		t.Fatalf("the sync after it = %v (fell back: %v)", err, a.off.Load())
 	}
 }
