@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -127,5 +128,43 @@ func TestReviewAIOSyncReportsTheCompletionsError(t *testing.T) {
 	a.cb = sync
 	if err := a.sync(f); err != nil || a.off.Load() {
 		t.Fatalf("the sync after it = %v (fell back: %v)", err, a.off.Load())
+	}
+}
+
+// TestReviewAIOStaleSignalDoesNotAnswerEarly: a signal left in the
+// eventfd (none is, as sync works now; a read that failed would leave
+// one) must not make a later sync return before its own completion: the
+// ring, not the eventfd, says the sync is done. After each sync no
+// completion is left to reap.
+func TestReviewAIOStaleSignalDoesNotAnswerEarly(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := newAIOSync(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	var one [8]byte
+	one[0] = 1
+	for i := range 3 {
+		if _, err := a.done.Write(one[:]); err != nil { // the stale signal
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("record"), int64(i*6)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.sync(f); err != nil || a.off.Load() {
+			t.Fatalf("sync %d = %v (fell back: %v)", i, err, a.off.Load())
+		}
+		var ev [1]aioEvent
+		ts := unix.Timespec{Nsec: 200e6}
+		n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 1, 1,
+			uintptr(unsafe.Pointer(&ev[0])), uintptr(unsafe.Pointer(&ts)), 0)
+		if e != 0 || n != 0 {
+			t.Fatalf("after sync %d with a stale signal: io_getevents = %d, %v; want nothing left: the sync returned before its completion", i, n, e)
+		}
 	}
 }
