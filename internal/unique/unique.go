@@ -513,8 +513,8 @@ func (c *Counter) Days(key []byte, now time.Time, n int) ([]uint64, error) {
 // entry, never a stale one. An estimate costs 0.3-0.55 ms for a dense
 // sketch (all 16,384 registers, a math.Pow each), so daily.json?days=365
 // of a popular counter cost up to 200 ms of CPU a request before
-// (BenchmarkDays365). At most maxEstimates are kept (about 1.5 MB);
-// past that the map starts over.
+// (BenchmarkDays365). At most maxEstimates are kept (a map of 2.4 MB,
+// measured); past that the map starts over.
 type estimates struct {
 	mu sync.Mutex
 	m  map[uint64]uint64

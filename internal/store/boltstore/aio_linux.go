@@ -134,9 +134,16 @@ func eventErr(ev aioEvent) error {
 	return nil
 }
 
-// close waits for any sync in flight and frees the context.
+// close waits for any sync in flight and frees the context, once: the
+// kernel gives a destroyed context's id (its ring's address) to the next
+// io_setup, another store's, which a second io_destroy would destroy.
 func (a *aioSync) close() error {
-	_, _, e := unix.Syscall(unix.SYS_IO_DESTROY, a.ctx, 0, 0)
+	ctx := a.ctx
+	if ctx == 0 {
+		return nil // closed already
+	}
+	a.ctx = 0
+	_, _, e := unix.Syscall(unix.SYS_IO_DESTROY, ctx, 0, 0)
 	cerr := a.done.Close()
 	if e != 0 {
 		return fmt.Errorf("io_destroy: %w", e)
