@@ -45,8 +45,8 @@ type aioCB struct {
 	opcode uint16
 	_      int16 // aio_reqprio
 	fd     uint32
-	_      uint64 // aio_buf
-	_      uint64 // aio_nbytes
+	buf    uint64 // aio_buf: for a read or write (a test's)
+	nbytes uint64
 	_      int64  // aio_offset
 	_      uint64 // aio_reserved2
 	flags  uint32
