@@ -1,0 +1,139 @@
+package app
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"visitors/internal/flightrec"
+	"visitors/internal/store"
+)
+
+// TestMetricsAndFlightRecorderApart: -metrics and -flight-recorder do
+// not need each other. With metrics on and the recorder off, /metrics
+// counts requests and slow requests; with the recorder on and metrics
+// off, a slow request still writes a snapshot (both learn of a request
+// from the same timing of it) and there is no /metrics.
+func TestMetricsAndFlightRecorderApart(t *testing.T) {
+	for _, tt := range []struct {
+		name                    string
+		metrics, flightRecorder bool
+	}{
+		{"metrics without the flight recorder", true, false},
+		{"the flight recorder without metrics", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := t.TempDir()
+			addr, admin, out := mustRunConfig(t, Config{
+				LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
+				Metrics: tt.metrics, FlightRecorder: tt.flightRecorder,
+				FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
+				// Every request here is a slow /hi.
+				SlowRequest: 200 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10,
+				Test: &TestHooks{WrapStore: func(s store.Store) store.Store { return sleepyStore{s, 300 * time.Millisecond} }},
+			})
+			if code, body := mustGetBody(t, "http://"+addr+"/hi"); code != 200 {
+				t.Fatalf("GET /hi = %d %s", code, body)
+			}
+
+			code, metrics := mustGetBody(t, "http://"+admin+"/metrics")
+			if !tt.metrics {
+				if code != 404 {
+					t.Errorf("GET /metrics with -metrics=false = %d, want 404", code)
+				}
+			} else {
+				if code != 200 {
+					t.Fatalf("GET /metrics = %d, want 200", code)
+				}
+				for _, want := range []string{
+					`visitors_http_requests_total{code="200",route="hi"} 1` + "\n",
+					"visitors_http_slow_requests_total 1\n",
+				} {
+					if !strings.Contains(metrics, want) {
+						t.Errorf("/metrics has no %q", want)
+					}
+				}
+			}
+
+			pattern := filepath.Join(data, "traces", flightrec.Prefix+"*-slow-hi.trace")
+			var files []string
+			if tt.flightRecorder {
+				for deadline := time.Now().Add(10 * time.Second); len(files) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					files, _ = filepath.Glob(pattern)
+				}
+				if len(files) != 1 {
+					t.Errorf("snapshots %s: %v, want one\nlog:\n%s", pattern, files, out.String())
+				}
+			} else {
+				if code, _ := mustGetBody(t, "http://"+admin+"/debug/flightrecorder"); code != 404 {
+					t.Errorf("GET /debug/flightrecorder with -flight-recorder=false = %d, want 404", code)
+				}
+				if m, _ := filepath.Glob(filepath.Join(data, "traces")); len(m) != 0 {
+					t.Errorf("-trace-dir created with the flight recorder off")
+				}
+			}
+		})
+	}
+}
+
+// TestAdminWriteTimeoutCutsStalledReader: a client of the admin listener
+// that sends requests but never reads the responses holds a connection,
+// and a goroutine, only until the admin listener's write deadline,
+// Timeouts.AdminWrite (its own: the public one is a minute here).
+func TestAdminWriteTimeoutCutsStalledReader(t *testing.T) {
+	to := longTimeouts()
+	to.AdminWrite = 200 * time.Millisecond
+	r := mustStart(t, testConfig(), to, io.Discard)
+	// A small receive buffer; the server's send buffer is at most 4 MiB
+	// (net.ipv4.tcp_wmem), and n responses of /debug/vars (some KiB each,
+	// with the runtime's memstats) are well over that.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		if cerr := rc.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	c, err := d.Dial("tcp", r.adminAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 3000
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(c, strings.Repeat("GET /debug/vars HTTP/1.1\r\nHost: x\r\n\r\n", n))
+		wrote <- err
+	}()
+	time.Sleep(to.AdminWrite + slack)
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(c)
+	got := 0
+	for ; got < n; got++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("after %d responses the admin connection stalled instead of closing: %v", got, err)
+			}
+			break
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			break
+		}
+		resp.Body.Close()
+	}
+	if got == n {
+		t.Errorf("an admin client that read nothing for %v got all %d responses; AdminWrite is %v", to.AdminWrite+slack, n, to.AdminWrite)
+	}
+	t.Logf("%d responses before the cut; sending the requests: %v", got, <-wrote)
+}
