@@ -2,10 +2,14 @@ package app
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +18,7 @@ import (
 
 	"visitors/internal/flightrec"
 	"visitors/internal/store"
+	"visitors/internal/store/boltstore"
 )
 
 // TestMetricsAndFlightRecorderApart: -metrics and -flight-recorder do
@@ -136,4 +141,74 @@ func TestAdminWriteTimeoutCutsStalledReader(t *testing.T) {
 		t.Errorf("an admin client that read nothing for %v got all %d responses; AdminWrite is %v", to.AdminWrite+slack, n, to.AdminWrite)
 	}
 	t.Logf("%d responses before the cut; sending the requests: %v", got, <-wrote)
+}
+
+// TestStoreKinds: -store embedded keeps the counts in a file in -data,
+// where `visitors export` finds them after the service stops; -store
+// memory keeps them nowhere and writes no file there. (A Redis may be
+// listening on this machine: the embedded store must not be it.)
+func TestStoreKinds(t *testing.T) {
+	for _, tt := range []struct {
+		store string
+		file  bool
+	}{
+		{"embedded", true},
+		{"memory", false},
+	} {
+		t.Run(tt.store, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Store, cfg.Data, cfg.FlushInterval = tt.store, t.TempDir(), 20*time.Millisecond
+			r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+			if code, body := mustGetBody(t, "http://"+r.addr+"/hello?name=kinds"); code != 200 {
+				t.Fatalf("GET /hello = %d %s", code, body)
+			}
+			if err := r.stop(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := os.Stat(filepath.Join(cfg.Data, boltstore.FileName))
+			if got := err == nil; got != tt.file {
+				t.Fatalf("-store %s: %s in -data: %v, want %v (stat: %v)", tt.store, boltstore.FileName, got, tt.file, err)
+			}
+			if !tt.file {
+				return
+			}
+			var dump bytes.Buffer
+			if err := boltstore.Export(cfg.Data, &dump); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(dump.String(), `{"key":"kinds","total":1,`) {
+				t.Errorf("the export of -data has no count of 1 for the visited key:\n%s", dump.String())
+			}
+		})
+	}
+}
+
+// TestTokenFileBound: -admin-token-file may hold up to 4096 bytes, the
+// trailing newline included; one byte more is refused as not a token.
+func TestTokenFileBound(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		bytes int // of the file, with its newline
+		ok    bool
+	}{
+		{maxTokenFileBytes, true},
+		{maxTokenFileBytes + 1, false},
+	} {
+		secret := strings.Repeat("x", tt.bytes-1)
+		file := filepath.Join(dir, fmt.Sprint(tt.bytes))
+		if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ParseFlags([]string{"-admin-token-file", file}, func(string) string { return "" }, io.Discard)
+		switch {
+		case !tt.ok:
+			if err == nil || !strings.Contains(err.Error(), "longer than 4096 bytes") {
+				t.Errorf("a token file of %d bytes: error %v, want one saying it is longer than 4096 bytes", tt.bytes, err)
+			}
+		case err != nil:
+			t.Errorf("a token file of %d bytes: %v", tt.bytes, err)
+		case c.API.RootHash == nil || *c.API.RootHash != sha256.Sum256([]byte(secret)):
+			t.Errorf("a token file of %d bytes: the root hash is not the SHA-256 of its %d-byte token", tt.bytes, len(secret))
+		}
+	}
 }
