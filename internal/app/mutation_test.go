@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"visitors/internal/flightrec"
 	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
+	"visitors/internal/unique"
 )
 
 // TestMetricsAndFlightRecorderApart: -metrics and -flight-recorder do
@@ -210,5 +212,119 @@ func TestTokenFileBound(t *testing.T) {
 		case c.API.RootHash == nil || *c.API.RootHash != sha256.Sum256([]byte(secret)):
 			t.Errorf("a token file of %d bytes: the root hash is not the SHA-256 of its %d-byte token", tt.bytes, len(secret))
 		}
+	}
+}
+
+// TestParseFlagsTakesTheLeast: each lower bound of the flags is
+// inclusive (the least value is taken, one below it refused, in
+// TestParseFlagsErrors), -store memory needs no -data, the embedded
+// store does even with the flight recorder off, and -open-create is
+// taken with a root token and refused without one.
+func TestParseFlagsTakesTheLeast(t *testing.T) {
+	withRoot := map[string]string{"VISITORS_ADMIN_TOKEN": testRoot}
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		want  string // "" for no error
+		check func(Config) bool
+	}{
+		{"slow request at the clock's tick", []string{"-slow-request", "1ms"}, nil, "", func(c Config) bool { return c.SlowRequest == MinSlowRequest }},
+		{"one stream", []string{"-max-streams", "1"}, nil, "", func(c Config) bool { return c.MaxStreams == 1 }},
+		{"one snapshot kept", []string{"-trace-keep", "1"}, nil, "", func(c Config) bool { return c.TraceKeep == 1 }},
+		{"an import of one byte", []string{"-import-max-bytes", "1"}, nil, "", func(c Config) bool { return c.API.ImportMaxBytes == 1 }},
+		{"memory without -data", []string{"-store", "memory", "-data", "", "-flight-recorder=false"}, nil, "", func(c Config) bool { return c.Store == "memory" && c.Data == "" }},
+		{"embedded without -data", []string{"-data", "", "-flight-recorder=false"}, nil, "-data must name a directory for the embedded store", nil},
+		{"open create with a root token", []string{"-open-create"}, withRoot, "", func(c Config) bool { return c.API.OpenCreate && c.API.RootHash != nil }},
+		{"open create without a root token", []string{"-open-create"}, nil, "-open-create needs the owner API", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseFlags(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
+			switch {
+			case tt.want != "":
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("ParseFlags(%q) error = %v, want one containing %q", tt.args, err, tt.want)
+				}
+			case err != nil:
+				t.Errorf("ParseFlags(%q) = %v, want no error", tt.args, err)
+			case !tt.check(c):
+				t.Errorf("ParseFlags(%q) = %+v: not what the flags say", tt.args, c)
+			}
+		})
+	}
+}
+
+// counterTotal reads /counter/{key}.json's total without counting.
+func counterTotal(t *testing.T, addr, key string) uint64 {
+	t.Helper()
+	code, body := mustGetBody(t, "http://"+addr+"/counter/"+key+".json?count=false")
+	var c struct {
+		Total *uint64 `json:"total"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &c) != nil || c.Total == nil {
+		t.Fatalf("GET /counter/%s.json = %d %s", key, code, body)
+	}
+	return *c.Total
+}
+
+// TestRepeatWindowIsWired: with -repeat-window, a visitor's second view
+// of a counter within the window does not count; with 0, it does.
+func TestRepeatWindowIsWired(t *testing.T) {
+	for _, tt := range []struct {
+		window time.Duration
+		want   uint64
+	}{
+		{0, 2},
+		{time.Hour, 1},
+	} {
+		t.Run(tt.window.String(), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Fair.RepeatWindow = tt.window
+			r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+			for range 2 {
+				if code, body := mustGetBody(t, "http://"+r.addr+"/counter/again.json"); code != 200 {
+					t.Fatalf("GET /counter/again.json = %d %s", code, body)
+				}
+			}
+			if got := counterTotal(t, r.addr, "again"); got != tt.want {
+				t.Errorf("-repeat-window %v: two views by one visitor count %d, want %d", tt.window, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestUniqueSeedLivesWithTheEmbeddedStore: with the embedded store, the
+// day's seed of unique visitors is kept in -data, so a visitor seen
+// before a restart is not counted again after it; the memory store,
+// which keeps nothing, writes no seed there.
+func TestUniqueSeedLivesWithTheEmbeddedStore(t *testing.T) {
+	for _, st := range []string{"embedded", "memory"} {
+		t.Run(st, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Store, cfg.Data, cfg.FlushInterval = st, t.TempDir(), 20*time.Millisecond
+			cfg.Fair = Fair{Unique: true}
+			if err := cfg.Fair.TrustedProxies.Set("127.0.0.0/8,::1/128"); err != nil {
+				t.Fatal(err)
+			}
+			r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+			if n := uniqueToday(t, r.addr, "seen", "192.0.2.1", true); n != 1 {
+				t.Fatalf("unique_today = %d after one visitor, want 1", n)
+			}
+			if err := r.stop(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := os.Stat(filepath.Join(cfg.Data, unique.SeedFile))
+			if got, want := err == nil, st == "embedded"; got != want {
+				t.Fatalf("-store %s: %s in -data: %v, want %v", st, unique.SeedFile, got, want)
+			}
+			if st != "embedded" {
+				return
+			}
+			r = mustStart(t, cfg, DefaultTimeouts, io.Discard)
+			if n := uniqueToday(t, r.addr, "seen", "192.0.2.1", true); n != 1 {
+				t.Errorf("the same visitor after a restart: unique_today = %d, want 1", n)
+			}
+		})
 	}
 }
