@@ -328,3 +328,69 @@ func TestUniqueSeedLivesWithTheEmbeddedStore(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupCommands: `visitors import`, `export` and `check` are
+// reached through Main, take -data from the flag or from VISITORS_DATA
+// (the flag wins), read the dump from a named file or stdin, and refuse
+// an argument too many or a store they do not know.
+func TestBackupCommands(t *testing.T) {
+	t.Chdir(t.TempDir()) // where the default -data, ./data, would be
+	dir, other := t.TempDir(), t.TempDir()
+	dumpFile := filepath.Join(t.TempDir(), "dump.json")
+	dump := `{"format":"visitors-export-1","hits":7,"keys":[` + "\n" + `{"key":"from-file","total":3}` + "\n]}\n"
+	if err := os.WriteFile(dumpFile, []byte(dump), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"VISITORS_DATA": dir}
+	main := func(stdin string, args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := Main(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errOut)
+		return out.String(), err
+	}
+
+	if _, err := main("", "import", dumpFile); err != nil { // into VISITORS_DATA
+		t.Fatalf("import %s: %v", dumpFile, err)
+	}
+	stdinDump := strings.Replace(dump, "from-file", "from-stdin", 1)
+	if _, err := main(stdinDump, "import", "-data", other); err != nil { // the flag, not VISITORS_DATA
+		t.Fatalf("import -data %s from stdin: %v", other, err)
+	}
+	for _, tt := range []struct {
+		args       []string
+		want, lack string
+	}{
+		{[]string{"export"}, `{"key":"from-file","total":3}`, "from-stdin"},
+		{[]string{"export", "-data", other}, `{"key":"from-stdin","total":3}`, "from-file"},
+	} {
+		out, err := main("", tt.args...)
+		if err != nil || !strings.Contains(out, tt.want) || strings.Contains(out, tt.lack) || !strings.Contains(out, `"hits":7`) {
+			t.Errorf("%q = %v, wrote:\n%s\nwant %s and the hits, and not %s", tt.args, err, out, tt.want, tt.lack)
+		}
+	}
+	if out, err := main("", "check"); err != nil || out == "" {
+		t.Errorf("check = %v, wrote %q; want a report and no error", err, out)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"export", "extra"}, nil, `export: unexpected argument "extra"`},
+		{[]string{"import", dumpFile, "extra"}, nil, `import: unexpected argument "extra"`},
+		{[]string{"check", "extra"}, nil, `check: unexpected argument "extra"`},
+		{[]string{"import", filepath.Join(dir, "missing.json")}, nil, "import: open"},
+		{[]string{"export", "-store", "etcd"}, nil, `export: -store "etcd": want embedded or redis`},
+		{[]string{"import", "-store", "etcd"}, nil, `import: -store "etcd": want embedded or redis`},
+		{[]string{"export"}, map[string]string{"VISITORS_STORE": "etcd"}, `-store "etcd"`},
+		{[]string{"check"}, map[string]string{"VISITORS_DATA": filepath.Join(dir, "nowhere")}, "nowhere"},
+		{[]string{"export", "-nope"}, nil, "flag provided but not defined"},
+		{[]string{"import", "-nope"}, nil, "flag provided but not defined"},
+		{[]string{"check", "-nope"}, nil, "flag provided but not defined"},
+	} {
+		env = tt.env
+		if _, err := main("", tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q with %v = %v, want an error containing %q", tt.args, tt.env, err, tt.want)
+		}
+	}
+}
