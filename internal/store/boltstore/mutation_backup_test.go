@@ -1,0 +1,49 @@
+package boltstore
+
+import (
+	"crypto/sha256"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+// The tests of this file were written for the mutants of backup.go
+// that survived issue 16's fourth round: each states the promise the
+// mutant broke.
+
+// TestOfflineReplaceKeepsEveryToken: a replacing offline import keeps
+// every one of the owner's tokens, field for field, not only the first.
+func TestOfflineReplaceKeepsEveryToken(t *testing.T) {
+	dir := t.TempDir()
+	created := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	s := mustOpen(t, Options{Dir: dir})
+	var want []store.Token
+	for i, id := range []string{"t1", "t2", "t3"} {
+		tk := store.Token{ID: id, Name: "owner " + id, Prefix: "p" + id, Exact: i == 1, Hash: sha256.Sum256([]byte(id)), Created: created.Add(time.Duration(i) * time.Second)}
+		if err := s.PutToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, tk)
+	}
+	mustIncrN(t, s, "old", 1)
+	mustClose(t, s)
+
+	if err := Import(dir, strings.NewReader(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"new","total":2}]}`), true); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	got, err := s.Tokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("after a replacing import, tokens\n%+v\nwant\n%+v", got, want)
+	}
+	if c := mustGet(t, s, []byte("new")); c.Total != 2 || s.Keys() != 1 {
+		t.Errorf("new = %+v with %d keys, want total 2 and the one key of the dump", c, s.Keys())
+	}
+}
