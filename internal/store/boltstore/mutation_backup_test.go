@@ -2,6 +2,9 @@ package boltstore
 
 import (
 	"crypto/sha256"
+	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -45,5 +48,48 @@ func TestOfflineReplaceKeepsEveryToken(t *testing.T) {
 	}
 	if c := mustGet(t, s, []byte("new")); c.Total != 2 || s.Keys() != 1 {
 		t.Errorf("new = %+v with %d keys, want total 2 and the one key of the dump", c, s.Keys())
+	}
+}
+
+// openIn returns the files and directories at or under dir that the
+// process holds open, from /proc/self/fd.
+func openIn(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	var open []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && (target == dir || strings.HasPrefix(target, dir+string(filepath.Separator))) {
+			open = append(open, target)
+		}
+	}
+	return open
+}
+
+// TestBackupClosesWhatItOpens: an offline import, into a new directory
+// or onto a store, and an export leave nothing of the data directory
+// open, the directory itself included (it is opened to make the rename
+// durable).
+func TestBackupClosesWhatItOpens(t *testing.T) {
+	dir := t.TempDir()
+	dump := `{"format":"visitors-export-1","hits":1,"keys":[{"key":"a","total":1}]}`
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"an import into a new directory", func() error { return Import(dir, strings.NewReader(dump), false) }},
+		{"an import onto the store", func() error { return Import(dir, strings.NewReader(dump), false) }},
+		{"a replacing import", func() error { return Import(dir, strings.NewReader(dump), true) }},
+		{"an export", func() error { return Export(dir, io.Discard) }},
+	} {
+		if err := step.run(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if open := openIn(t, dir); len(open) != 0 {
+			t.Errorf("after %s, the process holds open %v", step.name, open)
+		}
 	}
 }
