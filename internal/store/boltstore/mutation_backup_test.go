@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
 )
@@ -91,5 +94,54 @@ func TestBackupClosesWhatItOpens(t *testing.T) {
 		if open := openIn(t, dir); len(open) != 0 {
 			t.Errorf("after %s, the process holds open %v", step.name, open)
 		}
+	}
+}
+
+// importTxns imports a dump of n keys into a new directory with
+// importBatch set to batch, and returns the id of the last transaction
+// of the file it made: how many transactions the import wrote.
+func importTxns(t *testing.T, n, batch int) uint64 {
+	t.Helper()
+	defer func(b int) { importBatch = b }(importBatch)
+	importBatch = batch
+	var dump strings.Builder
+	dump.WriteString(`{"format":"visitors-export-1","hits":1,"keys":[`)
+	for i := range n {
+		if i > 0 {
+			dump.WriteString(",")
+		}
+		fmt.Fprintf(&dump, "\n{\"key\":\"k%d\",\"total\":1}", i)
+	}
+	dump.WriteString("\n]}\n")
+	dir := t.TempDir()
+	if err := Import(dir, strings.NewReader(dump.String()), false); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id uint64
+	if err := db.View(func(tx *bolt.Tx) error {
+		id = uint64(tx.ID())
+		if k := tx.Bucket(bucketTotals).Stats().KeyN; k != n {
+			return fmt.Errorf("%d keys in the file, want %d", k, n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestImportWritesABatchPerTransaction: an import writes importBatch
+// keys per transaction, neither one transaction per key nor all keys in
+// one: 7 keys in batches of 3 take two transactions more than in one
+// batch (3 + 3 + 1 against 7).
+func TestImportWritesABatchPerTransaction(t *testing.T) {
+	whole, batched := importTxns(t, 7, 100), importTxns(t, 7, 3)
+	if batched-whole != 2 {
+		t.Errorf("7 keys: transaction ids %d in batches of 3, %d in one batch; want 2 more transactions for batches of 3", batched, whole)
 	}
 }
