@@ -182,3 +182,25 @@ func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
 		})
 	}
 }
+
+// TestImportTakesAValueOfTheBound: the bound on one JSON value of a dump
+// takes a value of exactly maxValueBytes (4 MiB): here a key's object
+// padded with white space inside it, which counts. (One far over it is
+// refused: TestImportIsStrict.)
+func TestImportTakesAValueOfTheBound(t *testing.T) {
+	const plain = `{"key":"a","total":1}`
+	obj := `{"key":"a",` + strings.Repeat(" ", maxValueBytes-len(plain)) + `"total":1}`
+	if len(obj) != maxValueBytes {
+		t.Fatalf("the object is %d bytes, want %d", len(obj), maxValueBytes)
+	}
+	dir := t.TempDir()
+	dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + obj + "\n]}\n"
+	if err := Import(dir, strings.NewReader(dump), false); err != nil {
+		t.Fatalf("Import of a key's object of %d bytes: %v", len(obj), err)
+	}
+	s := mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	if c := mustGet(t, s, []byte("a")); c.Total != 1 {
+		t.Errorf("a = %+v, want total 1", c)
+	}
+}
