@@ -398,14 +398,6 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 	var format string
 	batch := make([]KeyDump, 0, importBatch)
 	spans := make([]span, 0, importBatch)
-	lines := make([]int, 0, importBatch) // the line each batched key ends on
-	// written names the line of the key a write refused, else off's.
-	written := func(err error, off int64) error {
-		if ke := (*keyError)(nil); errors.As(err, &ke) && ke.i < len(lines) {
-			return fmt.Errorf("line %d: %v", lines[ke.i], err)
-		}
-		return at(off, "%v", err)
-	}
 	seen := map[string]bool{}
 	for dec.More() {
 		t, err := dec.Token()
@@ -445,12 +437,11 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 				}
 				batch = append(batch, kd)
 				spans = append(spans, span{start, dec.InputOffset()})
-				lines = append(lines, lr.line(dec.InputOffset()-1))
 				if len(batch) == importBatch {
 					if err := write(batch, spans); err != nil {
-						return 0, written(err, dec.InputOffset()-1)
+						return 0, at(dec.InputOffset()-1, "%v", err)
 					}
-					batch, spans, lines = batch[:0], spans[:0], lines[:0]
+					batch, spans = batch[:0], spans[:0]
 				}
 			}
 			if err := expect(']'); err != nil {
@@ -470,7 +461,7 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 		return 0, at(dec.InputOffset(), "no format field: not a visitors export")
 	}
 	if err := write(batch, spans); err != nil {
-		return 0, written(err, dec.InputOffset())
+		return 0, at(dec.InputOffset(), "%v", err)
 	}
 	return hits, nil
 }
@@ -520,11 +511,11 @@ func addKeys(tx *bolt.Tx, keys []KeyDump) error {
 	if err != nil {
 		return err
 	}
-	for i, kd := range keys {
+	for _, kd := range keys {
 		key := []byte(kd.Key)
 		tk := keyPrefix(key)
 		if err := addRecord(totals, tagTotals, tk, kd.Total, maxImportTotal); err != nil {
-			return &keyError{i, fmt.Errorf("key %q: total: %w", kd.Key, err)}
+			return fmt.Errorf("key %q: total: %w", kd.Key, err)
 		}
 		dates := make([]string, 0, len(kd.Days))
 		for d := range kd.Days {
@@ -534,12 +525,12 @@ func addKeys(tx *bolt.Tx, keys []KeyDump) error {
 		for _, date := range dates {
 			t, _ := time.Parse(dateLayout, date) // checked by checkKeyDump
 			if err := addRecord(days, tagDays, dayKey(key, store.DayOf(t)), kd.Days[date], maxImportDay); err != nil {
-				return &keyError{i, fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)}
+				return fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)
 			}
 		}
 		if kd.Locked {
 			if err := locks.Put(tk, record(tagLocks, tk, 1)); err != nil {
-				return &keyError{i, fmt.Errorf("key %q: lock: %w", kd.Key, err)}
+				return fmt.Errorf("key %q: lock: %w", kd.Key, err)
 			}
 		}
 	}
@@ -568,16 +559,6 @@ type overflowError struct{ old, n, most uint64 }
 func (e *overflowError) Error() string {
 	return fmt.Sprintf("%d + %d is above the most it may hold, %d", e.old, e.n, e.most)
 }
-
-// keyError is addKeys' failure at keys[i], so that an import names
-// that key's line.
-type keyError struct {
-	i   int
-	err error
-}
-
-func (e *keyError) Error() string { return e.err.Error() }
-func (e *keyError) Unwrap() error { return e.err }
 
 // lineReader counts the lines of what it reads, so that an offset in it
 // can be named by its line. It keeps one bit per byte read that the

@@ -146,43 +146,6 @@ func TestImportWritesABatchPerTransaction(t *testing.T) {
 	}
 }
 
-// TestImportNamesTheLineOfAKeyItCannotAdd: a key whose counts, added to
-// the store's, would pass the most a counter or a day holds is refused
-// with its own line, wherever it falls in a batch of keys, and not the
-// line the import had read to when it wrote the batch.
-func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
-	day := time.Now().UTC().Format(dateLayout)
-	fullTotal := fmt.Sprintf(`{"key":"full","total":%d}`, uint64(maxImportTotal))
-	fullDay := fmt.Sprintf(`{"key":"full","total":%d,"days":{%q:%d}}`, uint64(maxImportDay), day, uint64(maxImportDay))
-	tests := []struct {
-		name  string
-		batch int
-		keys  []string // one a line, from line 2
-		line  int
-		want  string
-	}{
-		{"a total, in the last batch", 100, []string{`{"key":"a","total":1}`, fullTotal, `{"key":"b","total":1}`}, 3, `key "full": total:`},
-		{"a day, in the last batch", 100, []string{`{"key":"a","total":1}`, fullDay, `{"key":"b","total":1}`}, 3, `key "full": day ` + day},
-		{"a total, last of a full batch", 2, []string{`{"key":"a","total":1}`, fullTotal, `{"key":"b","total":1}`}, 3, `key "full": total:`},
-		{"a total, first of a full batch", 2, []string{`{"key":"a","total":1}`, `{"key":"b","total":1}`, fullTotal, `{"key":"c","total":1}`, `{"key":"d","total":1}`}, 4, `key "full": total:`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			defer func(b int) { importBatch = b }(importBatch)
-			importBatch = tt.batch
-			dir := t.TempDir()
-			s := mustOpen(t, Options{Dir: dir})
-			mustIncrN(t, s, "full", 1)
-			mustClose(t, s)
-			dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + strings.Join(tt.keys, ",\n") + "\n]}\n"
-			err := Import(dir, strings.NewReader(dump), false)
-			if want := fmt.Sprintf("line %d: %s", tt.line, tt.want); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "above the most it may hold") {
-				t.Errorf("Import = %v, want an error containing %q and saying the count is above the most it may hold", err, want)
-			}
-		})
-	}
-}
-
 // TestImportTakesAValueOfTheBound: the bound on one JSON value of a dump
 // takes a value of exactly maxValueBytes (4 MiB): here a key's object
 // padded with white space inside it, which counts. (One far over it is
