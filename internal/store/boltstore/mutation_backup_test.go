@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -165,5 +166,79 @@ func TestImportTakesAValueOfTheBound(t *testing.T) {
 	defer mustClose(t, s)
 	if c := mustGet(t, s, []byte("a")); c.Total != 1 {
 		t.Errorf("a = %+v, want total 1", c)
+	}
+}
+
+// TestImportNamesTheLineOfAKeyItCannotAdd: a key whose counts, added to
+// the store's, would pass the most a counter or a day holds is refused
+// with its own line, wherever it falls in a batch of keys, and not the
+// line the import had read to when it wrote the batch.
+func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
+	day := time.Now().UTC().Format(dateLayout)
+	fullTotal := fmt.Sprintf(`{"key":"full","total":%d}`, uint64(maxImportTotal))
+	fullDay := fmt.Sprintf(`{"key":"full","total":%d,"days":{%q:%d}}`, uint64(maxImportDay), day, uint64(maxImportDay))
+	tests := []struct {
+		name  string
+		batch int
+		keys  []string // one a line, from line 2
+		line  int
+		want  string
+	}{
+		{"a total, in the last batch", 100, []string{`{"key":"a","total":1}`, fullTotal, `{"key":"b","total":1}`}, 3, `key "full": total:`},
+		{"a day, in the last batch", 100, []string{`{"key":"a","total":1}`, fullDay, `{"key":"b","total":1}`}, 3, `key "full": day ` + day},
+		{"a total, last of a full batch", 2, []string{`{"key":"a","total":1}`, fullTotal, `{"key":"b","total":1}`}, 3, `key "full": total:`},
+		{"a total, first of a full batch", 2, []string{`{"key":"a","total":1}`, `{"key":"b","total":1}`, fullTotal, `{"key":"c","total":1}`, `{"key":"d","total":1}`}, 4, `key "full": total:`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func(b int) { importBatch = b }(importBatch)
+			importBatch = tt.batch
+			dir := t.TempDir()
+			s := mustOpen(t, Options{Dir: dir})
+			mustIncrN(t, s, "full", 1)
+			mustClose(t, s)
+			dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + strings.Join(tt.keys, ",\n") + "\n]}\n"
+			err := Import(dir, strings.NewReader(dump), false)
+			if want := fmt.Sprintf("line %d: %s", tt.line, tt.want); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "above the most it may hold") {
+				t.Errorf("Import = %v, want an error containing %q and saying the count is above the most it may hold", err, want)
+			}
+		})
+	}
+}
+
+// TestLineReaderInAnyOrder: line names the right line whatever order
+// the offsets it may be asked about come in, each offset asked after a
+// later one as well as before (it starts from the last answer when it
+// can), against a plain count of newlines.
+func TestLineReaderInAnyOrder(t *testing.T) {
+	var text strings.Builder
+	for i := range 300 {
+		text.WriteString(strings.Repeat("y", (i*7)%131))
+		text.WriteByte('\n')
+	}
+	in := text.String()
+	pos := int64(0)
+	lr := &lineReader{r: strings.NewReader(in), pos: func() int64 { return pos }}
+	buf := make([]byte, 301)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for {
+		n, err := lr.Read(buf)
+		if n == 0 && err != nil {
+			break
+		}
+		offs := make([]int64, 0, lr.read-pos+1)
+		for off := pos; off <= lr.read; off++ {
+			offs = append(offs, off)
+		}
+		rng.Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+		for _, off := range offs {
+			if got, want := lr.line(off), strings.Count(in[:off], "\n")+1; got != want {
+				t.Fatalf("line(%d) = %d, want %d", off, got, want)
+			}
+		}
+		pos = max(0, lr.read-200)
+	}
+	if lr.read != int64(len(in)) {
+		t.Fatalf("read %d bytes of %d", lr.read, len(in))
 	}
 }
