@@ -399,12 +399,13 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 	batch := make([]KeyDump, 0, importBatch)
 	spans := make([]span, 0, importBatch)
 	lines := make([]int, 0, importBatch) // the line each batched key ends on
-	// written names the line of the key a write refused, else off's.
-	written := func(err error, off int64) error {
+	// refused names the line of the key a write refused; nil if err
+	// names no key.
+	refused := func(err error) error {
 		if ke := (*keyError)(nil); errors.As(err, &ke) {
 			return fmt.Errorf("line %d: %v", lines[ke.i], err)
 		}
-		return at(off, "%v", err)
+		return nil
 	}
 	seen := map[string]bool{}
 	for dec.More() {
@@ -448,7 +449,10 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 				lines = append(lines, lr.line(dec.InputOffset()-1))
 				if len(batch) == importBatch {
 					if err := write(batch, spans); err != nil {
-						return 0, written(err, dec.InputOffset()-1)
+						if kerr := refused(err); kerr != nil {
+							return 0, kerr
+						}
+						return 0, at(dec.InputOffset()-1, "%v", err)
 					}
 					batch, spans, lines = batch[:0], spans[:0], lines[:0]
 				}
@@ -470,7 +474,10 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 		return 0, at(dec.InputOffset(), "no format field: not a visitors export")
 	}
 	if err := write(batch, spans); err != nil {
-		return 0, written(err, dec.InputOffset())
+		if kerr := refused(err); kerr != nil {
+			return 0, kerr
+		}
+		return 0, at(dec.InputOffset(), "%v", err)
 	}
 	return hits, nil
 }

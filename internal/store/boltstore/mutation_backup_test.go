@@ -187,6 +187,7 @@ func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
 		{"a total, in the last batch", 100, []string{`{"key":"a","total":1}`, fullTotal, `{"key":"b","total":1}`}, 3, `key "full": total:`},
 		{"a day, in the last batch", 100, []string{`{"key":"a","total":1}`, fullDay, `{"key":"b","total":1}`}, 3, `key "full": day ` + day},
 		{"a total, last of a full batch", 2, []string{`{"key":"a","total":1}`, fullTotal, `{"key":"b","total":1}`}, 3, `key "full": total:`},
+		{"a total, the last key, a newline after it", 100, []string{`{"key":"a","total":1}`, fullTotal}, 3, `key "full": total:`},
 		{"a total, first of a full batch", 2, []string{`{"key":"a","total":1}`, `{"key":"b","total":1}`, fullTotal, `{"key":"c","total":1}`, `{"key":"d","total":1}`}, 4, `key "full": total:`},
 	}
 	for _, tt := range tests {
