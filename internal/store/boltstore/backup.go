@@ -697,7 +697,7 @@ func (l *lineReader) line(off int64) int {
 		from, n = l.lastOff, l.lastLines
 	}
 	for o := from; o < off; {
-		i, b := (o-l.base)/64, (o-l.base)%64
+		i, b := (o-l.base)/64, o%64 // base is a multiple of 64
 		take := min(64-b, off-o)
 		n += bits.OnesCount64(l.words[i] >> b & (1<<take - 1))
 		o += take
