@@ -33,10 +33,13 @@ import (
 )
 
 // Timeouts of the public listener: a slow client cannot hold a
-// connection, or a goroutine, for longer than these.
+// connection, or a goroutine, for longer than these. The admin listener
+// shares ReadHeader, Idle and MaxHeaderBytes, and has a write deadline
+// of its own, AdminWrite.
 type Timeouts struct {
 	ReadHeader, Read, Write, Idle time.Duration
 	MaxHeaderBytes                int
+	AdminWrite                    time.Duration // long enough for a CPU profile or trace
 }
 
 // DefaultTimeouts are the public listener's limits. Read equals
@@ -49,6 +52,7 @@ var DefaultTimeouts = Timeouts{
 	Write:          10 * time.Second,
 	Idle:           60 * time.Second,
 	MaxHeaderBytes: 16 << 10,
+	AdminWrite:     5 * time.Minute,
 }
 
 // Main parses args, then runs the service until ctx is done. Logs go to
@@ -226,7 +230,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		asrv := &http.Server{
 			Handler:           admin.Handler(ao),
 			ReadHeaderTimeout: to.ReadHeader,
-			WriteTimeout:      5 * time.Minute, // long enough for a CPU profile or trace
+			WriteTimeout:      to.AdminWrite,
 			IdleTimeout:       to.Idle,
 			MaxHeaderBytes:    to.MaxHeaderBytes,
 			ErrorLog:          zerologStd(log),

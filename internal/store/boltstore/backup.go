@@ -398,6 +398,15 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 	var format string
 	batch := make([]KeyDump, 0, importBatch)
 	spans := make([]span, 0, importBatch)
+	lines := make([]int, 0, importBatch) // the line each batched key ends on
+	// refused names the line of the key a write refused; nil if err
+	// names no key.
+	refused := func(err error) error {
+		if ke := (*keyError)(nil); errors.As(err, &ke) {
+			return fmt.Errorf("line %d: %v", lines[ke.i], err)
+		}
+		return nil
+	}
 	seen := map[string]bool{}
 	for dec.More() {
 		t, err := dec.Token()
@@ -437,11 +446,15 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 				}
 				batch = append(batch, kd)
 				spans = append(spans, span{start, dec.InputOffset()})
+				lines = append(lines, lr.line(dec.InputOffset()-1))
 				if len(batch) == importBatch {
 					if err := write(batch, spans); err != nil {
+						if kerr := refused(err); kerr != nil {
+							return 0, kerr
+						}
 						return 0, at(dec.InputOffset()-1, "%v", err)
 					}
-					batch, spans = batch[:0], spans[:0]
+					batch, spans, lines = batch[:0], spans[:0], lines[:0]
 				}
 			}
 			if err := expect(']'); err != nil {
@@ -461,6 +474,9 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 		return 0, at(dec.InputOffset(), "no format field: not a visitors export")
 	}
 	if err := write(batch, spans); err != nil {
+		if kerr := refused(err); kerr != nil {
+			return 0, kerr
+		}
 		return 0, at(dec.InputOffset(), "%v", err)
 	}
 	return hits, nil
@@ -511,11 +527,11 @@ func addKeys(tx *bolt.Tx, keys []KeyDump) error {
 	if err != nil {
 		return err
 	}
-	for _, kd := range keys {
+	for i, kd := range keys {
 		key := []byte(kd.Key)
 		tk := keyPrefix(key)
 		if err := addRecord(totals, tagTotals, tk, kd.Total, maxImportTotal); err != nil {
-			return fmt.Errorf("key %q: total: %w", kd.Key, err)
+			return &keyError{i, fmt.Errorf("key %q: total: %w", kd.Key, err)}
 		}
 		dates := make([]string, 0, len(kd.Days))
 		for d := range kd.Days {
@@ -525,12 +541,12 @@ func addKeys(tx *bolt.Tx, keys []KeyDump) error {
 		for _, date := range dates {
 			t, _ := time.Parse(dateLayout, date) // checked by checkKeyDump
 			if err := addRecord(days, tagDays, dayKey(key, store.DayOf(t)), kd.Days[date], maxImportDay); err != nil {
-				return fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)
+				return &keyError{i, fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)}
 			}
 		}
 		if kd.Locked {
 			if err := locks.Put(tk, record(tagLocks, tk, 1)); err != nil {
-				return fmt.Errorf("key %q: lock: %w", kd.Key, err)
+				return &keyError{i, fmt.Errorf("key %q: lock: %w", kd.Key, err)}
 			}
 		}
 	}
@@ -560,6 +576,16 @@ func (e *overflowError) Error() string {
 	return fmt.Sprintf("%d + %d is above the most it may hold, %d", e.old, e.n, e.most)
 }
 
+// keyError is addKeys' failure at keys[i], so that an import names
+// that key's line.
+type keyError struct {
+	i   int
+	err error
+}
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
 // lineReader counts the lines of what it reads, so that an offset in it
 // can be named by its line. It keeps one bit per byte read that the
 // decoder has not passed yet (at most maxValueBytes, which Read refuses
@@ -572,6 +598,11 @@ type lineReader struct {
 	words []uint64     // bit i: byte base+i is a newline
 	lines int          // newlines before base
 	pend  []byte       // read and not yet checked as UTF-8: a rune the next read may end
+
+	// The last offset line was asked about, and the newlines before it:
+	// where the next call, for a later offset, starts counting.
+	lastOff   int64
+	lastLines int
 }
 
 // errNotUTF8 refuses a dump that is not UTF-8. JSON must be, and
@@ -656,17 +687,21 @@ func (l *lineReader) forget(off int64) {
 }
 
 // line returns the 1-based line of byte offset off, which must not be
-// before an offset the decoder has passed.
+// before an offset the decoder has passed. It counts from its last
+// answer when off is not before it, so that asking about each key of a
+// dump in turn costs what lies between them.
 func (l *lineReader) line(off int64) int {
-	n := l.lines
-	rel := off - l.base
-	for i, w := range l.words {
-		switch {
-		case int64(i+1)*64 <= rel:
-			n += bits.OnesCount64(w)
-		case int64(i)*64 < rel:
-			n += bits.OnesCount64(w & (1<<(rel-int64(i)*64) - 1))
-		}
+	off = min(off, l.read) // nothing past what was read is known
+	from, n := l.base, l.lines
+	if l.lastOff >= l.base && l.lastOff <= off {
+		from, n = l.lastOff, l.lastLines
 	}
+	for o := from; o < off; {
+		i, b := (o-l.base)/64, o%64 // base is a multiple of 64
+		take := min(64-b, off-o)
+		n += bits.OnesCount64(l.words[i] >> b & (1<<take - 1))
+		o += take
+	}
+	l.lastOff, l.lastLines = off, n
 	return n + 1
 }
