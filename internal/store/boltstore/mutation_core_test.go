@@ -1,0 +1,74 @@
+package boltstore
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+// Tests of issue 16's fourth round (mutation testing of the flusher, the
+// file, its format and the sketches): each states the promise a surviving
+// mutant broke unseen.
+
+// TestCloseReportsTheLogsCloseError: a healthy store whose write-ahead
+// log cannot be closed says so from Close, naming the log: nothing else
+// would tell the operator.
+func TestCloseReportsTheLogsCloseError(t *testing.T) {
+	s := openSyncLogOnly(t, t.TempDir())
+	mustIncr(t, s, []byte("a"))
+	// The log's file closed under the store: its Close fails, and
+	// nothing else does (the last flush writes the bbolt file only).
+	if err := s.log.f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Close()
+	if err == nil || !strings.Contains(err.Error(), LogName) {
+		t.Fatalf("Close = %v, want the log's close error, naming %s", err, LogName)
+	}
+}
+
+// TestTickLeavesTheLogsVisitsToTheLog: in sync mode the flush interval's
+// tick brings the bbolt file up to date without taking the visits that
+// wait for the next log record: while the file cannot be written and the
+// log has room, no visit is refused. The flusher is held in a record's
+// sync until a tick and the next visit are both pending, so that its
+// next round may pick either (Go's select picks at random: 20 rounds).
+func TestTickLeavesTheLogsVisitsToTheLog(t *testing.T) {
+	defer func(f func() bool) { pipelineLog = f }(pipelineLog)
+	pipelineLog = func() bool { return false } // the flusher syncs each record itself
+	s := mustOpen(t, Options{Dir: t.TempDir(), Durability: store.Sync, FlushInterval: time.Millisecond})
+	defer s.Close() // fails: the file cannot be written
+	s.db.Close()    // every bbolt commit fails from here; the log works
+	began, release, stop := holdSyncs(s)
+	defer stop()
+	incr := func(key string) <-chan error {
+		res := make(chan error, 1)
+		go func() { _, err := s.Incr(ctx, []byte(key)); res <- err }()
+		return res
+	}
+	for i := range 20 {
+		first := incr("a")
+		<-began // the flusher is in the sync of a's record
+		second := incr("b")
+		waitForWaiters(t, s, 2)
+		time.Sleep(3 * time.Millisecond) // a tick is pending too
+		release(nil)
+		if err := <-first; err != nil {
+			t.Fatalf("round %d: the first visit: %v", i, err)
+		}
+		select {
+		case <-began: // b's own record: the log took it
+			release(nil)
+			if err := <-second; err != nil {
+				t.Fatalf("round %d: the second visit: %v", i, err)
+			}
+		case err := <-second:
+			t.Fatalf("round %d: the second visit was answered without a log record of its own (%v): the tick took it to the file", i, err)
+		}
+	}
+	if st := s.Stats(); st.LogRecords != 40 {
+		t.Errorf("LogRecords = %d, want 40: one per visit", st.LogRecords)
+	}
+}
