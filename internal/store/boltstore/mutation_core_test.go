@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,22 @@ func TestTickLeavesTheLogsVisitsToTheLog(t *testing.T) {
 	}
 	if st := s.Stats(); st.LogRecords != 40 {
 		t.Errorf("LogRecords = %d, want 40: one per visit", st.LogRecords)
+	}
+}
+
+// TestPipelinedOnlyWithMoreThanOneP: log passes are pipelined (a syncer
+// goroutine syncs one record while the flusher gathers the next) only
+// with more than one P; with one, the flusher syncs each record itself,
+// which docs/performance.md measured faster there.
+func TestPipelinedOnlyWithMoreThanOneP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, tc := range []struct {
+		procs int
+		want  bool
+	}{{1, false}, {2, true}, {4, true}} {
+		runtime.GOMAXPROCS(tc.procs)
+		if got := pipelineLog(); got != tc.want {
+			t.Errorf("GOMAXPROCS %d: pipelineLog() = %v, want %v", tc.procs, got, tc.want)
+		}
 	}
 }
