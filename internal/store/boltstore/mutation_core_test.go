@@ -1,10 +1,15 @@
 package boltstore
 
 import (
+	"bytes"
+	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
 )
@@ -88,5 +93,45 @@ func TestPipelinedOnlyWithMoreThanOneP(t *testing.T) {
 		if got := pipelineLog(); got != tc.want {
 			t.Errorf("GOMAXPROCS %d: pipelineLog() = %v, want %v", tc.procs, got, tc.want)
 		}
+	}
+}
+
+// TestCheckRefusesALockOfAnotherValue: a lock record is the value 1; one
+// with a right checksum and another value (0, 2) is a damaged record,
+// which visitors check reports, naming the key and the value, and which
+// Open refuses.
+func TestCheckRefusesALockOfAnotherValue(t *testing.T) {
+	for _, n := range []uint64{0, 2} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, Options{Dir: dir})
+			if _, err := s.Lock(ctx, []byte("b"), true); err != nil {
+				t.Fatal(err)
+			}
+			mustClose(t, s)
+			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kp := keyPrefix([]byte("b"))
+			err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLocks).Put(kp, record(tagLocks, kp, n)) })
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			want := fmt.Sprintf(`the lock of key "b": value %d, want 1`, n)
+			if err := Check(dir, &out, 0); err == nil || !strings.Contains(out.String(), want) {
+				t.Errorf("Check = %v, %q; want the record refused: %s", err, out.String(), want)
+			}
+			if s, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), want) {
+				if err == nil {
+					s.Close()
+				}
+				t.Errorf("Open = %v, want the record refused: %s", err, want)
+			}
+		})
 	}
 }
