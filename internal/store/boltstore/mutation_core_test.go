@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -133,5 +134,59 @@ func TestCheckRefusesALockOfAnotherValue(t *testing.T) {
 				t.Errorf("Open = %v, want the record refused: %s", err, want)
 			}
 		})
+	}
+}
+
+// TestOpenWithTheFirstMetaPageTorn: bbolt keeps two meta pages and reads
+// the valid one, so a store whose first meta page is damaged (a torn
+// write) and whose second holds the last commit opens with every count;
+// the check of the meta pages before bbolt opens the file finds the
+// second where the first would have said it is, not nowhere.
+func TestOpenWithTheFirstMetaPageTorn(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	s := mustOpen(t, Options{Dir: dir})
+	mustIncrN(t, s, "a", 3)
+	mustClose(t, s)
+	metas := func() (m0, m1 boltMeta) {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if m0, err = readMeta(f, 0); err != nil {
+			t.Fatal(err)
+		}
+		if m1, err = readMeta(f, int64(m0.pageSize)); err != nil {
+			t.Fatal(err)
+		}
+		return m0, m1
+	}
+	// The last commit on the second page: an empty commit moves it there
+	// if it is on the first (bbolt alternates).
+	if m0, m1 := metas(); m0.txid > m1.txid {
+		db, err := bolt.Open(path, 0o644, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(*bolt.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if m0, m1 = metas(); m0.txid > m1.txid {
+			t.Fatalf("the last commit is still on the first meta page (txids %d, %d)", m0.txid, m1.txid)
+		}
+	}
+	corrupt(t, path, pageHeaderSize+metaChecksumOff, pageHeaderSize+metaChecksumOff+8) // its checksum
+	r, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("Open with the first meta page torn: %v", err)
+	}
+	defer mustClose(t, r)
+	if c := mustGet(t, r, []byte("a")); c.Total != 3 {
+		t.Errorf("a = %+v, want total 3", c)
 	}
 }
