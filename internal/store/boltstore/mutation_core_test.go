@@ -190,3 +190,43 @@ func TestOpenWithTheFirstMetaPageTorn(t *testing.T) {
 		t.Errorf("a = %+v, want total 3", c)
 	}
 }
+
+// TestOpenPageSizesOfOtherMachines: bbolt writes a file with the page
+// size of the machine that made it (64 KiB on some arm64 and ppc64le
+// kernels) or the one it is told, any power of two from 512 bytes to 64
+// KiB; a store moved from such a machine opens here, counts and reopens.
+func TestOpenPageSizesOfOtherMachines(t *testing.T) {
+	for _, ps := range []int{512, 1024, 16 << 10, 64 << 10} {
+		t.Run(fmt.Sprint(ps), func(t *testing.T) {
+			dir := t.TempDir()
+			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, &bolt.Options{PageSize: ps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				if err := createBuckets(tx); err != nil {
+					return err
+				}
+				kp := keyPrefix([]byte("a"))
+				return tx.Bucket(bucketTotals).Put(kp, record(tagTotals, kp, 41))
+			})
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(Options{Dir: dir})
+			if err != nil {
+				t.Fatalf("Open of a file with %d-byte pages: %v", ps, err)
+			}
+			mustIncr(t, s, []byte("a"))
+			mustClose(t, s)
+			s = mustOpen(t, Options{Dir: dir})
+			if c := mustGet(t, s, []byte("a")); c.Total != 42 {
+				t.Errorf("%d-byte pages: a = %+v after a visit and a reopen, want total 42", ps, c)
+			}
+			mustClose(t, s)
+		})
+	}
+}
