@@ -230,3 +230,42 @@ func TestOpenPageSizesOfOtherMachines(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptySketch: a sketch's data is opaque bytes, the empty included:
+// stored, it reads back as itself (four bytes on disk: its checksum
+// alone), never as damage; a stored value shorter than a checksum is
+// damage, refused.
+func TestEmptySketch(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir})
+	const d = store.Day(20414)
+	if err := s.PutSketches(d, []store.Sketch{{Key: []byte("a"), Data: []byte{}}, {Key: []byte("b"), Data: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, s)
+	s = mustOpen(t, Options{Dir: dir})
+	got := map[string]string{}
+	if err := s.LoadSketches(d, func(k, data []byte) error { got[string(k)] = string(data); return nil }); err != nil {
+		t.Fatalf("LoadSketches with an empty sketch: %v", err)
+	}
+	if a, ok := got["a"]; !ok || a != "" || got["b"] != "x" || len(got) != 2 {
+		t.Errorf("LoadSketches = %q, want a empty and b \"x\"", got)
+	}
+	if _, err := s.SketchDays([]byte("a"), d, 2); err != nil {
+		t.Errorf("SketchDays of a key with an empty sketch: %v", err)
+	}
+	// Three bytes: not even a checksum.
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketUniques).Put(sketchKey(d, []byte("a")), []byte{1, 2, 3})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LoadSketches(d, func(k, data []byte) error { return nil }); err == nil || !strings.Contains(err.Error(), "sketch of 3 bytes") {
+		t.Errorf("LoadSketches with a 3-byte value = %v, want it refused", err)
+	}
+	if _, err := s.SketchDays([]byte("a"), d, 1); err == nil {
+		t.Errorf("SketchDays of a 3-byte value succeeded, want it refused")
+	}
+	mustClose(t, s)
+}
