@@ -269,3 +269,40 @@ func TestEmptySketch(t *testing.T) {
 	}
 	mustClose(t, s)
 }
+
+// TestSketchDaysNamesTheDamagedDay: a damaged sketch among a key's days
+// fails SketchDays with an error that names the key and the day of the
+// damaged one, so that the operator knows which record to look at.
+func TestSketchDaysNamesTheDamagedDay(t *testing.T) {
+	s := mustOpen(t, Options{Dir: t.TempDir()})
+	defer mustClose(t, s)
+	const last = store.Day(20414)
+	for d := last - 2; d <= last; d++ {
+		if err := s.PutSketches(d, []store.Sketch{{Key: []byte("a"), Data: []byte("sketch")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flip := func(d store.Day) { // the checksum no longer matches, or again
+		t.Helper()
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			k := sketchKey(d, []byte("a"))
+			v := bytes.Clone(tx.Bucket(bucketUniques).Get(k))
+			v[0] ^= 1
+			return tx.Bucket(bucketUniques).Put(k, v)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []store.Day{last - 1, last} {
+		flip(bad)
+		want := fmt.Sprintf(`the sketch of key "a" on %s`, bad.Time().Format(dateLayout))
+		if _, err := s.SketchDays([]byte("a"), last, 3); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("SketchDays with the sketch of %s damaged = %v, want it named: %s", bad.Time().Format(dateLayout), err, want)
+		}
+		if _, err := s.SketchDays([]byte("a"), bad-1, 1); err != nil {
+			t.Errorf("SketchDays of the day before the damaged one: %v", err)
+		}
+		flip(bad)
+	}
+}
