@@ -306,3 +306,57 @@ func TestSketchDaysNamesTheDamagedDay(t *testing.T) {
 		flip(bad)
 	}
 }
+
+// TestCheckOfAStoreInUseIsRefused: visitors check of a directory whose
+// store another process (here another Open) holds is refused at once,
+// saying so, rather than waiting for the lock for ever.
+func TestCheckOfAStoreInUseIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	done := make(chan error, 1)
+	go func() { done <- Check(dir, new(bytes.Buffer), 0) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "another process has it open") {
+			t.Errorf("Check of a store in use = %v, want it refused: another process has it open", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Check of a store in use still waits for its lock after 10 s")
+	}
+}
+
+// TestOpenWhileTheStoreIsReadIsRefused: a store that another process
+// reads (visitors check or export: a read-only open, which shares the
+// file's lock, so the check of the file before Open passes) is refused
+// by Open at once, saying so, rather than waited for.
+func TestOpenWhileTheStoreIsReadIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	mustClose(t, mustOpen(t, Options{Dir: dir}))
+	reader, err := bolt.Open(filepath.Join(dir, FileName), 0o644, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type opened struct {
+		s   *Store
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() { s, err := Open(Options{Dir: dir}); done <- opened{s, err} }()
+	select {
+	case o := <-done:
+		if o.err == nil {
+			o.s.Close()
+		}
+		if o.err == nil || !strings.Contains(o.err.Error(), "another process has it open") {
+			t.Errorf("Open of a store being read = %v, want it refused: another process has it open", o.err)
+		}
+		reader.Close()
+	case <-time.After(10 * time.Second):
+		reader.Close()
+		if o := <-done; o.err == nil {
+			o.s.Close()
+		}
+		t.Fatal("Open of a store being read still waited for its lock after 10 s")
+	}
+}
