@@ -139,9 +139,10 @@ func TestCheckRefusesALockOfAnotherValue(t *testing.T) {
 
 // TestOpenWithTheFirstMetaPageTorn: bbolt keeps two meta pages and reads
 // the valid one, so a store whose first meta page is damaged (a torn
-// write) and whose second holds the last commit opens with every count;
-// the check of the meta pages before bbolt opens the file finds the
-// second where the first would have said it is, not nowhere.
+// write) and whose second holds the last commit opens with every count:
+// the check of the meta pages before bbolt maps the file looks for the
+// second at the machine's page size when the first cannot say where it
+// is, and does not refuse the file.
 func TestOpenWithTheFirstMetaPageTorn(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
