@@ -185,8 +185,18 @@ func TestWriteTimeoutCutsStalledReader(t *testing.T) {
 	to := longTimeouts()
 	to.Write = 200 * time.Millisecond
 	r := mustStart(t, testConfig(), to, io.Discard)
-	// A small receive buffer; the server's send buffer is at most 4 MiB
-	// (net.ipv4.tcp_wmem), and n landing pages are well over that.
+	// n landing pages are well over the server's send buffer.
+	expectStalledReaderCut(t, r.addr, "/", to.Write)
+}
+
+// expectStalledReaderCut sends n requests for path to addr over a
+// connection with a small receive buffer, reads nothing for deadline
+// and a second, and then expects the server to have cut the connection
+// before every response came: the write deadline of the listener at
+// addr is about deadline. The responses must add up to more than the
+// server's send buffer (at most 4 MiB, net.ipv4.tcp_wmem).
+func expectStalledReaderCut(t *testing.T, addr, path string, deadline time.Duration) {
+	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var err error
 		if cerr := rc.Control(func(fd uintptr) {
@@ -196,7 +206,7 @@ func TestWriteTimeoutCutsStalledReader(t *testing.T) {
 		}
 		return err
 	}}
-	c, err := d.Dial("tcp", r.addr)
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,10 +214,10 @@ func TestWriteTimeoutCutsStalledReader(t *testing.T) {
 	const n = 3000
 	wrote := make(chan error, 1)
 	go func() {
-		_, err := io.WriteString(c, strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", n))
+		_, err := io.WriteString(c, strings.Repeat("GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n", n))
 		wrote <- err
 	}()
-	time.Sleep(to.Write + slack)
+	time.Sleep(deadline + slack)
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	br := bufio.NewReader(c)
 	got := 0
@@ -226,7 +236,7 @@ func TestWriteTimeoutCutsStalledReader(t *testing.T) {
 		resp.Body.Close()
 	}
 	if got == n {
-		t.Errorf("a client that read nothing for %v got all %d responses; WriteTimeout is %v", to.Write+slack, n, to.Write)
+		t.Errorf("a client that read nothing for %v got all %d responses of %s; the write deadline is %v", deadline+slack, n, path, deadline)
 	}
 	// The server may cut the connection before every request is sent.
 	t.Logf("%d responses before the cut; sending the requests: %v", got, <-wrote)

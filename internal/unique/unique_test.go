@@ -799,9 +799,9 @@ func TestDaysEstimatesByContent(t *testing.T) {
 	}
 }
 
-// BenchmarkDays365: daily.json?days=365 of a counter with 365 past days
-// of 20,000 unique visitors each.
-func BenchmarkDays365(b *testing.B) {
+// yearOfSketches returns a counter whose store holds, for key, 364
+// past days of 20,000 unique visitors each.
+func yearOfSketches(b *testing.B) (*Counter, []byte) {
 	m := NewMemory()
 	key := []byte("k")
 	today := store.DayOf(day0)
@@ -811,7 +811,13 @@ func BenchmarkDays365(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	c := mustCounter(b, Options{Store: m, Now: func() time.Time { return day0 }})
+	return mustCounter(b, Options{Store: m, Now: func() time.Time { return day0 }}), key
+}
+
+// BenchmarkDays365: daily.json?days=365 of a counter with 365 past days
+// of 20,000 unique visitors each.
+func BenchmarkDays365(b *testing.B) {
+	c, key := yearOfSketches(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.Days(key, day0, 365); err != nil {
@@ -821,16 +827,7 @@ func BenchmarkDays365(b *testing.B) {
 }
 
 func BenchmarkDays365Parallel(b *testing.B) {
-	m := NewMemory()
-	key := []byte("k")
-	today := store.DayOf(day0)
-	for d := range store.Day(364) {
-		data, _ := denseSketch(b, 20_000, int(d)*20_000)
-		if err := m.PutSketches(today-1-d, []store.Sketch{{Key: key, Data: data}}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	c := mustCounter(b, Options{Store: m, Now: func() time.Time { return day0 }})
+	c, key := yearOfSketches(b)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

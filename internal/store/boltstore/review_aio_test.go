@@ -106,22 +106,14 @@ func TestReviewCloseTwiceSparesAnotherStore(t *testing.T) {
 // kernel accepts and completes with -EFAULT, through the same eventfd
 // and ring; then a real sync of the same aioSync succeeds, on AIO still.
 func TestReviewAIOSyncReportsTheCompletionsError(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, a := newTestAIO(t)
 	if _, err := f.WriteAt([]byte("record"), 0); err != nil {
-		t.Fatal(err)
-	}
-	a, err := newAIOSync(f)
-	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.close()
 	sync := a.cb
 	a.cb.opcode, a.cb.buf, a.cb.nbytes = 0 /* IOCB_CMD_PREAD */, 4096 /* below mmap_min_addr: unmapped */, 6
-	err = a.sync(f)
+	err := a.sync(f)
 	if !errors.Is(err, unix.EFAULT) || a.off.Load() {
 		t.Fatalf("a request that completed with -EFAULT: sync = %v (fell back: %v), want EFAULT through AIO", err, a.off.Load())
 	}
@@ -137,15 +129,7 @@ func TestReviewAIOSyncReportsTheCompletionsError(t *testing.T) {
 // ring, not the eventfd, says the sync is done. After each sync no
 // completion is left to reap.
 func TestReviewAIOStaleSignalDoesNotAnswerEarly(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a, err := newAIOSync(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, a := newTestAIO(t)
 	defer a.close()
 	var one [8]byte
 	one[0] = 1
