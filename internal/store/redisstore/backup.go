@@ -177,7 +177,7 @@ func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) 
 			return fmt.Errorf("import -replace: %w", err)
 		}
 	}
-	if err := importSpool(ctx, c, n, spool, store.DayOf(now)); err != nil {
+	if err := importSpool(ctx, c, n, spool, now); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	return nil
@@ -249,8 +249,8 @@ func spoolDump(ctx context.Context, r io.Reader, tmpDir string) (*os.File, error
 // and raises its /hi counter to the dump's. A key imported is in the
 // sorted set of every key (the limit is not checked), and its
 // generation, a tombstone if a replace deleted it, is kept for good.
-func importSpool(ctx context.Context, c rueidis.Client, n names, spool io.Reader, today store.Day) error {
-	oldest := today - DayTTL/86400 + 1
+func importSpool(ctx context.Context, c rueidis.Client, n names, spool io.Reader, now time.Time) error {
+	oldest := store.DayOf(now) - DayTTL/86400 + 1
 	hits, err := boltstore.DecodeDump(bufio.NewReader(spool), func(keys []boltstore.KeyDump) error {
 		var cmds rueidis.Commands
 		for _, kd := range keys {
@@ -268,7 +268,7 @@ func importSpool(ctx context.Context, c rueidis.Client, n names, spool io.Reader
 					continue
 				}
 				cmds = append(cmds, c.B().Incrby().Key(dayKey(tag, d)).Increment(int64(x)).Build(),
-					c.B().Expireat().Key(dayKey(tag, d)).Timestamp(dayExpiry(d)).Build())
+					c.B().Expire().Key(dayKey(tag, d)).Seconds(dayTTL(d, now)).Build())
 			}
 		}
 		tctx, cancel := context.WithTimeout(ctx, backupTimeout)
@@ -378,7 +378,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 			return fmt.Errorf("import: replace: %w", err)
 		}
 	}
-	if err := importSpool(ctx, s.c, s.n, spool, s.cal.Today()); err != nil {
+	if err := importSpool(ctx, s.c, s.n, spool, s.cal.Now()); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	// This instance reads every key it holds again with its next round.

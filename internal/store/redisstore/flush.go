@@ -358,7 +358,8 @@ func (s *Store) send(groups []group, today store.Day) error {
 	var scripts []script
 	var which []int
 	seq := strconv.FormatUint(s.seq, 10)
-	todayExp := strconv.FormatInt(dayExpiry(today), 10)
+	now := s.cal.Now()
+	todayExp := strconv.FormatInt(dayTTL(today, now), 10)
 	for gi, g := range groups {
 		if g.done {
 			continue
@@ -383,7 +384,7 @@ func (s *Store) send(groups []group, today store.Day) error {
 			for _, d := range e.flight {
 				if d.day != today {
 					keys = append(keys, dayKey(e.tag, d.day))
-					args = append(args, strconv.FormatUint(d.n, 10), strconv.FormatInt(dayExpiry(d.day), 10))
+					args = append(args, strconv.FormatUint(d.n, 10), strconv.FormatInt(dayTTL(d.day, now), 10))
 				}
 			}
 			e.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"sync"
+	"time"
 
 	"visitors/internal/store"
 )
@@ -94,8 +95,14 @@ func (n names) seq(g uint16, id string) string {
 	return n.prefix + "{" + slotTag(g) + "}s:" + id
 }
 
-// dayExpiry returns when day d's key expires: DayTTL after d began.
-func dayExpiry(d store.Day) int64 { return int64(d)*86400 + DayTTL }
+// dayTTL returns how many seconds from now day d's key lives: until
+// DayTTL after d began, by the store's own clock. Every expiry the store
+// asks Redis for is a duration from now (EXPIRE, SET EX), never a time
+// (EXPIREAT, EXAT): a time is read on Redis's clock, and an instance
+// whose clock disagrees with Redis's (or a test's manual clock) would
+// see keys expire at once or live too long. A result of 0 or less makes
+// Redis delete the key, as an EXPIREAT in the past did.
+func dayTTL(d store.Day, now time.Time) int64 { return int64(d)*86400 + DayTTL - now.Unix() }
 
 // numSlots is the number of Redis Cluster hash slots.
 const numSlots = 16384

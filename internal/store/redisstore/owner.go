@@ -77,7 +77,7 @@ func (s *Store) ownerScriptArg(key []byte, today store.Day, op, n, gen string) s
 		}
 	}
 	return script{src: ownerSrc, sha: ownerSHA, keys: keys,
-		args: []string{op, n, gen, strconv.Itoa(TombstoneTTL), strconv.FormatInt(dayExpiry(today), 10),
+		args: []string{op, n, gen, strconv.Itoa(TombstoneTTL), strconv.FormatInt(dayTTL(today, s.cal.Now()), 10),
 			strconv.FormatUint(store.MaxTotal, 10), strconv.FormatUint(store.MaxDay, 10)}}
 }
 

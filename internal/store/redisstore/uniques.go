@@ -232,7 +232,9 @@ func (s *Store) queueUniq(u *uniq) {
 }
 
 // DaySeed implements [store.Uniques]: SET NX of a random seed, expiring
-// SeedGrace after the day's end, then GET, in one round trip.
+// SeedGrace after the day's end by the store's clock (at least a second
+// from now: a seed asked for after that is still made, and shared for
+// that second), then GET, in one round trip.
 func (s *Store) DaySeed(ctx context.Context, d store.Day) ([32]byte, error) {
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {
@@ -241,9 +243,9 @@ func (s *Store) DaySeed(ctx context.Context, d store.Day) ([32]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	name := s.n.seedKey(d)
-	exp := (int64(d)+1)*86400 + SeedGrace
+	ttl := max((int64(d)+1)*86400+SeedGrace-s.cal.Now().Unix(), 1)
 	res := s.c.DoMulti(ctx,
-		s.c.B().Set().Key(name).Value(string(seed[:])).Nx().Exat(time.Unix(exp, 0)).Build(),
+		s.c.B().Set().Key(name).Value(string(seed[:])).Nx().ExSeconds(ttl).Build(),
 		s.c.B().Get().Key(name).Build())
 	v, err := res[1].ToString()
 	if err == nil {
@@ -462,6 +464,7 @@ func (s *Store) sendUniques(work []*uniq) error {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
 	slices.SortFunc(work, func(a, b *uniq) int { return int(a.group) - int(b.group) })
+	now := s.cal.Now()
 	var scripts []script
 	var groups [][]*uniq
 	budget := sendMax
@@ -477,7 +480,7 @@ func (s *Store) sendUniques(work []*uniq) error {
 			u.mu.Lock()
 			u.send = min(len(u.flight), budget)
 			budget -= u.send
-			args = append(args, strconv.FormatInt(dayExpiry(u.day), 10), strconv.Itoa(u.send))
+			args = append(args, strconv.FormatInt(dayTTL(u.day, now), 10), strconv.Itoa(u.send))
 			b = b[:0]
 			for _, v := range u.flight[:u.send] {
 				b = binary.LittleEndian.AppendUint64(b, v)

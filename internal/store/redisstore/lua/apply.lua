@@ -4,10 +4,12 @@
 -- counter: its total key, its key for today, its generation, its lock,
 -- then one key per earlier day it has a delta for.
 -- ARGV[1] is the round's sequence number, ARGV[2] the sequence key's
--- lifetime in seconds, ARGV[3] the time (Unix seconds) today's key
--- expires at. Then, per counter: the generation its deltas were counted
--- under ('*': any, for visits not yet answered), today's delta, the
--- number n of earlier days, then n pairs of (delta, expire-at).
+-- lifetime in seconds, ARGV[3] how many seconds today's key lives on.
+-- Then, per counter: the generation its deltas were counted under ('*':
+-- any, for visits not yet answered), today's delta, the number n of
+-- earlier days, then n pairs of (delta, seconds to live). Lifetimes are
+-- durations from the instance's clock, never times on Redis's clock
+-- (dayTTL in keys.go).
 --
 -- If the group already holds this round or a later one (a retry of a
 -- round whose answer was lost), nothing is added. A counter's deltas are
@@ -61,7 +63,7 @@ while k <= #KEYS do
     local d = tonumber(ARGV[a])
     if land then
       days[i] = incrby(KEYS[k], d)
-      redis.call('EXPIREAT', KEYS[k], ARGV[a + 1])
+      redis.call('EXPIRE', KEYS[k], ARGV[a + 1])
     else
       days[i] = redis.call('GET', KEYS[k]) or '0'
     end
@@ -82,7 +84,7 @@ while k <= #KEYS do
   local today
   if land and todayDelta > 0 then
     today = incrby(dk, todayDelta)
-    redis.call('EXPIREAT', dk, ARGV[3])
+    redis.call('EXPIRE', dk, ARGV[3])
   else
     today = redis.call('GET', dk) or '0'
   end

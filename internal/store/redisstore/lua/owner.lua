@@ -5,8 +5,8 @@
 -- lock, KEYS[4] its count today, then its other days' counts (every day
 -- Redis may still hold). ARGV[1] is the operation, ARGV[2] the total
 -- (set), ARGV[3] a new generation (set, del), ARGV[4] how long a deleted
--- counter's generation is kept, in seconds, ARGV[5] when today's count
--- expires (Unix seconds, add), ARGV[6] and ARGV[7] the most a total and
+-- counter's generation is kept, in seconds, ARGV[5] how many seconds
+-- today's count lives on (add), ARGV[6] and ARGV[7] the most a total and
 -- a day's count may be (add).
 --
 -- set makes the total ARGV[2], deletes every day and writes the new
@@ -52,7 +52,7 @@ if op == 'add' then
     if redis.call('INCRBY', KEYS[4], ARGV[2]) <= 0 then
       redis.call('DEL', KEYS[4])
     else
-      redis.call('EXPIREAT', KEYS[4], ARGV[5])
+      redis.call('EXPIRE', KEYS[4], ARGV[5])
     end
     local i = 5
     while i <= #KEYS do
@@ -76,7 +76,7 @@ if op == 'add' then
       end
       return {-1, 0, 0}
     end
-    redis.call('EXPIREAT', KEYS[4], ARGV[5])
+    redis.call('EXPIRE', KEYS[4], ARGV[5])
   end
   if created then
     redis.call('PERSIST', KEYS[2]) -- a tombstone becomes the live generation

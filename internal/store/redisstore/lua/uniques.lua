@@ -2,8 +2,8 @@
 -- counters to their HyperLogLogs, and counts them.
 --
 -- KEYS, per counter and day: its HyperLogLog of the day, its total.
--- ARGV, per counter and day: the time (Unix seconds) the HyperLogLog
--- expires at, the number n of visitors, then the n visitors, each its
+-- ARGV, per counter and day: how many seconds the HyperLogLog lives on,
+-- the number n of visitors, then the n visitors, each its
 -- 64-bit keyed hash as 8 bytes.
 --
 -- A counter whose total does not exist (deleted, and not made again by
@@ -25,7 +25,7 @@ for k = 1, #KEYS, 2 do
       redis.call('PFADD', hll, unpack(ARGV, i, math.min(i + 499, a + n - 1)))
       i = i + 500
     end
-    redis.call('EXPIREAT', hll, exp)
+    redis.call('EXPIRE', hll, exp)
   end
   a = a + n
   out[#out + 1] = redis.call('PFCOUNT', hll)
