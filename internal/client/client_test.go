@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"visitors/internal/store/storetest"
 )
 
 func mustProxies(tb testing.TB, s string) *Proxies {
@@ -191,7 +193,7 @@ func TestRatePerSecond(t *testing.T) {
 	}
 }
 
-var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+var t0 = storetest.At(2, "12:00")
 
 // TestLimiterBucket: a client gets its burst at once, then the rate;
 // another client is unaffected; an exempt visit takes nothing.

@@ -52,7 +52,7 @@ func mustParseTrace(t *testing.T, path string) string {
 
 func TestSlowWritesOneSnapshotPerEvery(t *testing.T) {
 	dir := t.TempDir()
-	now := storetest.NewClock(time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	now := storetest.NewClock(storetest.At(2, "01:00"))
 	var log servertest.Buffer
 	r := mustStart(t, Options{Dir: dir, Every: time.Minute, Log: zerolog.New(&log), Now: now.Now})
 	slow := metrics.Slow{Route: metrics.Hi, Method: "GET", Path: "/hi", Code: 200, Duration: 300 * time.Millisecond}
@@ -85,7 +85,7 @@ func TestSlowWritesOneSnapshotPerEvery(t *testing.T) {
 
 func TestKeepsTheNewest(t *testing.T) {
 	dir := t.TempDir()
-	now := storetest.NewClock(time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	now := storetest.NewClock(storetest.At(2, "01:00"))
 	other := filepath.Join(dir, "notes.txt") // not ours: never removed
 	if err := os.WriteFile(other, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ type million struct {
 
 var millionOnce = sync.OnceValue(func() *million {
 	const n = 1_000_000
-	clock := storetest.NewClock(time.Date(2026, 10, 24, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	st := memstore.New(memstore.Options{Now: clock.Now})
 	m := &million{st: st, clock: clock, keys: make([][]byte, n)}
 	var today atomic.Uint32 // as tally.Calendar keeps it: one atomic load a visit

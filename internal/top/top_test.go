@@ -34,7 +34,7 @@ func (f *fixture) Days(ctx context.Context, key []byte, n int) (store.Daily, err
 
 func mustFixture(t testing.TB, candidates int, ttl time.Duration) *fixture {
 	t.Helper()
-	clock := storetest.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(2, "12:00"))
 	st := memstore.New(memstore.Options{Now: clock.Now})
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{st: st, clock: clock}

@@ -20,7 +20,7 @@ import (
 	"visitors/internal/store/storetest"
 )
 
-var day0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+var day0 = storetest.At(2, "09:00")
 
 func mustCounter(tb testing.TB, o Options) *Counter {
 	tb.Helper()
@@ -397,8 +397,8 @@ func TestDaysDamagedSketch(t *testing.T) {
 	c := mustCounter(t, Options{Store: disk, Now: func() time.Time { return day0 }})
 	disk.PutSketches(store.DayOf(day0)-2, []store.Sketch{{Key: []byte("k"), Data: []byte("not a sketch")}})
 	_, err := c.Days([]byte("k"), day0, 5)
-	if err == nil || !strings.Contains(err.Error(), `"k"`) || !strings.Contains(err.Error(), "2026-11-20") {
-		t.Errorf("Days over a damaged sketch = %v, want an error naming k and 2026-11-20", err)
+	if err == nil || !strings.Contains(err.Error(), `"k"`) || !strings.Contains(err.Error(), storetest.Date(0)) {
+		t.Errorf("Days over a damaged sketch = %v, want an error naming k and %s", err, storetest.Date(0))
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"visitors/internal/metrics"
 	"visitors/internal/store"
 	"visitors/internal/store/memstore"
+	"visitors/internal/store/storetest"
 )
 
 // mustServer returns a Server over a fresh memory store whose visit log
@@ -171,7 +172,7 @@ func errorMessage(tb testing.TB, w *httptest.ResponseRecorder) string {
 func withDefaultRules(tb testing.TB, s *Server) {
 	tb.Helper()
 	var t atomic.Int64
-	t.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
+	t.Store(storetest.At(2, "00:00").UnixNano())
 	s.now = func() time.Time { return time.Unix(0, t.Add(int64(100*time.Millisecond))).UTC() }
 	visits, newKeys := client.Rate{Events: 10, Per: time.Second}, client.Rate{Events: 100, Per: time.Hour}
 	s.rules = Rules{

@@ -20,8 +20,9 @@ import (
 // API; the name of each says which, and a comment names the bug it
 // catches.
 
-// day0 is the manual clock's first day: 2026-11-21, noon UTC.
-var day0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+// day0 is the manual clock's first day: a day after the test anchor
+// (storetest.Anchor), noon UTC.
+var day0 = storetest.At(1, "12:00")
 
 // mustClockServer returns a Server over a memory store whose day is set
 // by a manual clock that starts at day0; call nextDay to move it on.
@@ -174,17 +175,17 @@ func TestCounterShowToday(t *testing.T) {
 // first, today last, each with its own count.
 func TestCounterDailyDates(t *testing.T) {
 	s, _, nextDay := mustClockServer(t)
-	visit(t, s, "/counter/d.svg", 2) // 2026-11-21
+	visit(t, s, "/counter/d.svg", 2) // day0
 	nextDay()
 	nextDay()
-	visit(t, s, "/counter/d.json", 1) // 2026-11-23
+	visit(t, s, "/counter/d.json", 1) // day0 + 2
 	w := get(s, "GET", "/counter/d/daily.json?days=4")
-	want := `{"key":"d","days":[{"date":"2026-11-20","count":0,"unique":0},{"date":"2026-11-21","count":2,"unique":1},{"date":"2026-11-22","count":0,"unique":0},{"date":"2026-11-23","count":1,"unique":1}]}` + "\n"
+	want := storetest.Dated(`{"key":"d","days":[{"date":"$D","count":0,"unique":0},{"date":"$D+1","count":2,"unique":1},{"date":"$D+2","count":0,"unique":0},{"date":"$D+3","count":1,"unique":1}]}` + "\n")
 	if w.Code != 200 || w.Body.String() != want {
 		t.Errorf("daily.json?days=4 = %d %s, want 200 %s", w.Code, w.Body, want)
 	}
 	w = get(s, "GET", "/counter/d/daily.json?days=1")
-	if want := `{"key":"d","days":[{"date":"2026-11-23","count":1,"unique":1}]}` + "\n"; w.Body.String() != want {
+	if want := storetest.Dated(`{"key":"d","days":[{"date":"$D+3","count":1,"unique":1}]}` + "\n"); w.Body.String() != want {
 		t.Errorf("daily.json?days=1 = %s, want %s", w.Body, want)
 	}
 }
@@ -372,7 +373,7 @@ func TestQueryValueEscapedKeys(t *testing.T) {
 // peak. testdata/graph-*.svg hold the reviewed renderings.
 func TestGraph(t *testing.T) {
 	s, _, nextDay := mustClockServer(t)
-	counts := []int{0, 4, 0, 2, 1, 0, 3} // 2026-11-21 to 11-27
+	counts := []int{0, 4, 0, 2, 1, 0, 3} // day0 to day0 + 6
 	for i, n := range counts {
 		if i > 0 {
 			nextDay()
@@ -383,7 +384,7 @@ func TestGraph(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("graph.svg = %d %q", w.Code, w.Body)
 	}
-	golden.Check(t, filepath.Join("testdata", "graph-7.svg"), w.Body.Bytes())
+	golden.Check(t, filepath.Join("testdata", "graph-7.svg"), []byte(storetest.Undated(w.Body.String())))
 	g := mustParseGraph(t, w.Body.Bytes())
 
 	const plotLeft, plotRight, plotTop, plotBottom = graphLeft, graphW - graphRight, graphTop, graphH - graphBot
@@ -395,7 +396,7 @@ func TestGraph(t *testing.T) {
 			bars = append(bars, r)
 		}
 	}
-	wantDays := []string{"2026-11-22: 4", "2026-11-24: 2", "2026-11-25: 1", "2026-11-27: 3"}
+	wantDays := []string{storetest.Dated("$D+2: 4"), storetest.Dated("$D+4: 2"), storetest.Dated("$D+5: 1"), storetest.Dated("$D+7: 3")}
 	wantIndex := []int{1, 3, 4, 6}
 	if len(bars) != len(wantDays) {
 		t.Fatalf("graph has %d bars, want %d (one per day with visits)", len(bars), len(wantDays))
@@ -414,16 +415,16 @@ func TestGraph(t *testing.T) {
 			t.Errorf("bar %q spans x %.1f to %.1f, want within its day's slot %.1f to %.1f, at least half of it", b.Title, b.X, b.X+b.W, wantX, wantX+slot)
 		}
 	}
-	wantTexts := []string{"g: 10 visits in the last 7 days (UTC)", "0", "4", "Nov 21", "Nov 27"}
+	wantTexts := []string{"g: 10 visits in the last 7 days (UTC)", "0", "4", storetest.Dated("$M+1"), storetest.Dated("$M+7")}
 	if strings.Join(g.Texts, "|") != strings.Join(wantTexts, "|") {
 		t.Errorf("graph texts = %q, want %q", g.Texts, wantTexts)
 	}
 
 	// No visits: no bars and no peak line or label, only the zero axis.
 	w = get(s, "GET", "/counter/none/graph.svg?days=3")
-	golden.Check(t, filepath.Join("testdata", "graph-empty.svg"), w.Body.Bytes())
+	golden.Check(t, filepath.Join("testdata", "graph-empty.svg"), []byte(storetest.Undated(w.Body.String())))
 	g = mustParseGraph(t, w.Body.Bytes())
-	wantTexts = []string{"none: 0 visits in the last 3 days (UTC)", "0", "Nov 25", "Nov 27"}
+	wantTexts = []string{"none: 0 visits in the last 3 days (UTC)", "0", storetest.Dated("$M+5"), storetest.Dated("$M+7")}
 	if strings.Join(g.Texts, "|") != strings.Join(wantTexts, "|") || len(g.Rects) != 1 || g.Lines != 1 {
 		t.Errorf("empty graph: texts %q, %d rects, %d lines; want texts %q, only the frame and the zero axis", g.Texts, len(g.Rects), g.Lines, wantTexts)
 	}

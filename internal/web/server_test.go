@@ -18,6 +18,7 @@ import (
 	"visitors/internal/servertest"
 	"visitors/internal/store"
 	"visitors/internal/store/memstore"
+	"visitors/internal/store/storetest"
 	"visitors/internal/webtest"
 )
 
@@ -180,7 +181,7 @@ func TestRouting(t *testing.T) {
 }
 
 func TestWhoami(t *testing.T) {
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := storetest.At(0, "00:00")
 	s := New(Config{
 		Store:    memstore.New(memstore.Options{}),
 		Hostname: "box-1",

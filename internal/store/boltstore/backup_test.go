@@ -16,7 +16,7 @@ import (
 
 func TestExportImportRoundTrip(t *testing.T) {
 	src := t.TempDir()
-	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	s := mustOpen(t, Options{Dir: src, Now: clock.Now, FlushInterval: time.Hour})
 	for range 7 {
 		mustHit(t, s)
@@ -45,7 +45,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if first.String() != second.String() {
 		t.Errorf("export → import → export changed the data:\n%s\nthen\n%s", first.String(), second.String())
 	}
-	for _, want := range []string{`"key":"a","total":3,"days":{"2026-11-20":2,"2026-11-21":1}`, `"key":"b","total":1`} {
+	for _, want := range []string{storetest.Dated(`"key":"a","total":3,"days":{"$D":2,"$D+1":1}`), `"key":"b","total":1`} {
 		if !strings.Contains(first.String(), want) {
 			t.Errorf("export lacks %s:\n%s", want, first.String())
 		}
@@ -57,7 +57,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	var merged bytes.Buffer
 	Export(dst, &merged)
-	if !strings.Contains(merged.String(), `"key":"a","total":6,"days":{"2026-11-20":4,"2026-11-21":2}`) {
+	if !strings.Contains(merged.String(), storetest.Dated(`"key":"a","total":6,"days":{"$D":4,"$D+1":2}`)) {
 		t.Errorf("merge import did not add:\n%s", merged.String())
 	}
 	if err := Import(dst, strings.NewReader(`{"format":"visitors-export-1","hits":100,"keys":[{"key":"z","total":5}]}`), true); err != nil {
@@ -87,10 +87,10 @@ func TestImportIsStrict(t *testing.T) {
 		{"a bad key on the last line of a key", head + `{"key":"a","total":1,"days":{"x":1}}` + "\n]}", "line 2:"},
 		{"total over 64 bits", head + `{"key":"a","total":18446744073709551616}]}`, "line 2"},
 		{"total at the edge", head + `{"key":"a","total":4611686018427387905}]}`, "above the most a counter holds"},
-		{"a day's count over 40 bits", head + `{"key":"a","total":1099511627776,"days":{"2026-11-20":1099511627776}}]}`, "above the most a day holds"},
-		{"a value over 4 MiB", head + `{"key":"a","total":1,"days":{` + strings.Repeat(`"2026-11-20":1,`, 1<<19) + `"2026-11-21":0}}]}`, "line 2: a value of more than 4 MiB"},
-		{"days over the total", head + `{"key":"a","total":1,"days":{"2026-11-20":2}}]}`, "more than the total"},
-		{"days overflow", head + `{"key":"a","total":1,"days":{"2026-11-20":18446744073709551615,"2026-11-21":1}}]}`, "above the most a day holds"},
+		{"a day's count over 40 bits", head + storetest.Dated(`{"key":"a","total":1099511627776,"days":{"$D":1099511627776}}]}`), "above the most a day holds"},
+		{"a value over 4 MiB", head + `{"key":"a","total":1,"days":{` + strings.Repeat(storetest.Dated(`"$D":1,`), 1<<19) + storetest.Dated(`"$D+1":0}}]}`), "line 2: a value of more than 4 MiB"},
+		{"days over the total", head + storetest.Dated(`{"key":"a","total":1,"days":{"$D":2}}]}`), "more than the total"},
+		{"days overflow", head + storetest.Dated(`{"key":"a","total":1,"days":{"$D":18446744073709551615,"$D+1":1}}]}`), "above the most a day holds"},
 		{"a key not UTF-8", head + "{\"key\":\"a\xff\",\"total\":1}\n]}", "line 2: the dump is not valid UTF-8"},
 		{"a rune cut short in a key", head + "{\"key\":\"a\",\"total\":1},\n{\"key\":\"\xe6\x97\",\"total\":1}]}", "line 3: the dump is not valid UTF-8"},
 		{"key too long", head + `{"key":"` + strings.Repeat("k", 129) + `","total":1}]}`, "not a key the service accepts"},
@@ -172,7 +172,7 @@ func TestImportStreamsLargeDumps(t *testing.T) {
 			if i > 0 {
 				fmt.Fprint(pw, ",")
 			}
-			fmt.Fprintf(pw, "\n{\"key\":\"k%d\",\"total\":%d,\"days\":{\"2026-11-20\":%d}}", i, i+1, i)
+			fmt.Fprintf(pw, "\n{\"key\":\"k%d\",\"total\":%d,\"days\":{\"%s\":%d}}", i, i+1, storetest.Date(0), i)
 		}
 		fmt.Fprint(pw, "\n]}\n")
 		pw.Close()
@@ -181,7 +181,7 @@ func TestImportStreamsLargeDumps(t *testing.T) {
 	if err := Import(dir, pr, false); err != nil {
 		t.Fatal(err)
 	}
-	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now})
 	defer mustClose(t, s)
 	if s.Keys() != n {
@@ -315,7 +315,7 @@ func TestImportIntoFormat1(t *testing.T) {
 func TestImportEdges(t *testing.T) {
 	dir := t.TempDir()
 	for _, dump := range []string{
-		fmt.Sprintf(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":%d,"days":{"2026-11-19":0,"2026-11-20":1}}]}`, uint64(maxImportTotal)),
+		fmt.Sprintf(storetest.Dated(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":%d,"days":{"$D-1":0,"$D":1}}]}`), uint64(maxImportTotal)),
 		`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":0}]}`, // onto a full counter
 	} {
 		if err := Import(dir, strings.NewReader(dump), false); err != nil {
@@ -326,7 +326,7 @@ func TestImportEdges(t *testing.T) {
 	if err := Export(dir, &out); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(out.String(), "2026-11-19") || !strings.Contains(out.String(), `"2026-11-20":1`) {
+	if strings.Contains(out.String(), storetest.Date(-1)) || !strings.Contains(out.String(), storetest.Dated(`"$D":1`)) {
 		t.Errorf("export = %s, want the day with visits and not the day without", out.String())
 	}
 }

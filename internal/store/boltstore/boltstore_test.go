@@ -143,7 +143,7 @@ func healLog(s *Store) { s.logFault.Store(nil) }
 
 func TestDaysSurviveReopenAndMidnight(t *testing.T) {
 	dir := t.TempDir()
-	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now, FlushInterval: time.Hour})
 	key := []byte("badge")
 	for range 4 {
@@ -539,7 +539,7 @@ func TestCleanRestartContinuesHi(t *testing.T) {
 // it comes back, every day's count reaches it.
 func TestMidnightsBetweenFailedFlushes(t *testing.T) {
 	dir := t.TempDir()
-	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	var logged bytes.Buffer
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now, FlushInterval: time.Hour, Log: zerolog.New(&logged)})
 	mustIncrN(t, s, "k", 1)
@@ -706,7 +706,7 @@ func TestCloseTriesTwice(t *testing.T) {
 // looking past today.
 func TestDaysAfterTheClockWentBack(t *testing.T) {
 	dir := t.TempDir()
-	clock := storetest.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(1, "12:00"))
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now})
 	mustIncrN(t, s, "k", 3)
 	mustClose(t, s)

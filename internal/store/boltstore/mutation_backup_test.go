@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // The tests of this file were written for the mutants of backup.go
@@ -25,7 +26,7 @@ import (
 // every one of the owner's tokens, field for field, not only the first.
 func TestOfflineReplaceKeepsEveryToken(t *testing.T) {
 	dir := t.TempDir()
-	created := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	created := storetest.At(0, "12:00")
 	s := mustOpen(t, Options{Dir: dir})
 	var want []store.Token
 	for i, id := range []string{"t1", "t2", "t3"} {

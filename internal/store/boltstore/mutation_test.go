@@ -102,7 +102,7 @@ func TestPutTokenBounds(t *testing.T) {
 		ID:      strings.Repeat("i", store.MaxKeyBytes),
 		Name:    strings.Repeat("n", maxTokenField),
 		Prefix:  strings.Repeat("p", maxTokenField),
-		Created: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC),
+		Created: storetest.At(4, "00:00"),
 	}
 	if err := s.PutToken(ctx, longest); err != nil {
 		t.Fatalf("PutToken of the longest fields: %v", err)

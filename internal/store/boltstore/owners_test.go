@@ -299,7 +299,7 @@ func TestOnlineExportEqualsOffline(t *testing.T) {
 	for _, d := range []store.Durability{store.Batch, store.Sync} {
 		t.Run(d.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+			clock := storetest.NewClock(storetest.At(0, "12:00"))
 			s := mustOpen(t, Options{Dir: dir, Durability: d, Now: clock.Now, FlushInterval: time.Hour})
 			fillOwned(t, s, clock)
 			var online, offline bytes.Buffer
@@ -313,7 +313,7 @@ func TestOnlineExportEqualsOffline(t *testing.T) {
 			if online.String() != offline.String() {
 				t.Errorf("online export:\n%s\noffline export:\n%s", online.String(), offline.String())
 			}
-			for _, want := range []string{`"hits":5`, `{"key":"b","total":2,"days":{"2026-11-20":2},"locked":true}`, `{"key":"locked-new","total":0,"locked":true}`, `{"key":"set","total":4}`} {
+			for _, want := range []string{`"hits":5`, storetest.Dated(`{"key":"b","total":2,"days":{"$D":2},"locked":true}`), `{"key":"locked-new","total":0,"locked":true}`, `{"key":"set","total":4}`} {
 				if !strings.Contains(online.String(), want) {
 					t.Errorf("the export lacks %s:\n%s", want, online.String())
 				}
@@ -351,12 +351,12 @@ func exportOf(t *testing.T, s *Store) string {
 // refusal only the store's own counts can make), changes nothing and
 // says ErrInvalidDump.
 func TestOnlineImportRefusesAsAWhole(t *testing.T) {
-	good := `{"key":"a","total":5,"days":{"2026-11-21":5},"locked":true},{"key":"new","total":1}`
+	good := storetest.Dated(`{"key":"a","total":5,"days":{"$D+1":5},"locked":true},{"key":"new","total":1}`)
 	tests := []struct{ name, dump string }{
 		{"not JSON", `hello`},
 		{"unknown field", `{"format":"visitors-export-1","hits":1,"keys":[` + good + `],"extra":1}`},
 		{"a bad key after good ones", `{"format":"visitors-export-1","hits":1,"keys":[` + good + `,{"key":"` + strings.Repeat("k", 129) + `","total":1}]}`},
-		{"days above the total", `{"format":"visitors-export-1","hits":1,"keys":[` + good + `,{"key":"x","total":1,"days":{"2026-11-21":2}}]}`},
+		{"days above the total", `{"format":"visitors-export-1","hits":1,"keys":[` + good + storetest.Dated(`,{"key":"x","total":1,"days":{"$D+1":2}}]}`)},
 		{"a bad date", `{"format":"visitors-export-1","hits":1,"keys":[` + good + `,{"key":"x","total":1,"days":{"2026-13-01":1}}]}`},
 		{"a merge that overflows", `{"format":"visitors-export-1","hits":1,"keys":[` + good + `,{"key":"full","total":10}]}`},
 		{"more after the end", `{"format":"visitors-export-1","hits":1,"keys":[` + good + `]} {}`},
@@ -367,7 +367,7 @@ func TestOnlineImportRefusesAsAWhole(t *testing.T) {
 	for _, d := range []store.Durability{store.Batch, store.Sync} {
 		t.Run(d.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+			clock := storetest.NewClock(storetest.At(0, "12:00"))
 			s := mustOpen(t, Options{Dir: dir, Durability: d, Now: clock.Now, FlushInterval: time.Hour})
 			defer mustClose(t, s)
 			fillOwned(t, s, clock)
@@ -408,10 +408,10 @@ func TestOnlineImportRefusesAsAWhole(t *testing.T) {
 // sketches), keeps the tokens; the /hi counter is the larger; all of it
 // survives a restart, and in sync mode a crash.
 func TestOnlineImportMergeAndReplace(t *testing.T) {
-	dump := `{"format":"visitors-export-1","hits":100,"keys":[
-{"key":"a","total":5,"days":{"2026-11-20":2,"2026-11-21":3}},
-{"key":"c","total":1,"days":{"2026-11-21":1},"locked":true}
-]}`
+	dump := storetest.Dated(`{"format":"visitors-export-1","hits":100,"keys":[
+{"key":"a","total":5,"days":{"$D":2,"$D+1":3}},
+{"key":"c","total":1,"days":{"$D+1":1},"locked":true}
+]}`)
 	type want struct {
 		total, today uint64
 		locked       bool
@@ -429,7 +429,7 @@ func TestOnlineImportMergeAndReplace(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/replace=%v", d, tt.replace), func(t *testing.T) {
 				tt.keys, tt.days = maps.Clone(tt.keys), slices.Clone(tt.days)
 				dir := t.TempDir()
-				clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+				clock := storetest.NewClock(storetest.At(0, "12:00"))
 				o := Options{Dir: dir, Durability: d, Now: clock.Now, FlushInterval: time.Hour}
 				s := mustOpen(t, o)
 				fillOwned(t, s, clock)
@@ -542,7 +542,7 @@ func TestOnlineImportMergeLosesNoRacingVisit(t *testing.T) {
 // and an offline replace keeps the tokens.
 func TestOfflineBackupCarriesLocks(t *testing.T) {
 	src := t.TempDir()
-	clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	s := mustOpen(t, Options{Dir: src, Now: clock.Now})
 	fillOwned(t, s, clock)
 	mustClose(t, s)
@@ -592,12 +592,12 @@ func TestCheckSeesLocksAndTokens(t *testing.T) {
 		{"lock", func() []byte { kp := keyPrefix([]byte("b")); return record(tagLocks, kp, 1) }, `the lock of key "b"`},
 		{"token", func() []byte {
 			kp := keyPrefix([]byte("t1"))
-			return encodeToken(kp, store.Token{ID: "t1", Name: "ci", Prefix: "a", Hash: sha256.Sum256([]byte("x")), Created: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)})
+			return encodeToken(kp, store.Token{ID: "t1", Name: "ci", Prefix: "a", Hash: sha256.Sum256([]byte("x")), Created: storetest.At(1, "12:00")})
 		}, `the token "t1"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			clock := storetest.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+			clock := storetest.NewClock(storetest.At(0, "12:00"))
 			s := mustOpen(t, Options{Dir: dir, Now: clock.Now})
 			fillOwned(t, s, clock)
 			mustClose(t, s)
@@ -649,7 +649,7 @@ func flipAll(t *testing.T, path string, want []byte, i int) {
 func TestTokenEncoding(t *testing.T) {
 	tests := []store.Token{
 		{},
-		{ID: "a", Name: "日本 \x00", Prefix: "octocat/", Hash: sha256.Sum256([]byte("s")), Created: time.Date(2026, 11, 20, 12, 0, 0, 123, time.UTC)},
+		{ID: "a", Name: "日本 \x00", Prefix: "octocat/", Hash: sha256.Sum256([]byte("s")), Created: storetest.At(0, "12:00:00.000000123")},
 		{ID: strings.Repeat("i", store.MaxKeyBytes), Name: strings.Repeat("n", maxTokenField), Created: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{ID: "old", Created: time.Date(1960, 1, 1, 0, 0, 0, 999999999, time.UTC)},
 	}
@@ -783,7 +783,7 @@ func TestOnlineImportInAnyOrder(t *testing.T) {
 			b.WriteString(",")
 		}
 		kj, _ := json.Marshal(string(k))
-		fmt.Fprintf(&b, "\n{\"key\":%s,\"total\":%d,\"days\":{\"2026-11-20\":1},\"locked\":%v}", kj, i+1, i%7 == 0)
+		fmt.Fprintf(&b, "\n{\"key\":%s,\"total\":%d,\"days\":{\"%s\":1},\"locked\":%v}", kj, i+1, storetest.Date(0), i%7 == 0)
 		want[string(k)] += uint64(i + 1)
 	}
 	b.WriteString("\n]}")
@@ -819,7 +819,7 @@ func TestTokenRecordVersions(t *testing.T) {
 	for i := range hash {
 		hash[i] = byte(i)
 	}
-	created := time.Date(2026, 11, 20, 12, 0, 0, 5, time.UTC)
+	created := storetest.At(0, "12:00:00.000000005")
 	v1 := []byte{1, 2, 'c', 'i', 8}
 	v1 = append(v1, "octocat/"...)
 	v1 = append(v1, hash[:]...)

@@ -78,7 +78,7 @@ func TestReviewHitDuringCloseIsNeverRepeated(t *testing.T) {
 // to the total).
 func TestReviewMidnightDuringSnapshotLosesNoDay(t *testing.T) {
 	dir := t.TempDir()
-	clock := storetest.NewClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now, FlushInterval: time.Hour})
 	key := []byte("k")
 	mustIncr(t, s, key)

@@ -30,7 +30,7 @@ import (
 // visit in that record and after it is lost after a crash.
 func TestReviewWALManyHeldDaysReplay(t *testing.T) {
 	const days = store.MaxDays + 40
-	clock := storetest.NewClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	s := mustOpen(t, Options{Dir: t.TempDir(), Durability: store.Sync, FlushInterval: time.Hour, Now: clock.Now})
 	for i := range days {
 		if i > 0 {

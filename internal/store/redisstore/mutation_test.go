@@ -987,7 +987,7 @@ func TestBatchGetWhileTheKeyIsBeingAdmitted(t *testing.T) {
 // key a batch instance holds in memory, not yet sent: none after a
 // round, one per earlier day with visits before it.
 func TestHeldCountsEarlierDaysInMemory(t *testing.T) {
-	clock := storetest.NewClock(time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(4, "23:00"))
 	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -1018,7 +1018,7 @@ func TestHeldCountsEarlierDaysInMemory(t *testing.T) {
 // refused and retried) on the day they were made, after midnight too.
 func TestDaysShowsARoundInFlightOnAnEarlierDay(t *testing.T) {
 	p := startLossyProxy(t, standalone.Addr)
-	clock := storetest.NewClock(time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC))
+	clock := storetest.NewClock(storetest.At(4, "23:00"))
 	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Now: clock.Now,
 		Timeout: 2 * time.Second})
 	if err != nil {

@@ -246,7 +246,7 @@ func TestTokenRevokeSeenAtOnce(t *testing.T) {
 			a := instance(t, where, prefix, store.Batch)
 			b := instance(t, where, prefix, store.Sync)
 			ctx := t.Context()
-			tk := store.Token{ID: "t1", Name: "ci", Prefix: "octocat/", Hash: sha256.Sum256([]byte("s")), Created: time.Date(2026, 11, 22, 1, 2, 3, 4, time.UTC)}
+			tk := store.Token{ID: "t1", Name: "ci", Prefix: "octocat/", Hash: sha256.Sum256([]byte("s")), Created: storetest.At(2, "01:02:03.000000004")}
 			if err := a.PutToken(ctx, tk); err != nil {
 				t.Fatal(err)
 			}
@@ -452,11 +452,11 @@ func TestTokenRecordsFromBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	old := `{"name":"ci","prefix":"octocat/","sha256":"` + strings.Repeat("ab", 32) + `","created":"2026-11-20T12:00:00Z"}`
+	old := `{"name":"ci","prefix":"octocat/","sha256":"` + strings.Repeat("ab", 32) + `","created":"` + storetest.Date(0) + `T12:00:00Z"}`
 	if err := st.c.Do(t.Context(), st.c.B().Hset().Key(st.n.tokens).FieldValue().FieldValue("0cd87274d67084ca", old).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	exact := store.Token{ID: "key-1", Name: "open-create", Prefix: "octocat", Exact: true, Created: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
+	exact := store.Token{ID: "key-1", Name: "open-create", Prefix: "octocat", Exact: true, Created: storetest.At(0, "12:00")}
 	if err := st.PutToken(t.Context(), exact); err != nil {
 		t.Fatal(err)
 	}

@@ -288,7 +288,7 @@ func TestUniquesMidnightAcrossInstances(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {
 			dir := t.TempDir()
-			clock := storetest.NewClock(time.Date(2026, 11, 24, 23, 59, 59, 0, time.UTC))
+			clock := storetest.NewClock(storetest.At(4, "23:59:59"))
 			a := mustInstance(t, where, dir, store.Batch, clock.Now)
 			b := mustInstance(t, where, dir, store.Batch, clock.Now)
 			for i := range 4 {

@@ -52,7 +52,7 @@ func mustAdd(t *testing.T, st store.Store, key []byte, n int64) store.Counts {
 // reopens: the total and today move by n, clamped at 0, a positive n
 // keeps the earlier days and a negative one clears them.
 func (s suite) addCounts(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := NewClock(At(0, "12:00"))
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	key := []byte("abacus/update")
@@ -274,7 +274,7 @@ func (s suite) addRacesFlush(t *testing.T) {
 func (s suite) exactTokens(t *testing.T) {
 	c := Config{Dir: t.TempDir()}
 	st := s.open(t, c)
-	created := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	created := At(0, "12:00")
 	exact := store.Token{ID: "k1", Name: "open-create", Prefix: "a/b", Exact: true, Hash: sha256.Sum256([]byte("one")), Created: created}
 	prefix := store.Token{ID: "p1", Name: "ci", Prefix: "a/b", Hash: sha256.Sum256([]byte("two")), Created: created}
 	if err := st.PutToken(ctx, prefix); err != nil {
@@ -420,7 +420,7 @@ func flush(t *testing.T, st store.Store) {
 }
 
 func (s suite) setStartsOver(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := NewClock(At(0, "12:00"))
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	key := []byte("octocat/repo")
@@ -548,7 +548,7 @@ func (s suite) setLimits(t *testing.T) {
 // MaxTotal, and visits them: every answer, Get, List, Days and a reopen
 // give the exact totals; and Add reaches MaxTotal exactly.
 func (s suite) largeTotalsExact(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	clock := NewClock(At(4, "12:00"))
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	totals := map[string]uint64{"big/2^53+1": 1<<53 + 1, "big/2^62-1": store.MaxTotal - 1, "big/2^62-3": store.MaxTotal - 3}
@@ -651,7 +651,7 @@ func (s suite) lockFreezes(t *testing.T) {
 }
 
 func (s suite) deleteRemoves(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := NewClock(At(0, "12:00"))
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	key, other := []byte("mistake"), []byte("mistake2")
@@ -850,7 +850,7 @@ func (s suite) listPages(t *testing.T) {
 func (s suite) tokens(t *testing.T) {
 	c := Config{Dir: t.TempDir()}
 	st := s.open(t, c)
-	created := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	created := At(0, "12:00")
 	mk := func(id, name, prefix string) store.Token {
 		return store.Token{ID: id, Name: name, Prefix: prefix, Hash: sha256.Sum256([]byte("secret-" + id)), Created: created}
 	}

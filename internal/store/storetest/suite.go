@@ -231,7 +231,7 @@ func (s suite) incrCountsExactly(t *testing.T) {
 }
 
 func (s suite) hostileKeys(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := NewClock(At(0, "12:00"))
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	keys := HostileKeys()
@@ -381,14 +381,14 @@ func (s suite) lastSlotRace(t *testing.T) {
 }
 
 func (s suite) unknownKey(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := NewClock(At(0, "12:00"))
 	st := s.open(t, Config{Now: clock.Now})
 	defer mustClose(t, st)
 	if got := mustGet(t, st, []byte("nobody")); got != (store.Counts{}) {
 		t.Errorf("Get(unknown) = %+v, want zero", got)
 	}
 	d := mustDays(t, st, []byte("nobody"), store.MaxDays)
-	if want := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC); !d.Last.Equal(want) {
+	if want := At(0, "00:00"); !d.Last.Equal(want) {
 		t.Errorf("Days(unknown).Last = %v, want %v", d.Last, want)
 	}
 	for _, n := range d.Counts {
@@ -411,11 +411,11 @@ func roll(st store.Store) {
 // for a durable store, no flush it is not forced to make) across several
 // UTC midnights, then reopens: no day may be lost.
 func (s suite) midnights(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC))
+	clock := NewClock(At(0, "23:00"))
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	key := []byte("") // the hardest key, on purpose
-	var want []uint64 // per day from 2026-11-20
+	var want []uint64 // per day from the anchor day
 	visit := func(n int) {
 		for range n {
 			mustIncr(t, st, key)
@@ -427,16 +427,16 @@ func (s suite) midnights(t *testing.T) {
 	}
 	visit(3)
 	want = append(want, 3)
-	step(1) // 11-21
+	step(1) // + 1
 	visit(1)
 	want = append(want, 1)
-	step(2) // 11-23: a day with no visits
+	step(2) // + 3: a day with no visits
 	visit(2)
 	want = append(want, 0, 2)
-	step(1) // 11-24
+	step(1) // + 4
 	visit(4)
 	want = append(want, 4)
-	step(1) // 11-25: today, no visit yet
+	step(1) // + 5: today, no visit yet
 	want = append(want, 0)
 
 	var total uint64
@@ -462,7 +462,7 @@ func (s suite) midnights(t *testing.T) {
 // memoryBounded visits one key every day for 400 days: what memory holds
 // of its history must stay flat, and the last MaxDays must still read.
 func (s suite) memoryBounded(t *testing.T) {
-	clock := NewClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clock := NewClock(At(0, "12:00"))
 	st := s.open(t, Config{Now: clock.Now})
 	defer mustClose(t, st)
 	h, ok := st.(Holder)
@@ -523,7 +523,7 @@ func (s suite) property(t *testing.T) {
 	for range 24 {
 		keys = append(keys, randomKey(rng))
 	}
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := NewClock(At(0, "12:00"))
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	type model struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 func TestAddCountsDaysAndTotal(t *testing.T) {
@@ -174,7 +175,7 @@ func TestMapLimitAndPut(t *testing.T) {
 }
 
 func TestCalendarNeverGoesBack(t *testing.T) {
-	now := time.Date(2026, 11, 20, 23, 59, 0, 0, time.UTC)
+	now := storetest.At(0, "23:59")
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	set := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
@@ -202,7 +203,7 @@ func TestCalendarNeverGoesBack(t *testing.T) {
 func TestCalendarAdvancesAtMidnightByItself(t *testing.T) {
 	// A clock 30 ms before midnight: the calendar's own timer must move it.
 	start := time.Now()
-	base := time.Date(2026, 11, 20, 23, 59, 59, 970_000_000, time.UTC)
+	base := storetest.At(0, "23:59:59.97")
 	c := NewCalendar(func() time.Time { return base.Add(time.Since(start)) })
 	defer c.Stop()
 	want := store.DayOf(base) + 1
@@ -286,7 +287,7 @@ func (c *countingClock) count() int {
 // TestCalendarSleepsUntilMidnight: at noon the calendar's timer is set
 // for the next midnight, not for now: it reads the clock once.
 func TestCalendarSleepsUntilMidnight(t *testing.T) {
-	c := &countingClock{t: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC), start: time.Now()}
+	c := &countingClock{t: storetest.At(0, "12:00"), start: time.Now()}
 	cal := NewCalendar(c.now)
 	defer cal.Stop()
 	time.Sleep(50 * time.Millisecond)
@@ -298,7 +299,7 @@ func TestCalendarSleepsUntilMidnight(t *testing.T) {
 // TestCalendarStopStopsTheTimer: stopped 20 ms before midnight, the
 // calendar does not wake at midnight.
 func TestCalendarStopStopsTheTimer(t *testing.T) {
-	c := &countingClock{t: time.Date(2026, 11, 20, 23, 59, 59, 980_000_000, time.UTC), start: time.Now()}
+	c := &countingClock{t: storetest.At(0, "23:59:59.98"), start: time.Now()}
 	cal := NewCalendar(c.now)
 	cal.Stop()
 	time.Sleep(60 * time.Millisecond)

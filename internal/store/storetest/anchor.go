@@ -1,0 +1,126 @@
+package storetest
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// AnchorEnv names the environment variable that moves every date the
+// tests use. Unset, the anchor is today's UTC midnight by the real clock;
+// set, it is YYYY-MM-DD, or +N or -N days from today. A test that pins a
+// date takes it from [At], [Date] or [Dated], never from a literal, so
+// that a date meeting a real clock (Redis's TTLs, a file's time, a
+// certificate) fails the day the test is written, when
+// ./scripts/test.sh runs the suites 400 days ahead and 400 days back,
+// not the day the real clock passes it.
+const AnchorEnv = "VISITORS_TEST_DATE"
+
+var anchor = sync.OnceValue(func() time.Time {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	a, err := parseAnchor(os.Getenv(AnchorEnv), today)
+	if err != nil {
+		panic(err)
+	}
+	return a
+})
+
+// parseAnchor reads the value of AnchorEnv, relative to today.
+func parseAnchor(v string, today time.Time) (time.Time, error) {
+	if v == "" {
+		return today, nil
+	}
+	if v[0] == '+' || v[0] == '-' {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -100_000 || n > 100_000 {
+			return time.Time{}, fmt.Errorf("%s=%q: want YYYY-MM-DD, or +N or -N days from today", AnchorEnv, v)
+		}
+		return today.AddDate(0, 0, n), nil
+	}
+	t, err := time.Parse(time.DateOnly, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s=%q: want YYYY-MM-DD, or +N or -N days from today", AnchorEnv, v)
+	}
+	return t, nil
+}
+
+// Anchor returns the UTC midnight the tests count their days from (see
+// [AnchorEnv]). It is the same for the whole test binary.
+func Anchor() time.Time { return anchor() }
+
+// At returns the time of day clock ("15:04", "15:04:05" or
+// "15:04:05.999999999") on the day days after the anchor, in UTC. It
+// panics on a malformed clock: that is a bug in the test.
+func At(days int, clock string) time.Time {
+	var d time.Time
+	var err error
+	for _, layout := range []string{"15:04", "15:04:05.999999999"} {
+		if d, err = time.Parse(layout, clock); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		panic(fmt.Sprintf("storetest.At(%d, %q): %v", days, clock, err))
+	}
+	since := time.Duration(d.Hour())*time.Hour + time.Duration(d.Minute())*time.Minute +
+		time.Duration(d.Second())*time.Second + time.Duration(d.Nanosecond())
+	return Anchor().AddDate(0, 0, days).Add(since)
+}
+
+// Date returns the day days after the anchor as YYYY-MM-DD.
+func Date(days int) string { return Anchor().AddDate(0, 0, days).Format(time.DateOnly) }
+
+var dayMark = regexp.MustCompile(`\$([DM])([+-][0-9]+)?`)
+
+// Dated returns s with each $D, $D+N and $D-N replaced by [Date] of 0,
+// N and -N, and each $M, $M+N and $M-N by the same day as a graph labels
+// it ("Jan 2"): the dates in a test's expected text, relative to the
+// anchor.
+func Dated(s string) string {
+	return dayMark.ReplaceAllStringFunc(s, func(m string) string {
+		n := 0
+		if len(m) > 2 {
+			n, _ = strconv.Atoi(m[2:]) // the pattern admits only a signed integer
+		}
+		if m[1] == 'M' {
+			return Anchor().AddDate(0, 0, n).Format("Jan 2")
+		}
+		return Date(n)
+	})
+}
+
+var anyDate = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}|\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{1,2}\b`)
+
+// Undated is the inverse of [Dated]: it returns s with each date
+// (YYYY-MM-DD, or "Jan 2" in the year nearest the anchor) written as its
+// distance in days from the anchor ($D+N, or $M+N), so that a golden
+// file holds the same text on any day.
+func Undated(s string) string {
+	a := Anchor()
+	return anyDate.ReplaceAllStringFunc(s, func(m string) string {
+		mark := "$D"
+		t, err := time.Parse(time.DateOnly, m)
+		if err != nil {
+			mark = "$M"
+			if t, err = time.Parse("Jan 2 2006", m+" "+strconv.Itoa(a.Year())); err != nil {
+				return m
+			}
+			if d := t.Sub(a); d > 183*24*time.Hour {
+				t = t.AddDate(-1, 0, 0)
+			} else if d < -183*24*time.Hour {
+				t = t.AddDate(1, 0, 0)
+			}
+		}
+		switch n := int(t.Sub(a).Hours() / 24); {
+		case n == 0:
+			return mark
+		case n > 0:
+			return mark + "+" + strconv.Itoa(n)
+		default:
+			return mark + strconv.Itoa(n)
+		}
+	})
+}

@@ -1,0 +1,53 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseAnchor(t *testing.T) {
+	today := time.Date(2030, 2, 27, 0, 0, 0, 0, time.UTC) // a value of the function's argument, not a clock
+	tests := []struct {
+		v       string
+		want    time.Time
+		wantErr bool
+	}{
+		{"", today, false},
+		{"+400", today.AddDate(0, 0, 400), false},
+		{"-400", today.AddDate(0, 0, -400), false},
+		{"2024-02-29", time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), false},
+		{"2025-02-29", time.Time{}, true},
+		{"400", time.Time{}, true},
+		{"+4x", time.Time{}, true},
+		{"tomorrow", time.Time{}, true},
+	}
+	for _, tt := range tests {
+		got, err := parseAnchor(tt.v, today)
+		if (err != nil) != tt.wantErr || !got.Equal(tt.want) {
+			t.Errorf("parseAnchor(%q) = %v, %v; want %v, error %v", tt.v, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestAtDatedUndated(t *testing.T) {
+	a := Anchor()
+	if a.Hour() != 0 || a.Minute() != 0 || a.Location() != time.UTC {
+		t.Fatalf("Anchor() = %v, want a UTC midnight", a)
+	}
+	if got, want := At(-1, "23:59:59.97"), a.Add(-30*time.Millisecond); !got.Equal(want) {
+		t.Errorf("At(-1, 23:59:59.97) = %v, want %v", got, want)
+	}
+	if got, want := At(2, "12:30"), a.Add(60*time.Hour+30*time.Minute); !got.Equal(want) {
+		t.Errorf("At(2, 12:30) = %v, want %v", got, want)
+	}
+	text := `{"$D-1":1,"$D":2,"$D+40":3} $M+1 to $M-170`
+	dated := Dated(text)
+	want := `{"` + a.AddDate(0, 0, -1).Format(time.DateOnly) + `":1,"` + a.Format(time.DateOnly) + `":2,"` +
+		a.AddDate(0, 0, 40).Format(time.DateOnly) + `":3} ` + a.AddDate(0, 0, 1).Format("Jan 2") + " to " + a.AddDate(0, 0, -170).Format("Jan 2")
+	if dated != want {
+		t.Errorf("Dated(%q) = %q, want %q", text, dated, want)
+	}
+	if got := Undated(dated); got != text {
+		t.Errorf("Undated(%q) = %q, want %q", dated, got, text)
+	}
+}
