@@ -25,8 +25,22 @@ type lossyProxy struct {
 	to       string
 	armed    atomic.Bool
 	blocking atomic.Bool
-	lost     atomic.Int64 // answers swallowed
+	lost     atomic.Int64  // answers swallowed
+	lostc    chan struct{} // closed at the first answer swallowed
+	lostOnce sync.Once
 	wg       sync.WaitGroup
+}
+
+// waitLost waits until the proxy has swallowed an answer, or fails the
+// test at timeout: an event, not a poll, so a busy machine only makes it
+// later.
+func (p *lossyProxy) waitLost(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-p.lostc:
+	case <-time.After(timeout):
+		t.Fatalf("no answer was lost within %v: the test did not lose the round's answer", timeout)
+	}
 }
 
 func startLossyProxy(t *testing.T, to string) *lossyProxy {
@@ -35,7 +49,7 @@ func startLossyProxy(t *testing.T, to string) *lossyProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &lossyProxy{l: l, to: to}
+	p := &lossyProxy{l: l, to: to, lostc: make(chan struct{})}
 	p.wg.Go(func() {
 		for {
 			c, err := l.Accept()
@@ -88,6 +102,7 @@ func (p *lossyProxy) serve(c net.Conn) {
 		if n > 0 {
 			if drop.Load() {
 				p.lost.Add(1)
+				p.lostOnce.Do(func() { close(p.lostc) })
 				c.Close() // the answer is lost with the connection
 				r.Close()
 				<-done

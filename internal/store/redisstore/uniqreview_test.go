@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"bytes"
+	"io"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,29 +151,80 @@ func TestUniquesSeedLostByRedis(t *testing.T) {
 	}
 	defer rs.Close()
 	o := Options{URL: rs.URL(), Timeout: 2 * time.Second, CloseTimeout: time.Second} // room for a busy machine: no bound here is what the test checks
-	open := func() (*Store, *unique.Counter) {
+	open := func(log io.Writer) (*Store, *unique.Counter) {
 		st, err := Open(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := unique.New(unique.Options{Shared: st, FlushInterval: 10 * time.Millisecond, Log: zerolog.Nop()})
+		c, err := unique.New(unique.Options{Shared: st, FlushInterval: 10 * time.Millisecond, Log: zerolog.New(log)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close(); st.Close() })
 		return st, c
 	}
-	_, old := open()
+	// The instance that ran before takes the seed Redis holds now (the
+	// event its log names), whichever instance made it: then both hash
+	// a visitor alike. Waiting for that line, not for a time, keeps a
+	// busy machine (a slow reconnection) from failing the test.
+	taken := newLogWaiter("the store's seed of the day is not the one in use")
+	_, old := open(taken)
 	rs.Kill()
 	if err := rs.Restart(); err != nil { // empty: the test's servers keep nothing on disk
 		t.Fatal(err)
 	}
-	_, late := open()
+	lateLog := newLogWaiter("the day's shared seed is in use again")
+	_, late := open(lateLog)
+	taken.wait(t, time.Minute, "Redis lost the day's seed: the instance that ran before never took the one Redis holds now")
+	if strings.Contains(lateLog.String(), "counting with a seed of this instance's own") {
+		// late's first ask failed (logged before New returns): it uses
+		// a seed of its own until the line that says it took Redis's.
+		lateLog.wait(t, time.Minute, "the instance started after Redis lost the seed never took Redis's")
+	}
 	now := time.Now()
-	for deadline := time.Now().Add(5 * time.Second); old.Hash(ident(1), "ua", now) != late.Hash(ident(1), "ua", now); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Redis lost the day's seed: the instance that ran before hashes a visitor apart from one started after, for the rest of the day")
-		}
+	if old.Hash(ident(1), "ua", now) != late.Hash(ident(1), "ua", now) {
+		t.Fatal("Redis lost the day's seed: the instance that ran before hashes a visitor apart from one started after, for the rest of the day")
+	}
+}
+
+// logWaiter is a log's writer that tells when a line holding want is
+// written. It is safe for concurrent use.
+type logWaiter struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+	mu   sync.Mutex // guards buf
+	buf  bytes.Buffer
+}
+
+func newLogWaiter(want string) *logWaiter {
+	return &logWaiter{want: want, seen: make(chan struct{})}
+}
+
+func (w *logWaiter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.buf.Write(p)
+	w.mu.Unlock()
+	if bytes.Contains(p, []byte(w.want)) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+// String returns what was logged.
+func (w *logWaiter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// wait waits for the line, or fails the test with msg at timeout.
+func (w *logWaiter) wait(t *testing.T, timeout time.Duration, msg string) {
+	t.Helper()
+	select {
+	case <-w.seen:
+	case <-time.After(timeout):
+		t.Fatalf("%s (no log line %q within %v; logged:\n%s)", msg, w.want, timeout, w.String())
 	}
 }
 
