@@ -152,7 +152,8 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
-	pub = limitListener(pub, cfg.Fair.MaxConns)
+	conns := newGate(pub, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
+	pub = conns
 	wc := web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, Rules: rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
 		ac := api.Config{
@@ -182,6 +183,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		IdleTimeout:       to.Idle,
 		MaxHeaderBytes:    to.MaxHeaderBytes,
 		ErrorLog:          zerologStd(log),
+		ConnState:         conns.connState,
 	}
 	srv.RegisterOnShutdown(public.Shutdown) // live streams end, so Shutdown need not wait them out
 	servers := []*http.Server{srv}
@@ -216,7 +218,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			},
 		}
 		if requests != nil && cfg.Metrics {
-			reg, err := registry(cfg, requests, st, flushes, rounds, sink, fr)
+			reg, err := registry(cfg, requests, st, flushes, rounds, sink, fr, conns)
 			if err != nil {
 				pub.Close()
 				adm.Close()
@@ -261,9 +263,9 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 }
 
 // registry returns the Prometheus registry of /metrics: the requests,
-// the store, the log, the flight recorder if fr is not nil, and the Go
-// runtime and process.
-func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, rounds *metrics.RoundDurations, sink *logsink.Writer, fr *flightrec.Recorder) (*prometheus.Registry, error) {
+// the store, the log, the flight recorder if fr is not nil, the public
+// connections, and the Go runtime and process.
+func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, rounds *metrics.RoundDurations, sink *logsink.Writer, fr *flightrec.Recorder, conns *connGate) (*prometheus.Registry, error) {
 	src := metrics.StoreSource{MaxKeys: cfg.MaxKeys, Keys: st.Keys, Health: st.Health}
 	if b, ok := st.(*boltstore.Store); ok {
 		src.Flushes = func() metrics.Flushes {
@@ -296,6 +298,7 @@ func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *m
 	if fr != nil {
 		cs = append(cs, metrics.FlightRecorder(fr.Snapshots)...)
 	}
+	cs = append(cs, metrics.Connections(func() float64 { return float64(conns.Open()) }, conns.Refused)...)
 	return metrics.NewRegistry(cs...)
 }
 

@@ -25,7 +25,7 @@ const testRoot = "app-test-root-token-0123456789"
 // defFair are the default fairness rules.
 var defFair = func() Fair {
 	f := Fair{ClientRate: client.Rate{Events: 10, Per: time.Second}, ClientBurst: 20,
-		ClientNewKeys: client.Rate{Events: 100, Per: time.Hour}, Unique: true, MaxConns: 10000,
+		ClientNewKeys: client.Rate{Events: 100, Per: time.Hour}, Unique: true, MaxConns: 10000, MaxConnsPerClient: 100,
 		CamoKeyRate: client.Rate{Events: 600, Per: time.Minute}}
 	if err := f.CamoRanges.Set(camo.DefaultRanges()); err != nil {
 		panic(err)
@@ -70,7 +70,7 @@ func TestParseFlags(t *testing.T) {
 				c.Store, c.Redis = "redis", RedisConfig{URL: "redis://h:1/0", Cluster: []string{"c:3"}, Prefix: "q:", Password: "s3cret"}
 			})},
 		{"fair flags", []string{"-trusted-proxies", "10.0.0.0/8, 2001:db8::/32,192.0.2.1", "-client-rate", "5/m", "-client-burst", "3", "-client-new-keys", "0",
-			"-repeat-window", "30m", "-unique=false", "-max-conns", "7", "-count-bots", "-camo-ranges", "127.0.0.0/8,::1", "-camo-key-rate", "5/s"}, nil,
+			"-repeat-window", "30m", "-unique=false", "-max-conns", "7", "-count-bots", "-camo-ranges", "127.0.0.0/8,::1", "-camo-key-rate", "5/s", "-max-conns-per-client", "0"}, nil,
 			with(func(c *Config) {
 				c.Fair = Fair{ClientRate: client.Rate{Events: 5, Per: time.Minute}, ClientBurst: 3, RepeatWindow: 30 * time.Minute, MaxConns: 7, CountBots: true,
 					CamoKeyRate: client.Rate{Events: 5, Per: time.Second}}
@@ -160,6 +160,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"burst", []string{"-client-burst", "0"}, nil, "-client-burst must be at least 1"},
 		{"repeat window", []string{"-repeat-window", "-1s"}, nil, "-repeat-window must not be negative"},
 		{"max conns", []string{"-max-conns", "-1"}, nil, "-max-conns must not be negative"},
+		{"max conns per client", []string{"-max-conns-per-client", "-1"}, nil, "-max-conns-per-client must not be negative"},
 		{"token file missing", []string{"-admin-token-file", filepath.Join(dir, "nope")}, nil, "-admin-token-file: open"},
 		{"token file empty", []string{"-admin-token-file", empty}, nil, "-admin-token-file " + empty + ": the root token is empty"},
 		{"token file a newline", []string{"-admin-token-file", newline}, nil, "the root token is empty"},

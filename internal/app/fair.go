@@ -3,12 +3,9 @@ package app
 import (
 	"errors"
 	"flag"
-	"net"
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/net/netutil"
-
 	"visitors/internal/bots"
 	"visitors/internal/camo"
 	"visitors/internal/client"
@@ -20,16 +17,17 @@ import (
 // Fair is the configuration of the rules that keep the keyed counters
 // fair (see the README's "What is counted").
 type Fair struct {
-	TrustedProxies client.Proxies // whose X-Forwarded-For and Forwarded are believed
-	CamoRanges     client.Ranges  // where GitHub's image proxy fetches from
-	CamoKeyRate    client.Rate    // camo's counted visits per key; its burst is its count per period; 0: no limit
-	ClientRate     client.Rate    // counted visits per client; 0: no limit
-	ClientBurst    int            // visits a client may make at once
-	ClientNewKeys  client.Rate    // new keys per client; 0: no limit
-	RepeatWindow   time.Duration  // a visitor's repeat views of a key within it are not counted; 0: all are
-	Unique         bool           // count unique visitors
-	CountBots      bool           // count crawlers' visits too
-	MaxConns       int            // open public connections; past it they wait in the accept queue; 0: no limit
+	TrustedProxies    client.Proxies // whose X-Forwarded-For and Forwarded are believed
+	CamoRanges        client.Ranges  // where GitHub's image proxy fetches from
+	CamoKeyRate       client.Rate    // camo's counted visits per key; its burst is its count per period; 0: no limit
+	ClientRate        client.Rate    // counted visits per client; 0: no limit
+	ClientBurst       int            // visits a client may make at once
+	ClientNewKeys     client.Rate    // new keys per client; 0: no limit
+	RepeatWindow      time.Duration  // a visitor's repeat views of a key within it are not counted; 0: all are
+	Unique            bool           // count unique visitors
+	CountBots         bool           // count crawlers' visits too
+	MaxConns          int            // open public connections; past it they wait in the accept queue; 0: no limit
+	MaxConnsPerClient int            // open public connections per client address; past it 429; 0: no limit
 }
 
 // flags defines the flags of f on fs, with their defaults.
@@ -49,7 +47,8 @@ func (f *Fair) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&f.RepeatWindow, "repeat-window", 0, "a visitor's repeat views of a counter within this long count once toward its total (0: every view counts)")
 	fs.BoolVar(&f.Unique, "unique", true, "count unique visitors per counter and UTC day")
 	fs.BoolVar(&f.CountBots, "count-bots", false, "count the visits of crawlers, link-preview fetchers and HTTP libraries (curl, Go-http-client, …) too")
-	fs.IntVar(&f.MaxConns, "max-conns", 10000, "most open public connections; more wait in the kernel's accept queue (0: no limit)")
+	fs.IntVar(&f.MaxConns, "max-conns", 10000, "most open public connections; more wait in the kernel's accept queue, and from 3/4 of it an idle keep-alive connection is closed after 2s (0: no limit)")
+	fs.IntVar(&f.MaxConnsPerClient, "max-conns-per-client", DefaultMaxConnsPerClient, "most open public connections from one client address (IPv6 /64; -trusted-proxies exempt); past it a connection is answered 429 and closed (0: no limit)")
 }
 
 // DefaultCamoKeyRate is -camo-key-rate's default: 10 visits a second
@@ -66,6 +65,8 @@ func (f *Fair) check() error {
 		return errors.New("-repeat-window must not be negative")
 	case f.MaxConns < 0:
 		return errors.New("-max-conns must not be negative")
+	case f.MaxConnsPerClient < 0:
+		return errors.New("-max-conns-per-client must not be negative")
 	}
 	return nil
 }
@@ -113,13 +114,4 @@ func fairRules(cfg Config, st store.Store, log zerolog.Logger) (web.Rules, func(
 	}
 	r.Uniques = u
 	return r, u.Close, nil
-}
-
-// limitListener caps l at n open connections, if n > 0: past it, new
-// connections wait in the kernel's accept queue until one closes.
-func limitListener(l net.Listener, n int) net.Listener {
-	if n <= 0 {
-		return l
-	}
-	return netutil.LimitListener(l, n)
 }
