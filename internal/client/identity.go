@@ -153,6 +153,24 @@ func Address(remoteAddr string, h http.Header, trusted *Proxies) netip.Addr {
 	return id
 }
 
+// ForwardedUntrusted reports whether a request from remoteAddr carries
+// X-Forwarded-For or Forwarded in h while its peer is not in trusted:
+// headers that [Identify] ignores, which a reverse proxy not listed in
+// -trusted-proxies sends with every request (and then every visitor
+// behind it is one client). It also returns the peer. Without the
+// headers it looks at nothing else. ForwardedUntrusted allocates
+// nothing.
+func ForwardedUntrusted(remoteAddr string, h http.Header, trusted *Proxies) (netip.Addr, bool) {
+	if len(h["X-Forwarded-For"]) == 0 && len(h["Forwarded"]) == 0 {
+		return netip.Addr{}, false
+	}
+	peer, ok := parseHostPort(remoteAddr)
+	if !ok || trusted.Contains(peer) {
+		return netip.Addr{}, false
+	}
+	return peer, true
+}
+
 // walk reads the addresses of a forwarding header's values from the
 // right, starting from the trusted peer, and returns the first that is
 // not trusted, or the last trusted one when the chain ends, breaks or
