@@ -310,7 +310,7 @@ func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *m
 func warnings(public *web.Server) []string {
 	var ws []string
 	if n, peer := public.UntrustedForwarded(); n > 0 {
-		ws = append(ws, fmt.Sprintf("%d requests carried X-Forwarded-For or Forwarded from a peer not in -trusted-proxies (the first from %s), and the header was ignored: if that is your reverse proxy, list it in -trusted-proxies, or every visitor behind it counts as one client", n, peer))
+		ws = append(ws, fmt.Sprintf("requests with X-Forwarded-For or Forwarded from a peer not in -trusted-proxies: %d, the first from %s; the header was ignored: if that is your reverse proxy, list it in -trusted-proxies, or every visitor behind it counts as one client", n, peer))
 	}
 	return ws
 }

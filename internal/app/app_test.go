@@ -231,3 +231,49 @@ func TestDefaultTimeouts(t *testing.T) {
 		t.Errorf("DefaultTimeouts = %+v, want %+v", DefaultTimeouts, want)
 	}
 }
+
+// TestREADMEFlagsTable: the README's table of flags (its "## Flags"
+// section, written by hand) has a row for every flag visitors -h lists,
+// and none for a flag that does not exist.
+func TestREADMEFlagsTable(t *testing.T) {
+	var usage strings.Builder
+	if _, err := ParseFlags([]string{"-h"}, func(string) string { return "" }, &usage); err != flag.ErrHelp {
+		t.Fatalf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
+	}
+	want := map[string]bool{}
+	for line := range strings.Lines(usage.String()) {
+		if name, ok := strings.CutPrefix(line, "  -"); ok {
+			name, _, _ = strings.Cut(strings.TrimSpace(name), " ")
+			want[name] = true
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Flags\n")
+	if !ok {
+		t.Fatal("README.md has no ## Flags section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	got := map[string]bool{}
+	for line := range strings.Lines(section) {
+		if name, ok := strings.CutPrefix(line, "| `-"); ok {
+			name, _, _ = strings.Cut(name, "`")
+			got[name] = true
+		}
+	}
+	for name := range want {
+		if !got[name] {
+			t.Errorf("README.md's flags table lacks -%s", name)
+		}
+	}
+	for name := range got {
+		if !want[name] {
+			t.Errorf("README.md's flags table has -%s, which visitors -h does not list", name)
+		}
+	}
+	if len(want) < 30 {
+		t.Errorf("visitors -h lists %d flags: the usage was not parsed", len(want))
+	}
+}
