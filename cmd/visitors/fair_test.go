@@ -395,6 +395,7 @@ func TestFairCamoOnlyFromGitHub(t *testing.T) {
 		t.Errorf("camo from %s to another key: total %d, want 30", github, c.Total)
 	}
 }
+
 // TestUntrustedForwardedIsVisible: requests that carry X-Forwarded-For
 // or Forwarded from a peer not in -trusted-proxies (visitors behind a
 // reverse proxy that was not listed, all counted as one client) are
