@@ -192,10 +192,11 @@ func TestFairNewKeys(t *testing.T) {
 }
 
 // TestFairBotsAndCamo: a crawler and a link-preview fetcher are answered
-// and not counted; GitHub's image proxy is counted past the per-client
-// burst and never as a unique visitor.
+// and not counted; GitHub's image proxy (its User-Agent from
+// -camo-ranges) is counted past the per-client burst and never as a
+// unique visitor.
 func TestFairBotsAndCamo(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off")
+	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off", "-camo-ranges", "127.0.0.0/8")
 	fetch(t, p.URL("/counter/b.svg"), browserUA, "")
 	for _, ua := range []string{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", "curl/8.5.0"} {
 		code, h, body := fetch(t, p.URL("/counter/b.svg"), ua, "")
@@ -203,9 +204,8 @@ func TestFairBotsAndCamo(t *testing.T) {
 			t.Errorf("%s: %d %v %q, want the badge of 1 with Visitors-Counted: false", ua, code, h, body)
 		}
 	}
-	const camo = "github-camo (876de43e)"
 	for range 40 { // twice the burst
-		if code, h, _ := fetch(t, p.URL("/counter/b.svg"), camo, ""); code != 200 || h.Get("Visitors-Counted") != "" {
+		if code, h, _ := fetch(t, p.URL("/counter/b.svg"), camoUA, ""); code != 200 || h.Get("Visitors-Counted") != "" {
 			t.Fatalf("camo: %d %v, want a counted 200", code, h)
 		}
 	}
@@ -334,5 +334,114 @@ func TestMaxConns(t *testing.T) {
 	resp, err := http.ReadResponse(r, nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("after one closed, the waiting connection got %v, %v; want 200", resp, err)
+	}
+}
+
+const camoUA = "github-camo (876de43e)"
+
+// TestFairCamoOnlyFromGitHub: camo's User-Agent from an address outside
+// -camo-ranges is an ordinary client's, limited by the per-client rate
+// and the repeat window (before, any client that sent it skipped both:
+// 3,000 of 3,000 visits counted from one address); from GitHub's
+// published ranges, the default, it is exempt from them, up to its own
+// bound per key, -camo-key-rate, and no further.
+func TestFairCamoOnlyFromGitHub(t *testing.T) {
+	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off")
+	start := time.Now()
+	parallel(300, func(int) { fetch(t, p.URL("/counter/forged.svg"), camoUA, "") })
+	elapsed := time.Since(start).Seconds()
+	c := mustCounts(t, p, "forged")
+	if limit := uint64(20 + math.Ceil(10*elapsed)); c.Total < 20 || c.Total > limit {
+		t.Errorf("camo's User-Agent from 127.0.0.1: %d of 300 counted in %.1fs, want 20 to %d, as any client", c.Total, elapsed, limit)
+	}
+	if c.UniqueToday != 1 {
+		t.Errorf("camo's User-Agent from 127.0.0.1: unique_today %d, want 1 (an ordinary visitor)", c.UniqueToday)
+	}
+
+	// Behind a trusted proxy the client it names is the one checked.
+	p = servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off", "-trusted-proxies", "127.0.0.1",
+		"-repeat-window", "1h", "-camo-key-rate", "60/h")
+	for range 30 {
+		fetch(t, p.URL("/counter/repeat.svg"), camoUA, "198.51.100.1")
+	}
+	if c := mustCounts(t, p, "repeat"); c.Total != 1 {
+		t.Errorf("camo's User-Agent from 198.51.100.1, 30 views within -repeat-window: total %d, want 1", c.Total)
+	}
+	const github = "140.82.115.1" // in 140.82.112.0/20, a range GitHub publishes
+	start = time.Now()
+	var refused atomic.Int64
+	parallel(200, func(int) {
+		if code, h, _ := fetch(t, p.URL("/counter/readme.svg"), camoUA, github); code != 200 {
+			t.Errorf("camo past its bound: %d, want a 200 badge", code)
+		} else if h.Get("Visitors-Counted") == "false" {
+			refused.Add(1)
+		}
+	})
+	hours := time.Since(start).Hours()
+	c = mustCounts(t, p, "readme")
+	if limit := uint64(60 + math.Ceil(60*hours)); c.Total < 60 || c.Total > limit {
+		t.Errorf("camo from %s: %d of 200 views counted, want 60 to %d (-camo-key-rate 60/h, past the client burst of 20 and the repeat window)", github, c.Total, limit)
+	}
+	if refused.Load() != 200-int64(c.Total) {
+		t.Errorf("%d answers said Visitors-Counted: false, want %d", refused.Load(), 200-c.Total)
+	}
+	if c.UniqueToday != 0 {
+		t.Errorf("camo from %s: unique_today %d, want 0", github, c.UniqueToday)
+	}
+	for range 30 { // the bound is per key: another README's badge counts
+		fetch(t, p.URL("/counter/other-readme.svg"), camoUA, github)
+	}
+	if c := mustCounts(t, p, "other-readme"); c.Total != 30 {
+		t.Errorf("camo from %s to another key: total %d, want 30", github, c.Total)
+	}
+}
+
+// TestUntrustedForwardedIsVisible: requests that carry X-Forwarded-For
+// or Forwarded from a peer not in -trusted-proxies (visitors behind a
+// reverse proxy that was not listed, all counted as one client) are
+// counted in /metrics, shown by /healthz on the admin listener and
+// logged once, naming the peer and the flag. Before, nothing said so:
+// 40 visitors behind nginx gave total 24 and unique 1, silently.
+func TestUntrustedForwardedIsVisible(t *testing.T) {
+	p := servertest.Start(t, bin, nil, "-store", "memory")
+	for i := range 39 {
+		fetch(t, p.URL("/counter/behind.svg"), browserUA, fmt.Sprintf("198.51.100.%d", i))
+	}
+	req, _ := http.NewRequest("GET", p.URL("/hi"), nil)
+	req.Header.Set("Forwarded", "for=198.51.100.99;proto=https")
+	if resp, err := fairClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	_, _, body := fetch(t, p.AdminURL("/metrics"), browserUA, "")
+	if want := "visitors_untrusted_forwarded_requests_total 40\n"; !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %q", want)
+	}
+	code, _, body := fetch(t, p.AdminURL("/healthz"), browserUA, "")
+	if code != 200 || !strings.HasPrefix(body, "ok\n") || !strings.Contains(body, "127.0.0.1") || !strings.Contains(body, "-trusted-proxies") {
+		t.Errorf("/healthz = %d %q, want 200 ok with a warning naming 127.0.0.1 and -trusted-proxies", code, body)
+	}
+	if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	for line := range strings.Lines(p.Stdout()) {
+		if strings.Contains(line, "-trusted-proxies") {
+			warnings = append(warnings, line)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `"level":"warn"`) || !strings.Contains(warnings[0], "127.0.0.1") {
+		t.Errorf("log lines naming -trusted-proxies: %q, want one warning naming the peer 127.0.0.1", warnings)
+	}
+
+	// Listed, the proxy is believed and nothing is said.
+	p = servertest.Start(t, bin, nil, "-store", "memory", "-trusted-proxies", "127.0.0.1")
+	fetch(t, p.URL("/counter/behind.svg"), browserUA, "198.51.100.1")
+	if _, _, body := fetch(t, p.AdminURL("/metrics"), browserUA, ""); !strings.Contains(body, "visitors_untrusted_forwarded_requests_total 0\n") {
+		t.Errorf("with -trusted-proxies 127.0.0.1: /metrics lacks visitors_untrusted_forwarded_requests_total 0")
+	}
+	if code, _, body := fetch(t, p.AdminURL("/healthz"), browserUA, ""); code != 200 || body != "ok\n" {
+		t.Errorf("with -trusted-proxies 127.0.0.1: /healthz = %d %q, want 200 \"ok\\n\"", code, body)
 	}
 }

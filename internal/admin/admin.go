@@ -18,6 +18,10 @@ type Options struct {
 	// Health reports why the service is unhealthy, or nil when it is
 	// healthy. A nil Health means always healthy.
 	Health func() error
+	// Warnings returns what an operator should know that does not make
+	// the service unhealthy, each a line of /healthz after its status.
+	// nil reports none.
+	Warnings func() []string
 	// Stats returns the service's own counters, published in
 	// /debug/vars as "visitors". A nil Stats reports none.
 	Stats func() map[string]any
@@ -47,7 +51,7 @@ func publishVars() {
 
 // Handler returns the admin HTTP handler:
 //
-//	/healthz               200 "ok", or 503 with the reason
+//	/healthz               200 "ok", or 503 with the reason; then a line per warning
 //	/metrics               Prometheus metrics, if Options.Metrics is set
 //	/debug/vars            expvar: cmdline, memstats, goroutines and the service's counters
 //	/debug/flightrecorder  a flight-recorder snapshot, if Options.FlightRecorder is set
@@ -61,14 +65,19 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
+		status := "ok\n"
 		if o.Health != nil {
 			if err := o.Health(); err != nil {
 				w.WriteHeader(http.StatusServiceUnavailable)
-				w.Write([]byte("unhealthy: " + err.Error() + "\n"))
-				return
+				status = "unhealthy: " + err.Error() + "\n"
 			}
 		}
-		w.Write([]byte("ok\n"))
+		w.Write([]byte(status))
+		if o.Warnings != nil {
+			for _, warning := range o.Warnings() {
+				w.Write([]byte("warning: " + warning + "\n"))
+			}
+		}
 	})
 	mux.Handle("GET /debug/vars", expvar.Handler())
 	if o.Metrics != nil {

@@ -152,7 +152,8 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
-	pub = limitListener(pub, cfg.Fair.MaxConns)
+	conns := newGate(pub, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
+	pub = conns
 	wc := web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, Rules: rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
 		ac := api.Config{
@@ -182,6 +183,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		IdleTimeout:       to.Idle,
 		MaxHeaderBytes:    to.MaxHeaderBytes,
 		ErrorLog:          zerologStd(log),
+		ConnState:         conns.connState,
 	}
 	srv.RegisterOnShutdown(public.Shutdown) // live streams end, so Shutdown need not wait them out
 	servers := []*http.Server{srv}
@@ -203,7 +205,8 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			log.Warn().Str("admin_addr", remote).Msg("the admin listener is not on loopback (-admin-allow-remote): keep it behind a firewall, its profiles show keys, names and flags")
 		}
 		ao := admin.Options{
-			Health: st.Health,
+			Health:   st.Health,
+			Warnings: func() []string { return warnings(public) },
 			Stats: func() map[string]any {
 				vars := map[string]any{"log_lines_written": sink.Written(), "log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
 				switch b := st.(type) {
@@ -216,7 +219,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			},
 		}
 		if requests != nil && cfg.Metrics {
-			reg, err := registry(cfg, requests, st, flushes, rounds, sink, fr)
+			reg, err := registry(cfg, requests, st, flushes, rounds, sink, fr, conns, public)
 			if err != nil {
 				pub.Close()
 				adm.Close()
@@ -261,9 +264,10 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 }
 
 // registry returns the Prometheus registry of /metrics: the requests,
-// the store, the log, the flight recorder if fr is not nil, and the Go
-// runtime and process.
-func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, rounds *metrics.RoundDurations, sink *logsink.Writer, fr *flightrec.Recorder) (*prometheus.Registry, error) {
+// the store, the log, the flight recorder if fr is not nil, the public
+// connections, what the public server noticed, and the Go runtime and
+// process.
+func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, rounds *metrics.RoundDurations, sink *logsink.Writer, fr *flightrec.Recorder, conns *connGate, public *web.Server) (*prometheus.Registry, error) {
 	src := metrics.StoreSource{MaxKeys: cfg.MaxKeys, Keys: st.Keys, Health: st.Health}
 	if b, ok := st.(*boltstore.Store); ok {
 		src.Flushes = func() metrics.Flushes {
@@ -296,7 +300,19 @@ func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *m
 	if fr != nil {
 		cs = append(cs, metrics.FlightRecorder(fr.Snapshots)...)
 	}
+	cs = append(cs, metrics.Connections(func() float64 { return float64(conns.Open()) }, conns.Refused)...)
+	cs = append(cs, metrics.UntrustedForwarded(func() uint64 { n, _ := public.UntrustedForwarded(); return n }))
 	return metrics.NewRegistry(cs...)
+}
+
+// warnings returns the lines /healthz adds to its status: what the
+// operator should know and fix that does not make the service unhealthy.
+func warnings(public *web.Server) []string {
+	var ws []string
+	if n, peer := public.UntrustedForwarded(); n > 0 {
+		ws = append(ws, fmt.Sprintf("requests with X-Forwarded-For or Forwarded from a peer not in -trusted-proxies: %d, the first from %s; the header was ignored: if that is your reverse proxy, list it in -trusted-proxies, or every visitor behind it counts as one client", n, peer))
+	}
+	return ws
 }
 
 // openStore opens the store cfg names; a durable one reports each flush

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"visitors/internal/camo"
 	"visitors/internal/client"
 	"visitors/internal/servertest"
 	"visitors/internal/store"
@@ -22,8 +23,15 @@ import (
 const testRoot = "app-test-root-token-0123456789"
 
 // defFair are the default fairness rules.
-var defFair = Fair{ClientRate: client.Rate{Events: 10, Per: time.Second}, ClientBurst: 20,
-	ClientNewKeys: client.Rate{Events: 100, Per: time.Hour}, Unique: true, MaxConns: 10000}
+var defFair = func() Fair {
+	f := Fair{ClientRate: client.Rate{Events: 10, Per: time.Second}, ClientBurst: 20,
+		ClientNewKeys: client.Rate{Events: 100, Per: time.Hour}, Unique: true, MaxConns: 10000, MaxConnsPerClient: 100,
+		CamoKeyRate: client.Rate{Events: 600, Per: time.Minute}}
+	if err := f.CamoRanges.Set(camo.DefaultRanges()); err != nil {
+		panic(err)
+	}
+	return f
+}()
 
 func TestParseFlags(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "root")
@@ -62,10 +70,12 @@ func TestParseFlags(t *testing.T) {
 				c.Store, c.Redis = "redis", RedisConfig{URL: "redis://h:1/0", Cluster: []string{"c:3"}, Prefix: "q:", Password: "s3cret"}
 			})},
 		{"fair flags", []string{"-trusted-proxies", "10.0.0.0/8, 2001:db8::/32,192.0.2.1", "-client-rate", "5/m", "-client-burst", "3", "-client-new-keys", "0",
-			"-repeat-window", "30m", "-unique=false", "-max-conns", "7", "-count-bots"}, nil,
+			"-repeat-window", "30m", "-unique=false", "-max-conns", "7", "-count-bots", "-camo-ranges", "127.0.0.0/8,::1", "-camo-key-rate", "5/s", "-max-conns-per-client", "0"}, nil,
 			with(func(c *Config) {
-				c.Fair = Fair{ClientRate: client.Rate{Events: 5, Per: time.Minute}, ClientBurst: 3, RepeatWindow: 30 * time.Minute, MaxConns: 7, CountBots: true}
+				c.Fair = Fair{ClientRate: client.Rate{Events: 5, Per: time.Minute}, ClientBurst: 3, RepeatWindow: 30 * time.Minute, MaxConns: 7, CountBots: true,
+					CamoKeyRate: client.Rate{Events: 5, Per: time.Second}}
 				c.Fair.TrustedProxies.Set("10.0.0.0/8,2001:db8::/32,192.0.2.1/32")
+				c.Fair.CamoRanges.Set("127.0.0.0/8,::1/128")
 			})},
 		{"fair env", nil, map[string]string{"VISITORS_CLIENT_RATE": "0", "VISITORS_CLIENT_NEW_KEYS": "2.5/d", "VISITORS_TRUSTED_PROXIES": "127.0.0.1"},
 			with(func(c *Config) {
@@ -142,14 +152,15 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"trace every", []string{"-trace-every", "0s"}, nil, "-trace-every must be positive"},
 		{"trace keep", []string{"-trace-keep", "0"}, nil, "-trace-keep must be at least 1"},
 		{"no trace dir", []string{"-store", "memory", "-data", ""}, nil, "-trace-dir or -data must name a directory"},
-		{"proxy range", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, `trusted proxy "10.0.0.0/33"`},
-		{"proxy name", []string{"-trusted-proxies", "proxy.local"}, nil, `trusted proxy "proxy.local"`},
+		{"proxy range", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, `-trusted-proxies: "10.0.0.0/33"`},
+		{"proxy name", []string{"-trusted-proxies", "proxy.local"}, nil, `-trusted-proxies: "proxy.local"`},
 		{"rate unit", []string{"-client-rate", "10/week"}, nil, `rate "10/week"`},
 		{"rate negative", []string{"-client-rate", "-1/s"}, nil, `rate "-1/s"`},
 		{"rate NaN", []string{"-client-new-keys", "NaN/h"}, nil, `rate "NaN/h"`},
 		{"burst", []string{"-client-burst", "0"}, nil, "-client-burst must be at least 1"},
 		{"repeat window", []string{"-repeat-window", "-1s"}, nil, "-repeat-window must not be negative"},
 		{"max conns", []string{"-max-conns", "-1"}, nil, "-max-conns must not be negative"},
+		{"max conns per client", []string{"-max-conns-per-client", "-1"}, nil, "-max-conns-per-client must not be negative"},
 		{"token file missing", []string{"-admin-token-file", filepath.Join(dir, "nope")}, nil, "-admin-token-file: open"},
 		{"token file empty", []string{"-admin-token-file", empty}, nil, "-admin-token-file " + empty + ": the root token is empty"},
 		{"token file a newline", []string{"-admin-token-file", newline}, nil, "the root token is empty"},
@@ -218,5 +229,51 @@ func TestDefaultTimeouts(t *testing.T) {
 	want := Timeouts{ReadHeader: 5 * time.Second, Read: 5 * time.Second, Write: 10 * time.Second, Idle: time.Minute, MaxHeaderBytes: 16 << 10, AdminWrite: 5 * time.Minute}
 	if DefaultTimeouts != want {
 		t.Errorf("DefaultTimeouts = %+v, want %+v", DefaultTimeouts, want)
+	}
+}
+
+// TestREADMEFlagsTable: the README's table of flags (its "## Flags"
+// section, written by hand) has a row for every flag visitors -h lists,
+// and none for a flag that does not exist.
+func TestREADMEFlagsTable(t *testing.T) {
+	var usage strings.Builder
+	if _, err := ParseFlags([]string{"-h"}, func(string) string { return "" }, &usage); err != flag.ErrHelp {
+		t.Fatalf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
+	}
+	want := map[string]bool{}
+	for line := range strings.Lines(usage.String()) {
+		if name, ok := strings.CutPrefix(line, "  -"); ok {
+			name, _, _ = strings.Cut(strings.TrimSpace(name), " ")
+			want[name] = true
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Flags\n")
+	if !ok {
+		t.Fatal("README.md has no ## Flags section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	got := map[string]bool{}
+	for line := range strings.Lines(section) {
+		if name, ok := strings.CutPrefix(line, "| `-"); ok {
+			name, _, _ = strings.Cut(name, "`")
+			got[name] = true
+		}
+	}
+	for name := range want {
+		if !got[name] {
+			t.Errorf("README.md's flags table lacks -%s", name)
+		}
+	}
+	for name := range got {
+		if !want[name] {
+			t.Errorf("README.md's flags table has -%s, which visitors -h does not list", name)
+		}
+	}
+	if len(want) < 30 {
+		t.Errorf("visitors -h lists %d flags: the usage was not parsed", len(want))
 	}
 }

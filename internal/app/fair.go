@@ -3,13 +3,11 @@ package app
 import (
 	"errors"
 	"flag"
-	"net"
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/net/netutil"
-
 	"visitors/internal/bots"
+	"visitors/internal/camo"
 	"visitors/internal/client"
 	"visitors/internal/store"
 	"visitors/internal/unique"
@@ -19,29 +17,44 @@ import (
 // Fair is the configuration of the rules that keep the keyed counters
 // fair (see the README's "What is counted").
 type Fair struct {
-	TrustedProxies client.Proxies // whose X-Forwarded-For and Forwarded are believed
-	ClientRate     client.Rate    // counted visits per client; 0: no limit
-	ClientBurst    int            // visits a client may make at once
-	ClientNewKeys  client.Rate    // new keys per client; 0: no limit
-	RepeatWindow   time.Duration  // a visitor's repeat views of a key within it are not counted; 0: all are
-	Unique         bool           // count unique visitors
-	CountBots      bool           // count crawlers' visits too
-	MaxConns       int            // open public connections; past it they wait in the accept queue; 0: no limit
+	TrustedProxies    client.Proxies // whose X-Forwarded-For and Forwarded are believed
+	CamoRanges        client.Ranges  // where GitHub's image proxy fetches from
+	CamoKeyRate       client.Rate    // camo's counted visits per key; its burst is its count per period; 0: no limit
+	ClientRate        client.Rate    // counted visits per client; 0: no limit
+	ClientBurst       int            // visits a client may make at once
+	ClientNewKeys     client.Rate    // new keys per client; 0: no limit
+	RepeatWindow      time.Duration  // a visitor's repeat views of a key within it are not counted; 0: all are
+	Unique            bool           // count unique visitors
+	CountBots         bool           // count crawlers' visits too
+	MaxConns          int            // open public connections; past it they wait in the accept queue; 0: no limit
+	MaxConnsPerClient int            // open public connections per client address; past it 429; 0: no limit
 }
 
 // flags defines the flags of f on fs, with their defaults.
 func (f *Fair) flags(fs *flag.FlagSet) {
 	f.ClientRate = client.Rate{Events: 10, Per: time.Second}
 	f.ClientNewKeys = client.Rate{Events: 100, Per: time.Hour}
+	f.CamoKeyRate = DefaultCamoKeyRate
+	if err := f.CamoRanges.Set(camo.DefaultRanges()); err != nil {
+		panic(err) // the data file is checked by internal/camo's tests
+	}
 	fs.Var(&f.TrustedProxies, "trusted-proxies", "comma-separated `CIDR` ranges of reverse proxies whose X-Forwarded-For and Forwarded headers name the client (default: none, the peer is the client)")
+	fs.Var(&f.CamoRanges, "camo-ranges", "comma-separated `CIDR` ranges from which a request with GitHub's image proxy's User-Agent (github-camo) is camo: exempt from -client-rate and -repeat-window, bounded by -camo-key-rate; from elsewhere that User-Agent is an ordinary client's")
+	fs.Var(&f.CamoKeyRate, "camo-key-rate", "counted visits per counter from camo, as N/s, N/m, N/h or N/d, with a burst of N; past it a visit is answered, not counted (0: no limit)")
 	fs.Var(&f.ClientRate, "client-rate", "counted visits per client (IP, IPv6 /64) as N/s, N/m, N/h or N/d; past it a visit is answered, not counted (0: no limit)")
 	fs.IntVar(&f.ClientBurst, "client-burst", 20, "visits a client may make at once before -client-rate applies")
 	fs.Var(&f.ClientNewKeys, "client-new-keys", "new counters a client may create, as N/h and so on; past it a new counter gets 429 (0: no limit)")
 	fs.DurationVar(&f.RepeatWindow, "repeat-window", 0, "a visitor's repeat views of a counter within this long count once toward its total (0: every view counts)")
 	fs.BoolVar(&f.Unique, "unique", true, "count unique visitors per counter and UTC day")
 	fs.BoolVar(&f.CountBots, "count-bots", false, "count the visits of crawlers, link-preview fetchers and HTTP libraries (curl, Go-http-client, …) too")
-	fs.IntVar(&f.MaxConns, "max-conns", 10000, "most open public connections; more wait in the kernel's accept queue (0: no limit)")
+	fs.IntVar(&f.MaxConns, "max-conns", 10000, "most open public connections; more wait in the kernel's accept queue, and from 3/4 of it an idle keep-alive connection is closed after 2s (0: no limit)")
+	fs.IntVar(&f.MaxConnsPerClient, "max-conns-per-client", DefaultMaxConnsPerClient, "most open public connections from one client address (IPv6 /64; -trusted-proxies exempt); past it a connection is answered 429 and closed (0: no limit)")
 }
+
+// DefaultCamoKeyRate is -camo-key-rate's default: 10 visits a second
+// to one counter, after a burst of 600, far above what a README's views
+// make, and a bound on what one person can make camo fetch.
+var DefaultCamoKeyRate = client.Rate{Events: 600, Per: time.Minute}
 
 // check reports a value of f that makes no sense.
 func (f *Fair) check() error {
@@ -52,6 +65,8 @@ func (f *Fair) check() error {
 		return errors.New("-repeat-window must not be negative")
 	case f.MaxConns < 0:
 		return errors.New("-max-conns must not be negative")
+	case f.MaxConnsPerClient < 0:
+		return errors.New("-max-conns-per-client must not be negative")
 	}
 	return nil
 }
@@ -70,6 +85,12 @@ func fairRules(cfg Config, st store.Store, log zerolog.Logger) (web.Rules, func(
 	}
 	if !f.ClientRate.Off() || !f.ClientNewKeys.Off() {
 		r.Limiter = client.NewLimiter(client.LimiterOptions{Visits: f.ClientRate, Burst: f.ClientBurst, NewKeys: f.ClientNewKeys})
+	}
+	if !f.CamoRanges.Empty() {
+		r.Camo = &f.CamoRanges
+		if !f.CamoKeyRate.Off() {
+			r.CamoKeys = client.NewLimiter(client.LimiterOptions{Visits: f.CamoKeyRate, Burst: max(1, int(f.CamoKeyRate.Events))})
+		}
 	}
 	if f.RepeatWindow > 0 {
 		r.Repeats = unique.NewRepeats(f.RepeatWindow, 0)
@@ -93,13 +114,4 @@ func fairRules(cfg Config, st store.Store, log zerolog.Logger) (web.Rules, func(
 	}
 	r.Uniques = u
 	return r, u.Close, nil
-}
-
-// limitListener caps l at n open connections, if n > 0: past it, new
-// connections wait in the kernel's accept queue until one closes.
-func limitListener(l net.Listener, n int) net.Listener {
-	if n <= 0 {
-		return l
-	}
-	return netutil.LimitListener(l, n)
 }

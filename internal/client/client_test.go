@@ -154,6 +154,9 @@ func TestIdentifyAllocatesNothing(t *testing.T) {
 	if got := testing.AllocsPerRun(100, func() { Identify("10.0.0.1:1234", h, trusted) }); got != 0 {
 		t.Errorf("Identify allocs = %v, want 0", got)
 	}
+	if got, want := Address("10.0.0.1:1234", h, trusted), netip.MustParseAddr("2001:db8::1"); got != want {
+		t.Errorf("Address = %v, want %v, not grouped", got, want)
+	}
 }
 
 func TestRateFlag(t *testing.T) {
@@ -223,6 +226,35 @@ func TestLimiterBucket(t *testing.T) {
 	}
 	if allowed != 100 {
 		t.Errorf("one visit per 100ms at 10/s: %d of 100 allowed", allowed)
+	}
+}
+
+// TestLimiterVisitKey: a bucket per key, as camo's per-key bound uses:
+// a key's burst is spent, another key's is whole, it refills at the
+// rate, and VisitKey allocates nothing.
+func TestLimiterVisitKey(t *testing.T) {
+	l := NewLimiter(LimiterOptions{Visits: Rate{Events: 3, Per: time.Minute}, Burst: 3})
+	allowed := 0
+	for range 10 {
+		if l.VisitKey([]byte("readme"), t0) {
+			allowed++
+		}
+	}
+	if allowed != 3 {
+		t.Errorf("10 visits of one key at once: %d allowed, want 3", allowed)
+	}
+	if !l.VisitKey([]byte("other"), t0) {
+		t.Error("another key was limited")
+	}
+	if !l.VisitKey([]byte("readme"), t0.Add(20*time.Second)) {
+		t.Error("no token back 20s later at 3/m")
+	}
+	var nilL *Limiter
+	if !nilL.VisitKey([]byte("readme"), t0) {
+		t.Error("a nil Limiter limited a key")
+	}
+	if got := testing.AllocsPerRun(100, func() { l.VisitKey([]byte("readme"), t0) }); got != 0 {
+		t.Errorf("VisitKey allocs = %v, want 0", got)
 	}
 }
 

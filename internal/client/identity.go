@@ -17,18 +17,22 @@ import (
 // read.
 const MaxHops = 32
 
-// Proxies is the set of address ranges whose forwarding headers are
-// believed: the reverse proxies in front of visitors. The zero Proxies
-// trusts nobody. With String and Set, *Proxies is a flag.Value, so
-// -trusted-proxies is parsed once, at the edge. A Proxies may be read
-// concurrently once set.
-type Proxies struct {
+// Ranges is a set of address ranges, such as -trusted-proxies or
+// -camo-ranges. The zero Ranges holds no address. With String and Set,
+// *Ranges is a flag.Value, so a flag of ranges is parsed once, at the
+// edge. A Ranges may be read concurrently once set.
+type Ranges struct {
 	prefixes []netip.Prefix
 }
 
+// Proxies is the set of address ranges whose forwarding headers are
+// believed: the reverse proxies in front of visitors. The zero Proxies
+// trusts nobody.
+type Proxies = Ranges
+
 // Set parses a comma-separated list of CIDR ranges or single addresses
-// and replaces p's ranges with them; "" trusts nobody.
-func (p *Proxies) Set(s string) error {
+// and replaces p's ranges with them; "" holds none.
+func (p *Ranges) Set(s string) error {
 	var ps []netip.Prefix
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
@@ -38,7 +42,7 @@ func (p *Proxies) Set(s string) error {
 		if !strings.Contains(f, "/") {
 			a, err := netip.ParseAddr(f)
 			if err != nil || a.Zone() != "" {
-				return fmt.Errorf("trusted proxy %q: want a CIDR range such as 10.0.0.0/8 or an address", f)
+				return fmt.Errorf("%q: want a CIDR range such as 10.0.0.0/8 or an address", f)
 			}
 			a = a.Unmap()
 			ps = append(ps, netip.PrefixFrom(a, a.BitLen()))
@@ -46,11 +50,11 @@ func (p *Proxies) Set(s string) error {
 		}
 		pr, err := netip.ParsePrefix(f)
 		if err != nil {
-			return fmt.Errorf("trusted proxy %q: want a CIDR range such as 10.0.0.0/8: %w", f, err)
+			return fmt.Errorf("%q: want a CIDR range such as 10.0.0.0/8: %w", f, err)
 		}
 		if pr.Addr().Is4In6() {
 			if pr.Bits() < 96 {
-				return fmt.Errorf("trusted proxy %q: an IPv4-mapped range needs at least /96", f)
+				return fmt.Errorf("%q: an IPv4-mapped range needs at least /96", f)
 			}
 			pr = netip.PrefixFrom(pr.Addr().Unmap(), pr.Bits()-96)
 		}
@@ -61,7 +65,7 @@ func (p *Proxies) Set(s string) error {
 }
 
 // String returns the ranges as Set takes them.
-func (p *Proxies) String() string {
+func (p *Ranges) String() string {
 	if p == nil {
 		return ""
 	}
@@ -72,11 +76,11 @@ func (p *Proxies) String() string {
 	return strings.Join(s, ",")
 }
 
-// Empty reports whether p trusts nobody.
-func (p *Proxies) Empty() bool { return p == nil || len(p.prefixes) == 0 }
+// Empty reports whether p holds no address.
+func (p *Ranges) Empty() bool { return p == nil || len(p.prefixes) == 0 }
 
-// Contains reports whether a (unmapped) is a trusted proxy.
-func (p *Proxies) Contains(a netip.Addr) bool {
+// Contains reports whether a (unmapped) is in one of p's ranges.
+func (p *Ranges) Contains(a netip.Addr) bool {
 	if p == nil {
 		return false
 	}
@@ -116,12 +120,21 @@ func Group(a netip.Addr) netip.Addr {
 // address that does not parse is the zero Addr, one identity for all.
 // Identify allocates nothing.
 func Identify(remoteAddr string, h http.Header, trusted *Proxies) netip.Addr {
+	return Group(Address(remoteAddr, h, trusted))
+}
+
+// Address returns the address of the client of a request, as [Identify]
+// reads it, before it is grouped: the address to look up in a set of
+// ranges, such as -camo-ranges. It is unmapped and has no zone; it is
+// the zero Addr if the peer address does not parse. Address allocates
+// nothing.
+func Address(remoteAddr string, h http.Header, trusted *Proxies) netip.Addr {
 	peer, ok := parseHostPort(remoteAddr)
 	if !ok {
 		return netip.Addr{}
 	}
 	if !trusted.Contains(peer) {
-		return Group(peer)
+		return peer
 	}
 	xff, forwarded := h["X-Forwarded-For"], h["Forwarded"]
 	id := peer
@@ -137,7 +150,25 @@ func Identify(remoteAddr string, h http.Header, trusted *Proxies) netip.Addr {
 	case len(forwarded) > 0:
 		id = walk(forwarded, true, peer, trusted)
 	}
-	return Group(id)
+	return id
+}
+
+// ForwardedUntrusted reports whether a request from remoteAddr carries
+// X-Forwarded-For or Forwarded in h while its peer is not in trusted:
+// headers that [Identify] ignores, which a reverse proxy not listed in
+// -trusted-proxies sends with every request (and then every visitor
+// behind it is one client). It also returns the peer. Without the
+// headers it looks at nothing else. ForwardedUntrusted allocates
+// nothing.
+func ForwardedUntrusted(remoteAddr string, h http.Header, trusted *Proxies) (netip.Addr, bool) {
+	if len(h["X-Forwarded-For"]) == 0 && len(h["Forwarded"]) == 0 {
+		return netip.Addr{}, false
+	}
+	peer, ok := parseHostPort(remoteAddr)
+	if !ok || trusted.Contains(peer) {
+		return netip.Addr{}, false
+	}
+	return peer, true
 }
 
 // walk reads the addresses of a forwarding header's values from the

@@ -171,7 +171,11 @@ func NewLimiter(o LimiterOptions) *Limiter {
 
 // shardOf returns id's shard and key in it.
 func (l *Limiter) shardOf(id netip.Addr) (*shard, uint64) {
-	h := maphash.Comparable(l.seed, id)
+	return l.shardOfHash(maphash.Comparable(l.seed, id))
+}
+
+// shardOfHash returns the shard and key of a client whose maphash is h.
+func (l *Limiter) shardOfHash(h uint64) (*shard, uint64) {
 	if h == 0 { // 0 marks an empty slot; numShards is in the same shard
 		h = numShards
 	}
@@ -199,6 +203,23 @@ func (l *Limiter) Visit(id netip.Addr, now time.Time, exempt bool) (allowed, may
 	}
 	sh.mu.Unlock()
 	return allowed, mayCreate
+}
+
+// VisitKey is [Limiter.Visit] for a bucket named by key rather than by
+// a client's address, such as a counter's key: it takes a token from
+// key's visit bucket at now and reports whether there was one. The
+// new-key bucket is not looked at. A nil Limiter allows everything.
+// VisitKey allocates nothing.
+func (l *Limiter) VisitKey(key []byte, now time.Time) bool {
+	if l == nil || l.o.Visits.Off() {
+		return true
+	}
+	t := now.UnixNano()
+	sh, k := l.shardOfHash(maphash.Bytes(l.seed, key))
+	sh.mu.Lock()
+	allowed := l.lookup(sh, k, t).visits.take(l.visits, t)
+	sh.mu.Unlock()
+	return allowed
 }
 
 // Created takes a token from id's new-key bucket at now, for a key id

@@ -63,6 +63,22 @@ func Log(written, dropped func() uint64) []prometheus.Collector {
 	}
 }
 
+// Connections returns the collectors of the public listener's
+// connections: how many are open, and how many were refused by
+// -max-conns-per-client.
+func Connections(open func() float64, refused func() uint64) []prometheus.Collector {
+	return []prometheus.Collector{
+		gaugeFunc("visitors_connections_open", "Public connections open now.", open),
+		counterFunc("visitors_connections_refused_total", "Public connections answered 429 and closed because their client address held -max-conns-per-client already.", refused),
+	}
+}
+
+// UntrustedForwarded returns the collector of the requests that carried
+// X-Forwarded-For or Forwarded from a peer not in -trusted-proxies.
+func UntrustedForwarded(n func() uint64) prometheus.Collector {
+	return counterFunc("visitors_untrusted_forwarded_requests_total", "Requests that carried X-Forwarded-For or Forwarded from a peer not in -trusted-proxies: the header was ignored, and the peer taken for the client.", n)
+}
+
 func counterFunc(name, help string, f func() uint64) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
 }

@@ -43,6 +43,8 @@ func TestRuleOrder(t *testing.T) {
 		{"a link preview", "Discordbot/2.0", "198.51.100.2:1", false},
 		{"camo", "github-camo (876de43e)", "140.82.115.1:1", true},
 		{"camo again: no repeat rule, no identity", "github-camo (876de43e)", "140.82.115.1:1", true},
+		{"camo's User-Agent from elsewhere is an ordinary visitor", "github-camo (876de43e)", "198.51.100.3:1", true},
+		{"and its repeat is a repeat", "github-camo (876de43e)", "198.51.100.3:1", false},
 	}
 	for _, tt := range tests {
 		before := mustCount(t, st, "k").Total
@@ -56,13 +58,13 @@ func TestRuleOrder(t *testing.T) {
 		}
 	}
 	got := mustGather(t, s.req)
-	for reason, want := range map[string]float64{"repeat": 1, "bot": 2, "rate_limited": 0} {
+	for reason, want := range map[string]float64{"repeat": 2, "bot": 2, "rate_limited": 0} {
 		if got["visitors_visits_not_counted_total reason="+reason] != want {
 			t.Errorf("not counted for %s: %v, want %v", reason, got["visitors_visits_not_counted_total reason="+reason], want)
 		}
 	}
-	if got := mustUnique(t, s, "k"); got != "2" {
-		t.Errorf("unique visitors = %s, want 2 (camo and bots are none)", got)
+	if got := mustUnique(t, s, "k"); got != "3" {
+		t.Errorf("unique visitors = %s, want 3 (camo and bots are none)", got)
 	}
 }
 

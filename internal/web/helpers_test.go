@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/bots"
+	"visitors/internal/camo"
 	"visitors/internal/client"
 	"visitors/internal/coarse"
 	"visitors/internal/flightrec"
@@ -180,8 +181,18 @@ func withDefaultRules(tb testing.TB, s *Server) {
 		Limiter: client.NewLimiter(client.LimiterOptions{Visits: visits, Burst: 20, NewKeys: newKeys}),
 		NewKeys: newKeys,
 		Bots:    defaultBots(),
+		Camo:    defaultCamo(),
 	}
 }
+
+// defaultCamo is -camo-ranges' default.
+var defaultCamo = sync.OnceValue(func() *client.Ranges {
+	var r client.Ranges
+	if err := r.Set(camo.DefaultRanges()); err != nil {
+		panic(err)
+	}
+	return &r
+})
 
 // defaultBots is one detector for every test: building one takes 5ms.
 var defaultBots = sync.OnceValue(bots.New)

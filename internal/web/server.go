@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/client"
 	"visitors/internal/live"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
@@ -98,6 +101,9 @@ type Server struct {
 	top      *top.Board      // nil unless PublicTop
 	api      http.Handler    // nil: no /api/
 	cal      *tally.Calendar // top's calendar, or nil
+
+	untrusted     atomic.Uint64              // requests with forwarding headers from an untrusted peer
+	untrustedPeer atomic.Pointer[netip.Addr] // the first such peer; set once
 }
 
 // scratch holds the buffers one request needs, reused through a pool.
@@ -149,6 +155,9 @@ type handler func(*Server, http.ResponseWriter, *http.Request) int
 // ServeHTTP routes a request to its handler, and reports it to the
 // Requests of the Config, if any.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if peer, ok := client.ForwardedUntrusted(r.RemoteAddr, r.Header, s.rules.Trusted); ok {
+		s.forwardedUntrusted(peer)
+	}
 	var h handler
 	var route metrics.Route
 	switch r.URL.Path {
@@ -200,6 +209,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if code >= 400 && code < 500 && code != http.StatusTooManyRequests && counts(route) && r.Method != http.MethodHead {
 		s.notCounted(metrics.Invalid) // a 429 was reported by the counting path
 	}
+}
+
+// forwardedUntrusted counts a request whose forwarding headers were
+// ignored because peer is not a trusted proxy, and logs a warning the
+// first time: behind a reverse proxy not listed in -trusted-proxies,
+// every visitor is one client, and nothing else would say so.
+func (s *Server) forwardedUntrusted(peer netip.Addr) {
+	s.untrusted.Add(1)
+	if s.untrustedPeer.Load() != nil { // warned already: no allocation
+		return
+	}
+	first := new(netip.Addr)
+	*first = peer
+	if s.untrustedPeer.CompareAndSwap(nil, first) {
+		s.log.Warn().Str("peer", peer.String()).Msg(msgUntrustedForwarded)
+	}
+}
+
+// msgUntrustedForwarded is the warning of [Server.forwardedUntrusted].
+const msgUntrustedForwarded = "a request carried X-Forwarded-For or Forwarded from a peer not in -trusted-proxies, so the header was ignored: if the peer is your reverse proxy, list it there, or every visitor behind it counts as one client"
+
+// UntrustedForwarded returns how many requests carried X-Forwarded-For
+// or Forwarded from a peer not in the rules' trusted proxies, and the
+// first such peer (the zero Addr if none).
+func (s *Server) UntrustedForwarded() (n uint64, first netip.Addr) {
+	if p := s.untrustedPeer.Load(); p != nil {
+		first = *p
+	}
+	return s.untrusted.Load(), first
 }
 
 // handleAPI serves the owner API and returns the status it answered.

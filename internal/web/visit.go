@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"visitors/internal/badge"
 	"visitors/internal/bots"
+	"visitors/internal/camo"
 	"visitors/internal/client"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
@@ -83,11 +83,13 @@ type Rules struct {
 	// Repeats, if set, keeps a visitor's repeat views of a key within its
 	// window out of the total.
 	Repeats *unique.Repeats
+	// Camo are the address ranges of GitHub's image proxy: only a client
+	// in them with camo's User-Agent is treated as camo. nil holds none.
+	Camo *client.Ranges
+	// CamoKeys bounds camo's counted visits per key (VisitKey); nil
+	// bounds nothing.
+	CamoKeys *client.Limiter
 }
-
-// camoPrefix starts the User-Agent of GitHub's image proxy, which
-// fetches README images for every viewer and so names none.
-const camoPrefix = "github-camo"
 
 // countReq is one request for a counter, as the counting path sees it.
 type countReq struct {
@@ -110,9 +112,10 @@ type outcome struct {
 
 // record is the one place where a visit is decided and counted: /hi,
 // /hello and /counter/ all come here. It applies the rules in order —
-// bots, the per-client rate (GitHub's image proxy exempt), repeat views,
-// the per-client limit on new keys — then counts in the store, adds the
-// visitor to the key's unique visitors (GitHub's image proxy excepted),
+// bots, the per-client rate (GitHub's image proxy exempt, and bounded
+// per key instead), repeat views, the per-client limit on new keys —
+// then counts in the store, adds the visitor to the key's unique
+// visitors (GitHub's image proxy excepted),
 // and reports to the metrics every visit not counted, with why. A visit
 // a rule refuses is still answered, with the counts as they are. A key
 // its owner locked (the store answers Counts.Locked) counts nothing: the
@@ -134,17 +137,24 @@ func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 		return s.read(v, now, o)
 	}
 	ua := v.r.Header.Get("User-Agent")
-	camo := strings.HasPrefix(ua, camoPrefix)
-	if !camo && s.rules.Bots != nil && s.rules.Bots.Is(ua) {
+	// camo's User-Agent is on the bot list, and anyone may send it: from
+	// camo's ranges it is camo, from anywhere else an ordinary client.
+	camoUA := camo.IsUserAgent(ua)
+	if !camoUA && s.rules.Bots != nil && s.rules.Bots.Is(ua) {
 		return s.refuse(v, now, metrics.Bot)
 	}
-	id := client.Identify(v.r.RemoteAddr, v.r.Header, s.rules.Trusted)
-	allowed, mayCreate := s.rules.Limiter.Visit(id, now, camo)
+	addr := client.Address(v.r.RemoteAddr, v.r.Header, s.rules.Trusted)
+	id := client.Group(addr)
+	fromCamo := camoUA && s.rules.Camo.Contains(addr)
+	if fromCamo && !s.rules.CamoKeys.VisitKey(v.key, now) {
+		return s.refuse(v, now, metrics.RateLimited)
+	}
+	allowed, mayCreate := s.rules.Limiter.Visit(id, now, fromCamo)
 	if !allowed {
 		return s.refuse(v, now, metrics.RateLimited)
 	}
 	var visitor uint64
-	if !camo {
+	if !fromCamo {
 		visitor = s.uniques.Hash(id, ua, now)
 		if s.rules.Repeats != nil && s.rules.Repeats.Seen(s.uniques.Pair(visitor, v.key, now), now) {
 			return s.refuse(v, now, metrics.Repeat)
@@ -166,7 +176,7 @@ func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 	if v.listed {
 		s.observe(v.key, c)
 	}
-	if !camo {
+	if !fromCamo {
 		s.uniques.Add(v.key, visitor, now)
 	}
 	if v.unique {

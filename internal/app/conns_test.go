@@ -1,0 +1,74 @@
+package app
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestGate runs the public listener's gate in this process, so that the
+// race detector sees it: 8 clients on 127.0.0.1 race for -max-conns 6
+// with -max-conns-per-client 4, keep-alive, while the listener is
+// crowded and idle connections are cut short and closed. Every
+// connection ends with a 200, a 429 or a close; at the end none is
+// open. cmd/visitors proves each rule on the binary.
+func TestGate(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(l, 6, 4, nil)
+	srv := &http.Server{
+		Handler:     http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }),
+		IdleTimeout: time.Minute,
+		ConnState:   g.connState,
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(g) }()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				c, err := net.DialTimeout("tcp", l.Addr().String(), 10*time.Second)
+				if err != nil {
+					t.Errorf("dial: %v", err)
+					return
+				}
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				r := bufio.NewReader(c)
+				for range 2 { // keep-alive: two requests, then idle until closed
+					io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+					resp, err := http.ReadResponse(r, nil)
+					if err != nil || resp.StatusCode != 200 {
+						break // a 429 or a close
+					}
+					io.Copy(io.Discard, resp.Body)
+				}
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != http.ErrServerClosed {
+		t.Errorf("Serve = %v, want http.ErrServerClosed", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Open() != 0 || len(g.sem) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after every client left: %d open, %d slots taken; want 0", g.Open(), len(g.sem))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.clients) != 0 || len(g.conns) != 0 {
+		t.Errorf("after every client left the gate remembers %d clients, %d connections", len(g.clients), len(g.conns))
+	}
+}
