@@ -56,7 +56,7 @@ go test -race ./...
 # (Redis's TTLs, a file's time) fails the day it is written, not the
 # day the real clock passes it.
 step "tests that pin a date, with the anchor 400 days ahead, then 400 days back"
-dated=$(grep -rlE 'storetest\.(Anchor|At|Date|Dated|Undated|Run)\(' --include='*_test.go' internal cmd |
+dated=$(grep -rlE 'storetest\.(Anchor|At|Date|Dated|Undated|Run)\(' --include='*_test.go' internal cmd lab |
 	xargs -n1 dirname | sort -u | sed 's|^|./|')
 for shift in +400 -400; do
 	echo "VISITORS_TEST_DATE=$shift"

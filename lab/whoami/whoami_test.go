@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"visitors/internal/store/storetest"
 	"visitors/internal/webtest"
 )
 
 // steppingClock returns a clock that advances by step on every call.
 func steppingClock(step time.Duration) func() time.Time {
-	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t := storetest.Anchor()
 	return func() time.Time {
 		t = t.Add(step)
 		return t

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // Tests of issue 16's fourth round (mutation testing of the flusher, the
@@ -239,7 +240,7 @@ func TestOpenPageSizesOfOtherMachines(t *testing.T) {
 func TestEmptySketch(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir})
-	const d = store.Day(20414)
+	d := store.DayOf(storetest.Anchor())
 	if err := s.PutSketches(d, []store.Sketch{{Key: []byte("a"), Data: []byte{}}, {Key: []byte("b"), Data: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestEmptySketch(t *testing.T) {
 func TestSketchDaysNamesTheDamagedDay(t *testing.T) {
 	s := mustOpen(t, Options{Dir: t.TempDir()})
 	defer mustClose(t, s)
-	const last = store.Day(20414)
+	last := store.DayOf(storetest.Anchor())
 	for d := last - 2; d <= last; d++ {
 		if err := s.PutSketches(d, []store.Sketch{{Key: []byte("a"), Data: []byte("sketch")}}); err != nil {
 			t.Fatal(err)

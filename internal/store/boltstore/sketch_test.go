@@ -18,7 +18,7 @@ import (
 func TestSketchesSurviveReopen(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir})
-	const d = store.Day(20414)
+	d := store.DayOf(storetest.Anchor())
 	if got, err := s.SketchDays([]byte("k"), d, 3); err != nil || len(got) != 3 || got[0] != nil {
 		t.Fatalf("SketchDays on a new file = %v, %v", got, err)
 	}
@@ -62,7 +62,7 @@ func TestSketchesSurviveReopen(t *testing.T) {
 func TestSketchChecksum(t *testing.T) {
 	s := mustOpen(t, Options{Dir: t.TempDir()})
 	defer mustClose(t, s)
-	const d = store.Day(20414)
+	d := store.DayOf(storetest.Anchor())
 	if err := s.PutSketches(d, []store.Sketch{{Key: []byte("k"), Data: []byte("data")}}); err != nil {
 		t.Fatal(err)
 	}

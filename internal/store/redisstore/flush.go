@@ -359,13 +359,13 @@ func (s *Store) send(groups []group, today store.Day) error {
 	var which []int
 	seq := strconv.FormatUint(s.seq, 10)
 	now := s.cal.Now()
-	todayExp := strconv.FormatInt(dayTTL(today, now), 10)
+	todayTTL := strconv.FormatInt(dayTTL(today, now), 10)
 	for gi, g := range groups {
 		if g.done {
 			continue
 		}
 		keys := []string{s.n.seq(g.es[0].group, s.id)}
-		args := []string{seq, strconv.Itoa(seqTTL), todayExp}
+		args := []string{seq, strconv.Itoa(seqTTL), todayTTL}
 		for _, e := range g.es {
 			e.mu.Lock()
 			keys = append(keys, e.total, dayKey(e.tag, today), genKey(e.tag), lockKey(e.tag))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -103,12 +104,12 @@ func TestResentRoundLandsOnce(t *testing.T) {
 			defer st.Close()
 			tag := st.n.tag([]byte("resent"))
 			g := st.groupOf(tag)
-			today := store.Day(20000)
+			today := store.DayOf(storetest.Anchor())
 			round := func(seq string) []int64 {
 				t.Helper()
 				sc := script{src: applySrc, sha: applySHA,
 					keys: []string{st.n.seq(g, "test"), total(tag), dayKey(tag, today), genKey(tag), lockKey(tag), dayKey(tag, today-1)},
-					args: []string{seq, "60", "9999999999", "0", "3", "1", "2", "9999999999"}}
+					args: []string{seq, "60", strconv.Itoa(DayTTL), "0", "3", "1", "2", strconv.Itoa(DayTTL)}}
 				vals, err := st.doScripts(t.Context(), []script{sc})[0].AsIntSlice()
 				if err != nil {
 					t.Fatal(err)

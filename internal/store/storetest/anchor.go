@@ -28,21 +28,33 @@ var anchor = sync.OnceValue(func() time.Time {
 	return a
 })
 
+// The anchors a test run may take: tests count days back from the anchor
+// (store.MaxDays at most, and more for expiries), and a store.Day is an
+// unsigned count of days since 1970.
+var (
+	earliestAnchor = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
+	latestAnchor   = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // parseAnchor reads the value of AnchorEnv, relative to today.
 func parseAnchor(v string, today time.Time) (time.Time, error) {
-	if v == "" {
-		return today, nil
-	}
-	if v[0] == '+' || v[0] == '-' {
+	bad := fmt.Errorf("%s=%q: want YYYY-MM-DD, or +N or -N days from today, from %s to %s",
+		AnchorEnv, v, earliestAnchor.Format(time.DateOnly), latestAnchor.Format(time.DateOnly))
+	t := today
+	if v != "" && (v[0] == '+' || v[0] == '-') {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < -100_000 || n > 100_000 {
-			return time.Time{}, fmt.Errorf("%s=%q: want YYYY-MM-DD, or +N or -N days from today", AnchorEnv, v)
+		if err != nil || n < -1_000_000 || n > 1_000_000 {
+			return time.Time{}, bad
 		}
-		return today.AddDate(0, 0, n), nil
+		t = today.AddDate(0, 0, n)
+	} else if v != "" {
+		var err error
+		if t, err = time.Parse(time.DateOnly, v); err != nil {
+			return time.Time{}, bad
+		}
 	}
-	t, err := time.Parse(time.DateOnly, v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s=%q: want YYYY-MM-DD, or +N or -N days from today", AnchorEnv, v)
+	if t.Before(earliestAnchor) || t.After(latestAnchor) {
+		return time.Time{}, bad
 	}
 	return t, nil
 }
@@ -95,9 +107,9 @@ func Dated(s string) string {
 var anyDate = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}|\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{1,2}\b`)
 
 // Undated is the inverse of [Dated]: it returns s with each date
-// (YYYY-MM-DD, or "Jan 2" in the year nearest the anchor) written as its
-// distance in days from the anchor ($D+N, or $M+N), so that a golden
-// file holds the same text on any day.
+// (YYYY-MM-DD, or "Jan 2" on the nearest such day to the anchor, so
+// within 182 days of it) written as its distance in days from the anchor
+// ($D+N, or $M+N), so that a golden file holds the same text on any day.
 func Undated(s string) string {
 	a := Anchor()
 	return anyDate.ReplaceAllStringFunc(s, func(m string) string {
@@ -105,13 +117,15 @@ func Undated(s string) string {
 		t, err := time.Parse(time.DateOnly, m)
 		if err != nil {
 			mark = "$M"
-			if t, err = time.Parse("Jan 2 2006", m+" "+strconv.Itoa(a.Year())); err != nil {
-				return m
+			found := false
+			for y := a.Year() - 1; y <= a.Year()+1; y++ { // "Feb 29" is a day of some years only
+				c, err := time.Parse("Jan 2 2006", m+" "+strconv.Itoa(y))
+				if err == nil && (!found || c.Sub(a).Abs() < t.Sub(a).Abs()) {
+					t, found = c, true
+				}
 			}
-			if d := t.Sub(a); d > 183*24*time.Hour {
-				t = t.AddDate(-1, 0, 0)
-			} else if d < -183*24*time.Hour {
-				t = t.AddDate(1, 0, 0)
+			if !found {
+				return m
 			}
 		}
 		switch n := int(t.Sub(a).Hours() / 24); {

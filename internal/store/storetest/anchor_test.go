@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -20,6 +21,9 @@ func TestParseAnchor(t *testing.T) {
 		{"400", time.Time{}, true},
 		{"+4x", time.Time{}, true},
 		{"tomorrow", time.Time{}, true},
+		{"1970-01-02", time.Time{}, true}, // a store.Day counted back from it wraps
+		{"-30000", time.Time{}, true},
+		{"9999-01-01", time.Time{}, true},
 	}
 	for _, tt := range tests {
 		got, err := parseAnchor(tt.v, today)
@@ -49,5 +53,16 @@ func TestAtDatedUndated(t *testing.T) {
 	}
 	if got := Undated(dated); got != text {
 		t.Errorf("Undated(%q) = %q, want %q", dated, got, text)
+	}
+	// Every "Jan 2" label within 182 days reads back, Feb 29 included.
+	for n := -182; n <= 182; n++ {
+		mark := "$M"
+		if n != 0 {
+			mark = fmt.Sprintf("$M%+d", n)
+		}
+		label := a.AddDate(0, 0, n).Format("Jan 2")
+		if got := Undated(label); got != mark {
+			t.Errorf("Undated(%q) = %q, want %q", label, got, mark)
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 func TestAddCountsDaysAndTotal(t *testing.T) {
 	var tl Tally
-	const d = store.Day(20_000)
+	d := store.DayOf(storetest.Anchor())
 	tests := []struct {
 		day        store.Day
 		want       Visit
