@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,12 +19,14 @@ type realSyncHold struct {
 	began    chan struct{} // a value each time a held sync is called
 	release  chan struct{} // lets one held sync go on
 	returned atomic.Int64  // held syncs that went on and returned
+	stop     func()        // lets every sync through from then on
 }
 
 // holdRealSyncs makes every real sync of s's log wait until the test
 // lets it go with h.release; the system calls of other files and AIO
-// contexts go through. Once t ends, and s is closed, the system calls
-// are the plain ones again.
+// contexts go through. The caller defers h.stop after s's Close, so that
+// a failed test still closes s; once t ends the system calls are the
+// plain ones again.
 func holdRealSyncs(t *testing.T, s *Store) *realSyncHold {
 	t.Helper()
 	h := &realSyncHold{began: make(chan struct{}, 16), release: make(chan struct{})}
@@ -61,9 +64,9 @@ func holdRealSyncs(t *testing.T, s *Store) *realSyncHold {
 		defer h.returned.Add(1)
 		return plainReap(c, ev, ts)
 	}
-	// Registered before the caller's Close: runs after it.
+	// Runs after the caller's deferred Close and stop.
 	t.Cleanup(func() { fdatasync, ioGetevents = plainSync, plainReap })
-	t.Cleanup(func() { close(quit) })
+	h.stop = sync.OnceFunc(func() { close(quit) })
 	return h
 }
 
@@ -100,6 +103,7 @@ func TestSyncVisitWaitsForTheRealSync(t *testing.T) {
 					s.log.aio.off.Store(true)
 				}
 				h := holdRealSyncs(t, s)
+				defer h.stop()
 				for i, key := range []string{"a", "b"} {
 					answered := make(chan error, 1)
 					go func() { _, err := s.Incr(ctx, []byte(key)); answered <- err }()
