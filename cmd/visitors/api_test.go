@@ -16,6 +16,7 @@ import (
 
 	"visitors/internal/servertest"
 	"visitors/internal/store/storetest"
+	"visitors/internal/webtest"
 )
 
 // The owner API on the real binary (issue 11's proof). The memory-store
@@ -61,7 +62,7 @@ func apiDo(tb testing.TB, p *servertest.Proc, method, path, token, body string) 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := webtest.Client.Do(req)
 	if err != nil {
 		tb.Fatalf("%s %s: %v", method, path, err)
 	}

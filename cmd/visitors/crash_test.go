@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // ack is one acknowledged visit: a 200 the client received.
@@ -129,7 +130,7 @@ func crashCycles(t *testing.T, durability string) {
 		if err := p.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		acks := <-done
+		acks := webtest.Receive(t, done, "end of the load after the kill")
 		close(stop)
 
 		var visits, late uint64

@@ -18,6 +18,7 @@ import (
 
 	"visitors/internal/servertest"
 	"visitors/internal/store"
+	"visitors/internal/webtest"
 )
 
 // The tests in this file prove the fairness rules of issue 10 on the
@@ -116,7 +117,7 @@ func TestFairRateLimit(t *testing.T) {
 			refused.Add(1)
 		}
 	})
-	<-done
+	webtest.Receive(t, done, "end of the second client's visits")
 	elapsed := time.Since(start).Seconds()
 	if bad.Load() != 0 {
 		t.Errorf("%d answers were not a 200 badge", bad.Load())

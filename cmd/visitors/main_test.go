@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // bin is the real visitors binary, built once by TestMain.
@@ -50,13 +53,15 @@ func mustGet(tb testing.TB, url string, hdr ...string) (int, http.Header, string
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := webtest.Client.Do(req)
 	if err != nil {
 		tb.Fatalf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		tb.Fatalf("GET %s: the body did not end within %v (a stream where an answer was expected?): %v", url, webtest.Deadline, err)
+	} else if err != nil {
 		tb.Fatalf("GET %s: read body: %v", url, err)
 	}
 	return resp.StatusCode, resp.Header, string(b)

@@ -15,6 +15,7 @@ import (
 
 	"visitors/internal/servertest"
 	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/webtest"
 )
 
 // The Redis servers the tests of this package share, started on first
@@ -273,7 +274,7 @@ func TestRedisFault(t *testing.T) {
 						break
 					}
 					// Visits make the instance notice.
-					get(http.DefaultClient, procs[0].URL("/counter/k0.json"))
+					get(webtest.Client, procs[0].URL("/counter/k0.json"))
 					time.Sleep(20 * time.Millisecond)
 				}
 				if err := rs.Restart(); err != nil {
