@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
@@ -179,7 +178,7 @@ func crashCycles(t *testing.T, durability string) {
 	if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Stderr())
 	}
-	out, err := exec.Command(bin, "export", "-data", dir).Output()
+	out, err := command(t, bin, "export", "-data", dir).Output()
 	if err != nil {
 		t.Fatalf("visitors export: %v", err)
 	}

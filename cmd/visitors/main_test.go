@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,26 @@ func TestMain(m *testing.M) {
 	stopRedis()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// command is exec.Command for a run of the binary (or a wrapper of it)
+// that is expected to exit: a process still running after
+// webtest.Deadline is killed and fails tb with its name, so that a
+// binary that serves, or waits for a lock, where it should have exited
+// fails the test instead of hanging it.
+func command(tb testing.TB, name string, args ...string) *exec.Cmd {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), webtest.Deadline)
+	tb.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Cancel = func() error {
+		if ctx.Err() == context.DeadlineExceeded {
+			tb.Errorf("%s %s did not exit within %v: killed", name, strings.Join(args, " "), webtest.Deadline)
+		}
+		return cmd.Process.Kill()
+	}
+	cmd.WaitDelay = 5 * time.Second // a child left holding the output does not hold the test
+	return cmd
 }
 
 func mustGet(tb testing.TB, url string, hdr ...string) (int, http.Header, string) {
@@ -150,7 +171,7 @@ func TestBinaryTakesConfigFromEnvironment(t *testing.T) {
 }
 
 func TestBinaryHelpListsEveryFlag(t *testing.T) {
-	out, err := exec.Command(bin, "-h").CombinedOutput()
+	out, err := command(t, bin, "-h").CombinedOutput()
 	if err != nil {
 		t.Fatalf("visitors -h: %v (want exit 0)\n%s", err, out)
 	}
@@ -178,7 +199,7 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(bin, append([]string{"-admin-addr", "", "-data", t.TempDir()}, tt.args...)...)
+			cmd := command(t, bin, append([]string{"-admin-addr", "", "-data", t.TempDir()}, tt.args...)...)
 			cmd.Env = append(os.Environ(), tt.env...)
 			out, err := cmd.CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {

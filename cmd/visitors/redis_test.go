@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,7 +341,7 @@ func TestRedisExportImport(t *testing.T) {
 	stop(t, p)
 	run := func(stdin string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
+		cmd := command(t, bin, args...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
