@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http/httptest"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"visitors/internal/client"
 	"visitors/internal/store"
 	"visitors/internal/unique"
+	"visitors/internal/webtest"
 )
 
 // The tests in this file each guard one fairness rule of the counting
@@ -18,9 +20,12 @@ import (
 
 const firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
 
-// serve sends GET target from remote with User-Agent ua.
+// serve sends GET target from remote with User-Agent ua, with a
+// deadline as [get] has.
 func serve(s *Server, target, remote, ua string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest("GET", target, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), webtest.Deadline)
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, "GET", target, nil)
 	r.RemoteAddr = remote
 	r.Header.Set("User-Agent", ua)
 	w := httptest.NewRecorder()
