@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 
 	"visitors/internal/servertest"
 	"visitors/internal/store/storetest"
+	"visitors/internal/webtest"
 )
 
 // The owner API on the real binary (issue 11's proof). The memory-store
@@ -61,7 +61,7 @@ func apiDo(tb testing.TB, p *servertest.Proc, method, path, token, body string) 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := webtest.Client.Do(req)
 	if err != nil {
 		tb.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -293,7 +293,7 @@ func TestAPIOnlyWithRootToken(t *testing.T) {
 	if r := apiDo(t, p, "GET", "/api/v1/counters", apiRoot, ""); r.code != 404 || r.body != "404 page not found" {
 		t.Errorf("without a root token = %d %q, want the plain 404", r.code, r.body)
 	}
-	cmd := exec.Command(bin, "-store", "memory", "-admin-addr", "")
+	cmd := command(t, bin, "-store", "memory", "-admin-addr", "")
 	cmd.Env = append(os.Environ(), "VISITORS_ADMIN_TOKEN=short\n")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "VISITORS_ADMIN_TOKEN: the root token is 5 bytes; want at least 16") {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // eventCounter passes a stream on to the browser and counts the events
@@ -53,7 +54,7 @@ func TestLiveCountInChromium(t *testing.T) {
 		case "/counter/browser/live/stream":
 			rp.ServeHTTP(eventCounter{w, &sent}, r)
 		case "/":
-			resp, err := http.Get(p.URL("/")) // not mustGet: this is not the test's goroutine
+			resp, err := webtest.Client.Get(p.URL("/")) // not mustGet: this is not the test's goroutine
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadGateway)
 				return
@@ -86,7 +87,7 @@ func TestLiveCountInChromium(t *testing.T) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			if resp, err := http.Get(p.URL("/counter/browser/live.json")); err == nil {
+			if resp, err := webtest.Client.Get(p.URL("/counter/browser/live.json")); err == nil {
 				resp.Body.Close()
 				n++
 			}
@@ -96,7 +97,7 @@ func TestLiveCountInChromium(t *testing.T) {
 	args := append(append([]string{}, chromiumArgs...), "--user-data-dir="+filepath.Join(dir, "profile"), "--dump-dom", proxy.URL+"/?live=browser/live")
 	dom, err := runChromium(chromium, args, false)
 	close(stop)
-	total := <-counted
+	total := webtest.Receive(t, counted, "end of the counting goroutine")
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}

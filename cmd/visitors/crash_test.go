@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // ack is one acknowledged visit: a 200 the client received.
@@ -129,7 +129,7 @@ func crashCycles(t *testing.T, durability string) {
 		if err := p.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		acks := <-done
+		acks := webtest.Receive(t, done, "end of the load after the kill")
 		close(stop)
 
 		var visits, late uint64
@@ -178,7 +178,7 @@ func crashCycles(t *testing.T, durability string) {
 	if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Stderr())
 	}
-	out, err := exec.Command(bin, "export", "-data", dir).Output()
+	out, err := command(t, bin, "export", "-data", dir).Output()
 	if err != nil {
 		t.Fatalf("visitors export: %v", err)
 	}

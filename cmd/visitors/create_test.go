@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -237,7 +236,7 @@ func TestOpenCreateLimits(t *testing.T) {
 		t.Errorf("POST without -open-create = %d Allow %q, want 405 GET, PUT, DELETE", r.code, r.hdr.Get("Allow"))
 	}
 
-	cmd := exec.Command(bin, "-store", "memory", "-admin-addr", "", "-open-create")
+	cmd := command(t, bin, "-store", "memory", "-admin-addr", "", "-open-create")
 	cmd.Env = append(os.Environ(), "VISITORS_ADMIN_TOKEN=")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "-open-create needs the owner API") {

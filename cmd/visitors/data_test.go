@@ -48,7 +48,7 @@ func TestBinaryRefusesBadDataDirectory(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := tt.setup(t)
-			out, err := exec.Command(bin, "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", data).CombinedOutput()
+			out, err := command(t, bin, "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", data).CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 				t.Fatalf("exit = %v, want status 1; output:\n%s", err, out)
 			}
@@ -62,7 +62,7 @@ func TestBinaryRefusesBadDataDirectory(t *testing.T) {
 func TestBinaryRefusesASecondProcessOnTheSameData(t *testing.T) {
 	dir := t.TempDir()
 	servertest.Start(t, bin, rulesOff, "-data", dir, "-log-level", "off")
-	out, err := exec.Command(bin, "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", dir).CombinedOutput()
+	out, err := command(t, bin, "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", dir).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("second process: exit = %v, want status 1; output:\n%s", err, out)
 	}
@@ -81,17 +81,17 @@ func TestBinaryExportImport(t *testing.T) {
 	if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	dump, err := exec.Command(bin, "export", "-data", src).Output()
+	dump, err := command(t, bin, "export", "-data", src).Output()
 	if err != nil {
 		t.Fatalf("export: %v", err)
 	}
 	dst := t.TempDir()
-	imp := exec.Command(bin, "import", "-data", dst)
+	imp := command(t, bin, "import", "-data", dst)
 	imp.Stdin = bytes.NewReader(dump)
 	if out, err := imp.CombinedOutput(); err != nil {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
-	again, err := exec.Command(bin, "export", "-data", dst).Output()
+	again, err := command(t, bin, "export", "-data", dst).Output()
 	if err != nil {
 		t.Fatalf("export after import: %v", err)
 	}

@@ -126,7 +126,7 @@ func diskFull(t *testing.T, durability string) {
 	if err := p.Stop(syscall.SIGTERM, 15*time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Stderr())
 	}
-	out, err := exec.Command(bin, "export", "-data", copyDir).Output()
+	out, err := command(t, bin, "export", "-data", copyDir).Output()
 	if err != nil {
 		t.Fatalf("export: %v", err)
 	}

@@ -180,7 +180,7 @@ func TestBinaryRefusesDamagedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(bin, "check", "-data", sound).CombinedOutput(); err != nil || !strings.Contains(string(out), "ok: ") {
+	if out, err := command(t, bin, "check", "-data", sound).CombinedOutput(); err != nil || !strings.Contains(string(out), "ok: ") {
 		t.Fatalf("visitors check on a sound store = %v\n%s", err, out)
 	}
 
@@ -312,7 +312,7 @@ func TestBinaryImportIsStrict(t *testing.T) {
 	dump := `{"format":"visitors-export-1","hits":3,"keys":[` + "\n" +
 		`{"key":"good","total":1},` + "\n" +
 		`{"key":"bad","total":1,"days":{"10000-01-01":1}}` + "\n]}\n"
-	cmd := exec.Command(bin, "import", "-data", data)
+	cmd := command(t, bin, "import", "-data", data)
 	cmd.Stdin = strings.NewReader(dump)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "line 3") {

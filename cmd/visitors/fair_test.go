@@ -18,6 +18,7 @@ import (
 
 	"visitors/internal/servertest"
 	"visitors/internal/store"
+	"visitors/internal/webtest"
 )
 
 // The tests in this file prove the fairness rules of issue 10 on the
@@ -116,7 +117,7 @@ func TestFairRateLimit(t *testing.T) {
 			refused.Add(1)
 		}
 	})
-	<-done
+	webtest.Receive(t, done, "end of the second client's visits")
 	elapsed := time.Since(start).Seconds()
 	if bad.Load() != 0 {
 		t.Errorf("%d answers were not a 200 badge", bad.Load())
@@ -192,16 +193,31 @@ func TestFairNewKeys(t *testing.T) {
 }
 
 // TestFairBotsAndCamo: a crawler and a link-preview fetcher are answered
-// and not counted; GitHub's image proxy (its User-Agent from
-// -camo-ranges) is counted past the per-client burst and never as a
-// unique visitor.
+// and not counted, on the badge, its JSON and /hello alike (a crawler
+// rule applied only to /counter/ passed every bot test before this
+// one looped over the endpoints); GitHub's image proxy is counted past
+// the per-client burst (its User-Agent from -camo-ranges) and never as
+// a unique visitor.
 func TestFairBotsAndCamo(t *testing.T) {
 	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off", "-camo-ranges", "127.0.0.0/8")
-	fetch(t, p.URL("/counter/b.svg"), browserUA, "")
-	for _, ua := range []string{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", "curl/8.5.0"} {
-		code, h, body := fetch(t, p.URL("/counter/b.svg"), ua, "")
-		if code != 200 || h.Get("Visitors-Counted") != "false" || !strings.Contains(body, `aria-label="visitors: 1"`) {
-			t.Errorf("%s: %d %v %q, want the badge of 1 with Visitors-Counted: false", ua, code, h, body)
+	bots := []string{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", "curl/8.5.0"}
+	endpoints := []struct {
+		key, path, want string // want: the count of 1 in the answer
+	}{
+		{"b", "/counter/b.svg", `aria-label="visitors: 1"`},
+		{"bjson", "/counter/bjson.json", `"total":1,`},
+		{"bhello", "/hello?name=bhello", "<p>Count: 1</p>"},
+	}
+	for _, ep := range endpoints {
+		fetch(t, p.URL(ep.path), browserUA, "")
+		for _, ua := range bots {
+			code, h, body := fetch(t, p.URL(ep.path), ua, "")
+			if code != 200 || h.Get("Visitors-Counted") != "false" || !strings.Contains(body, ep.want) {
+				t.Errorf("GET %s as %s: %d %v %q, want 200 with %s and Visitors-Counted: false", ep.path, ua, code, h, body, ep.want)
+			}
+		}
+		if c := mustCounts(t, p, ep.key); c.Total != 1 {
+			t.Errorf("after 1 browser and %d bots on %s: total %d, want 1", len(bots), ep.path, c.Total)
 		}
 	}
 	for range 40 { // twice the burst

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // bin is the real visitors binary, built once by TestMain.
@@ -41,6 +45,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// command is exec.Command for a run of the binary (or a wrapper of it)
+// that is expected to exit: a process still running after
+// webtest.Deadline is killed and fails tb with its name, so that a
+// binary that serves, or waits for a lock, where it should have exited
+// fails the test instead of hanging it.
+func command(tb testing.TB, name string, args ...string) *exec.Cmd {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), webtest.Deadline)
+	tb.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Cancel = func() error {
+		if ctx.Err() == context.DeadlineExceeded {
+			tb.Errorf("%s %s did not exit within %v: killed", name, strings.Join(args, " "), webtest.Deadline)
+		}
+		return cmd.Process.Kill()
+	}
+	cmd.WaitDelay = 5 * time.Second // a child left holding the output does not hold the test
+	return cmd
+}
+
 func mustGet(tb testing.TB, url string, hdr ...string) (int, http.Header, string) {
 	tb.Helper()
 	req, err := http.NewRequest("GET", url, nil)
@@ -50,13 +74,15 @@ func mustGet(tb testing.TB, url string, hdr ...string) (int, http.Header, string
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := webtest.Client.Do(req)
 	if err != nil {
 		tb.Fatalf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		tb.Fatalf("GET %s: the body did not end within %v (a stream where an answer was expected?): %v", url, webtest.Deadline, err)
+	} else if err != nil {
 		tb.Fatalf("GET %s: read body: %v", url, err)
 	}
 	return resp.StatusCode, resp.Header, string(b)
@@ -145,7 +171,7 @@ func TestBinaryTakesConfigFromEnvironment(t *testing.T) {
 }
 
 func TestBinaryHelpListsEveryFlag(t *testing.T) {
-	out, err := exec.Command(bin, "-h").CombinedOutput()
+	out, err := command(t, bin, "-h").CombinedOutput()
 	if err != nil {
 		t.Fatalf("visitors -h: %v (want exit 0)\n%s", err, out)
 	}
@@ -173,7 +199,7 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(bin, append([]string{"-admin-addr", "", "-data", t.TempDir()}, tt.args...)...)
+			cmd := command(t, bin, append([]string{"-admin-addr", "", "-data", t.TempDir()}, tt.args...)...)
 			cmd.Env = append(os.Environ(), tt.env...)
 			out, err := cmd.CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"visitors/internal/servertest"
 	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/webtest"
 )
 
 // The Redis servers the tests of this package share, started on first
@@ -273,7 +273,7 @@ func TestRedisFault(t *testing.T) {
 						break
 					}
 					// Visits make the instance notice.
-					get(http.DefaultClient, procs[0].URL("/counter/k0.json"))
+					get(webtest.Client, procs[0].URL("/counter/k0.json"))
 					time.Sleep(20 * time.Millisecond)
 				}
 				if err := rs.Restart(); err != nil {
@@ -341,7 +341,7 @@ func TestRedisExportImport(t *testing.T) {
 	stop(t, p)
 	run := func(stdin string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
+		cmd := command(t, bin, args...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

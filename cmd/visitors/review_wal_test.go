@@ -137,7 +137,7 @@ rc=$?
 after=$(df -k --output=avail "$d" | tail -1)
 echo "rc=$rc before=$before after=$after"`
 	dir := t.TempDir()
-	out, _ := exec.Command("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", dir,
+	out, _ := command(t, "unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", dir,
 		bin, "-addr", "127.0.0.1:0", "-admin-addr", "", "-data", dir, "-durability", "sync", "-log-level", "warn").CombinedOutput()
 	var rc, before, after int
 	i := strings.LastIndex(string(out), "rc=")
@@ -182,7 +182,7 @@ func TestReviewWALExportFromAReadOnlyDirectory(t *testing.T) {
 	const script = `mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" || exit 99
 shift 2
 exec "$@"`
-	out, err := exec.Command("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", data, ro,
+	out, err := command(t, "unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", data, ro,
 		bin, "export", "-data", ro).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"key":"ro","total":3`) {
 		t.Errorf("export of a read-only data directory = %v\n%s\nwant the 3 visits in the log", err, out)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,7 +24,7 @@ func TestBinaryStreamsLiveCounts(t *testing.T) {
 	for range 3 {
 		mustGet(t, p.URL("/counter/live/key.svg"))
 	}
-	resp, err := http.Get(p.URL("/counter/live/key/stream"))
+	resp, err := webtest.Client.Get(p.URL("/counter/live/key/stream"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +60,7 @@ func TestBinaryStreamsLiveCounts(t *testing.T) {
 	go func() { // another client counts while the stream is read
 		defer wg.Done()
 		for range 47 {
-			resp, err := http.Get(p.URL("/counter/live/key.json"))
+			resp, err := webtest.Client.Get(p.URL("/counter/live/key.json"))
 			if err != nil {
 				t.Error(err)
 				return
@@ -78,14 +77,14 @@ func TestBinaryStreamsLiveCounts(t *testing.T) {
 		last = c.Total
 		events++
 	}
-	wg.Wait()
+	webtest.Wait(t, &wg, "end of the 47 visits of the other client")
 	if last != 50 {
 		t.Errorf("stream ended at %d, want 50", last)
 	}
 	t.Logf("47 visits reached the stream in %d events", events)
 
 	// -max-streams 2: one more is fine, the third is refused.
-	second, err := http.Get(p.URL("/counter/other/stream"))
+	second, err := webtest.Client.Get(p.URL("/counter/other/stream"))
 	if err != nil || second.StatusCode != 200 {
 		t.Fatalf("second stream = %v, %v", second, err)
 	}

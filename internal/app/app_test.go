@@ -17,6 +17,7 @@ import (
 	"visitors/internal/client"
 	"visitors/internal/servertest"
 	"visitors/internal/store"
+	"visitors/internal/webtest"
 )
 
 // testRoot is the tests' root token of the owner API.
@@ -189,7 +190,7 @@ func TestOversizedHeaderIsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("X-Big", strings.Repeat("x", 2*DefaultTimeouts.MaxHeaderBytes))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := webtest.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestOversizedHeaderIsRejected(t *testing.T) {
 func TestRunStopsCleanlyWithIdleConnections(t *testing.T) {
 	var out servertest.Buffer
 	r := mustStart(t, testConfig(), DefaultTimeouts, &out)
-	resp, err := http.Get("http://" + r.addr + "/hello?name=idle") // leaves a keep-alive connection
+	resp, err := webtest.Client.Get("http://" + r.addr + "/hello?name=idle") // leaves a keep-alive connection
 	if err != nil {
 		t.Fatal(err)
 	}

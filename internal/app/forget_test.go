@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"visitors/internal/webtest"
 )
 
 // uniqueToday visits (count) or reads (!count) /counter/{key}.json as
@@ -24,7 +26,7 @@ func uniqueToday(t *testing.T, addr, key, client string, count bool) uint64 {
 	}
 	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64)")
 	req.Header.Set("X-Forwarded-For", client)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := webtest.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"visitors/internal/flightrec"
 	"visitors/internal/servertest"
 	"visitors/internal/store"
+	"visitors/internal/webtest"
 )
 
 // sleepyStore makes every /hi visit take d: the test-only way to a slow
@@ -50,8 +50,13 @@ func mustRunConfig(t *testing.T, cfg Config) (addr, admin string, out *servertes
 	go func() { done <- Run(ctx, cfg, DefaultTimeouts, out) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run() = %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run() = %v", err)
+			}
+		case <-time.After(webtest.Deadline):
+			t.Errorf("Run did not return within %v of its context's end", webtest.Deadline)
 		}
 	})
 	for _, a := range []string{pub, adm} {
@@ -72,7 +77,7 @@ func mustRunConfig(t *testing.T, cfg Config) (addr, admin string, out *servertes
 
 func mustGetBody(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := webtest.Client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

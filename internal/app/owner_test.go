@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // apiCall sends method path with the Bearer token (none if "") and a
@@ -32,7 +33,7 @@ func apiCall(t *testing.T, addr, method, path, token, body string) (int, string,
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := webtest.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestAPIOffWithoutRootToken(t *testing.T) {
 	if code, ct, body := apiCall(t, r.addr, "PUT", "/api/v1/counters/k", testRoot, `{"total":41,"locked":true}`); code != 200 || ct != "application/json" || !strings.Contains(body, `"locked": true`) {
 		t.Fatalf("PUT = %d %q %s", code, ct, body)
 	}
-	resp, err := http.Get("http://" + r.addr + "/counter/k.json")
+	resp, err := webtest.Client.Get("http://" + r.addr + "/counter/k.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestAdminAddrNotLoopback(t *testing.T) {
 		t.Errorf("GET /hi = %d, want 200", code)
 	}
 	cancel()
-	if err := <-done; err != nil {
+	if err := webtest.Receive(t, done, "return of Run after its context's end"); err != nil {
 		t.Fatalf("Run with -admin-allow-remote = %v", err)
 	}
 	if !strings.Contains(out.String(), `"level":"warn"`) || !strings.Contains(out.String(), "not on loopback") {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // slack is how long after a deadline the tests allow for the cut to be
@@ -92,9 +93,17 @@ func mustStart(t *testing.T, cfg Config, to Timeouts, stdout io.Writer) *running
 	}
 }
 
-// stop cancels Run's context and waits for it to return.
+// stop cancels Run's context and waits for it to return, at most
+// webtest.Deadline.
 func (r *running) stop() error {
-	r.once.Do(func() { r.cancel(); r.err = <-r.done })
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case r.err = <-r.done:
+		case <-time.After(webtest.Deadline):
+			r.err = fmt.Errorf("Run did not return within %v of its context's end", webtest.Deadline)
+		}
+	})
 	return r.err
 }
 
@@ -106,12 +115,16 @@ func longTimeouts() Timeouts {
 	return to
 }
 
+// mustDial connects to addr. Its reads and writes fail once
+// webtest.Deadline has passed (a test may set a deadline of its own), so
+// that a server that never answers fails the test instead of hanging it.
 func mustDial(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.SetDeadline(time.Now().Add(webtest.Deadline))
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -396,7 +409,7 @@ func TestAdminListener(t *testing.T) {
 				t.Errorf("the service listens on %d sockets, want %d", got, want)
 			}
 			for _, path := range []string{"/healthz", "/debug/vars", "/debug/pprof/"} {
-				resp, err := http.Get("http://" + r.addr + path)
+				resp, err := webtest.Client.Get("http://" + r.addr + path)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -405,7 +418,7 @@ func TestAdminListener(t *testing.T) {
 					t.Errorf("public GET %s = %d, want 404", path, resp.StatusCode)
 				}
 				if admin {
-					resp, err := http.Get("http://" + r.adminAddr + path)
+					resp, err := webtest.Client.Get("http://" + r.adminAddr + path)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -443,7 +456,7 @@ func TestProfileRateFlags(t *testing.T) {
 	ch := make(chan struct{})
 	go func() { time.Sleep(20 * time.Millisecond); close(ch) }()
 	<-ch
-	resp, err := http.Get("http://" + r.adminAddr + "/debug/pprof/block?debug=1")
+	resp, err := webtest.Client.Get("http://" + r.adminAddr + "/debug/pprof/block?debug=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,11 +523,11 @@ func TestVars(t *testing.T) {
 		read <- nil
 	}()
 	mustWrite(t, c, strings.Repeat("GET /hello?name=v HTTP/1.1\r\nHost: x\r\n\r\n", n))
-	if err := <-read; err != nil {
+	if err := webtest.Receive(t, read, "end of the pipelined visits' responses"); err != nil {
 		t.Fatalf("pipelined visits: %v", err)
 	}
 
-	resp, err := http.Get("http://" + r.adminAddr + "/debug/vars")
+	resp, err := webtest.Client.Get("http://" + r.adminAddr + "/debug/vars")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +603,7 @@ func TestRunStartsAndStopsQuietly(t *testing.T) {
 	stderr := captureStderr(t)
 	var out servertest.Buffer
 	r := mustStart(t, testConfig(), DefaultTimeouts, &out)
-	resp, err := http.Get("http://" + r.addr + "/whoami?format=json")
+	resp, err := webtest.Client.Get("http://" + r.addr + "/whoami?format=json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package app
 import (
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ func TestStreamOutlivesListenerDeadlines(t *testing.T) {
 	to.Read, to.ReadHeader, to.Write = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
 	var out servertest.Buffer
 	r := mustStart(t, cfg, to, &out)
-	resp, err := http.Get("http://" + r.addr + "/counter/k/stream")
+	resp, err := webtest.Client.Get("http://" + r.addr + "/counter/k/stream")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func TestStreamOutlivesListenerDeadlines(t *testing.T) {
 		t.Fatalf("first event total %d, want 0", c.Total)
 	}
 	time.Sleep(time.Second) // five times each deadline
-	if resp, err := http.Get("http://" + r.addr + "/counter/k.json"); err != nil {
+	if resp, err := webtest.Client.Get("http://" + r.addr + "/counter/k.json"); err != nil {
 		t.Fatal(err)
 	} else {
 		resp.Body.Close()

@@ -1,14 +1,18 @@
 package web
 
 import (
+	"context"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"visitors/internal/client"
+	"visitors/internal/store"
 	"visitors/internal/unique"
+	"visitors/internal/webtest"
 )
 
 // The tests in this file each guard one fairness rule of the counting
@@ -16,9 +20,12 @@ import (
 
 const firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
 
-// serve sends GET target from remote with User-Agent ua.
+// serve sends GET target from remote with User-Agent ua, with a
+// deadline as [get] has.
 func serve(s *Server, target, remote, ua string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest("GET", target, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), webtest.Deadline)
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, "GET", target, nil)
 	r.RemoteAddr = remote
 	r.Header.Set("User-Agent", ua)
 	w := httptest.NewRecorder()
@@ -196,5 +203,130 @@ func TestLockedKeyCountsNothing(t *testing.T) {
 	w = serve(s, "/counter/frozen.json", "198.51.100.42:1", firefox)
 	if !strings.Contains(w.Body.String(), `"total":42`) || w.Header().Get("Visitors-Counted") != "" {
 		t.Errorf("after unlocking: %q, Visitors-Counted %q; want total 42, counted", w.Body, w.Header().Get("Visitors-Counted"))
+	}
+}
+
+// endpoint is a counting endpoint, as the rule tests reach it.
+type endpoint struct {
+	name   string
+	target func(key string) string
+	keyed  bool // a counter of a key: the fairness rules apply
+}
+
+// endpoints are every counting endpoint: the rules apply to the keyed
+// counters (the badge, its JSON and /hello), never to /hi.
+var endpoints = []endpoint{
+	{"badge", func(k string) string { return "/counter/" + k + ".svg" }, true},
+	{"json", func(k string) string { return "/counter/" + k + ".json" }, true},
+	{"hello", func(k string) string { return "/hello?name=" + k }, true},
+	{"hi", func(string) string { return "/hi" }, false},
+}
+
+// visitCounted sends one visit to ep's key from remote with ua and
+// reports whether the store counted it: the key's total, or for /hi the
+// global number (read by taking one before and one after).
+func visitCounted(t *testing.T, s *Server, st store.Store, ep endpoint, key, remote, ua string) (*httptest.ResponseRecorder, bool) {
+	t.Helper()
+	if !ep.keyed {
+		before := mustHit(t, st)
+		w := serve(s, ep.target(key), remote, ua)
+		return w, mustHit(t, st)-before == 2
+	}
+	before := mustCount(t, st, key).Total
+	w := serve(s, ep.target(key), remote, ua)
+	return w, mustCount(t, st, key).Total-before == 1
+}
+
+// TestRulesOnEveryEndpoint: each fairness rule — bots, the per-client
+// rate, the repeat window, the per-client budget of new keys — refuses to
+// count on every keyed endpoint (/counter/{key}.svg, /counter/{key}.json,
+// /hello?name=), with Visitors-Counted: false (a 429 for a new key) and
+// its reason in the metrics, and never on /hi, which counts every visit.
+// Each rule is first brought to the edge by visits it lets count (through
+// the endpoint itself; for the new-key budget on /hi, through badges).
+// A rule applied only to /counter/ (bots or repeats, planted on
+// countReq.listed) fails it on /hello, as it passed every other test.
+func TestRulesOnEveryEndpoint(t *testing.T) {
+	const bingbot = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
+	type step struct{ key, ua string }
+	rules := []struct {
+		name   string
+		setup  func(s *Server)
+		before []step // counted on every endpoint
+		last   step   // refused where the rule applies
+		reason string
+		status int // of the refused visit
+	}{
+		{
+			name:   "bots",
+			setup:  func(*Server) {},
+			before: []step{{"k", firefox}},
+			last:   step{"k", bingbot},
+			reason: "bot", status: 200,
+		},
+		{
+			name:   "per-client rate",
+			setup:  func(s *Server) { s.now = func() time.Time { return day0 } }, // no refill
+			before: slices.Repeat([]step{{"k", firefox}}, 20),                    // the burst
+			last:   step{"k", firefox},
+			reason: "rate_limited", status: 200,
+		},
+		{
+			name:   "repeat window",
+			setup:  func(s *Server) { s.rules.Repeats = unique.NewRepeats(time.Hour, 0) },
+			before: []step{{"k", firefox}},
+			last:   step{"k", firefox},
+			reason: "repeat", status: 200,
+		},
+		{
+			name: "new-key budget",
+			setup: func(s *Server) {
+				s.now = func() time.Time { return day0 }
+				nk := client.Rate{Events: 3, Per: time.Hour}
+				s.rules.Limiter = client.NewLimiter(client.LimiterOptions{NewKeys: nk})
+				s.rules.NewKeys = nk
+			},
+			before: []step{{"n0", firefox}, {"n1", firefox}, {"n2", firefox}},
+			last:   step{"n3", firefox},
+			reason: "rate_limited", status: 429,
+		},
+	}
+	for _, rule := range rules {
+		for _, ep := range endpoints {
+			t.Run(rule.name+"/"+ep.name, func(t *testing.T) {
+				s, st := mustServer(t, nil)
+				withDefaultRules(t, s)
+				rule.setup(s)
+				const remote = "198.51.100.60:1"
+				prep := ep
+				if !ep.keyed && rule.name == "new-key budget" {
+					prep = endpoints[0] // /hi makes no key: spend the budget on badges
+				}
+				for i, v := range rule.before {
+					if w, counted := visitCounted(t, s, st, prep, v.key, remote, v.ua); w.Code != 200 || !counted {
+						t.Fatalf("visit %d to %s before the rule's edge: %d, counted %v; want a counted 200", i, prep.target(v.key), w.Code, counted)
+					}
+				}
+				w, counted := visitCounted(t, s, st, ep, rule.last.key, remote, rule.last.ua)
+				notCounted := mustGather(t, s.req)["visitors_visits_not_counted_total reason="+rule.reason]
+				target := ep.target(rule.last.key)
+				if !ep.keyed {
+					if w.Code != 200 || !counted || w.Header().Get("Visitors-Counted") != "" || notCounted != 0 {
+						t.Errorf("GET %s = %d, counted %v, Visitors-Counted %q, not counted for %s %v; want a counted 200: the rule must not apply to /hi",
+							target, w.Code, counted, w.Header().Get("Visitors-Counted"), rule.reason, notCounted)
+					}
+					return
+				}
+				if counted || w.Code != rule.status || notCounted != 1 {
+					t.Errorf("GET %s = %d, counted %v, not counted for %s %v; want %d, not counted, reported once", target, w.Code, counted, rule.reason, notCounted, rule.status)
+				}
+				if rule.status == 200 && w.Header().Get("Visitors-Counted") != "false" {
+					t.Errorf("GET %s: Visitors-Counted %q, want false", target, w.Header().Get("Visitors-Counted"))
+				}
+				if rule.status == 429 && (w.Header().Get("Retry-After") == "" || mustCount(t, st, rule.last.key).Total != 0) {
+					t.Errorf("GET %s: Retry-After %q, total %d; want a Retry-After and no key made", target, w.Header().Get("Retry-After"), mustCount(t, st, rule.last.key).Total)
+				}
+			})
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"visitors/internal/store"
 	"visitors/internal/store/memstore"
 	"visitors/internal/store/storetest"
+	"visitors/internal/webtest"
 )
 
 // mustServer returns a Server over a fresh memory store whose visit log
@@ -72,9 +73,14 @@ func mustFlightRecorder(tb testing.TB) {
 	tb.Cleanup(func() { fr.Close() })
 }
 
-// get serves one request to h and returns the recorded response.
+// get serves one request to h and returns the recorded response. The
+// request's context ends after webtest.Deadline, so that a handler that
+// streams where it should answer (a live stream's refusal, a HEAD) ends
+// then and the test fails on what it recorded, instead of hanging.
 func get(h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(method, target, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), webtest.Deadline)
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, method, target, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		r.Header.Set(hdr[i], hdr[i+1])
 	}

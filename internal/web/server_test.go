@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -330,7 +329,7 @@ func TestConcurrentVisitors(t *testing.T) {
 }
 
 func fetch(url string) (string, error) {
-	resp, err := http.Get(url)
+	resp, err := webtest.Client.Get(url)
 	if err != nil {
 		return "", err
 	}

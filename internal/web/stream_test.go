@@ -41,7 +41,7 @@ type streamCounts struct {
 // mustOpen opens a stream and checks its headers.
 func mustOpen(t *testing.T, url string) (*http.Response, *webtest.EventReader) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := webtest.Client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestStreamCoalesces(t *testing.T) {
 		c, _ = nextCounts(t, er)
 		events++
 	}
-	<-done
+	webtest.Receive(t, done, "end of the counting goroutine")
 	elapsed := time.Since(start)
 	if max := int(elapsed/interval) + 2; events > max {
 		t.Errorf("%d events in %v, want at most %d (one per %v)", events, elapsed, max, interval)
@@ -155,7 +155,7 @@ func TestStreamLimits(t *testing.T) {
 	_, hs, _ := mustStreamServer(t, Config{MaxStreams: 5, StreamsPerClient: 2}, streamTimes{interval: time.Hour, heartbeat: time.Hour, retry: time.Second})
 	mustOpen(t, hs.URL+"/counter/k/stream")
 	mustOpen(t, hs.URL+"/counter/j/stream")
-	resp, err := http.Get(hs.URL + "/counter/k/stream")
+	resp, err := webtest.Client.Get(hs.URL + "/counter/k/stream")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestStreamLimitTotal(t *testing.T) {
 	// the total's; a second address comes from the IPv6 loopback.
 	_, hs, _ := mustStreamServer(t, Config{MaxStreams: 1, StreamsPerClient: 5}, streamTimes{interval: time.Hour, heartbeat: time.Hour, retry: time.Second})
 	mustOpen(t, hs.URL+"/counter/k/stream")
-	resp, err := http.Get(hs.URL + "/counter/k/stream")
+	resp, err := webtest.Client.Get(hs.URL + "/counter/k/stream")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestStreamStoreError(t *testing.T) {
 	defer s.Shutdown()
 	hs := httptest.NewServer(s)
 	defer hs.Close()
-	resp, err := http.Get(hs.URL + "/counter/k/stream")
+	resp, err := webtest.Client.Get(hs.URL + "/counter/k/stream")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestStreamLimitPerForwardedClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("X-Forwarded-For", forwardedFor)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := webtest.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,7 @@ type aioSync struct {
 	cb   aioCB
 	cbs  [1]*aioCB
 	ev   [1]aioEvent
+	now  unix.Timespec // zero: io_getevents does not wait
 	buf  [8]byte
 	off  atomic.Bool // AIO refused: fdatasync from now on
 }
@@ -107,11 +108,10 @@ func (a *aioSync) sync(f *os.File) error {
 func (a *aioSync) reap(signalled bool) error {
 	var ts *unix.Timespec
 	if signalled {
-		ts = &unix.Timespec{} // the event is there: do not wait
+		ts = &a.now // the event is there: do not wait
 	}
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 1, 1,
-			uintptr(unsafe.Pointer(&a.ev[0])), uintptr(unsafe.Pointer(ts)), 0)
+		n, e := ioGetevents(a.ctx, &a.ev[0], ts)
 		if e == unix.EINTR {
 			continue
 		}
@@ -124,6 +124,16 @@ func (a *aioSync) reap(signalled bool) error {
 		}
 		return eventErr(a.ev[0])
 	}
+}
+
+// ioGetevents reaps at most one completion of the AIO context ctx into
+// ev, waiting at most ts (nil: until one comes): io_getevents. It is a
+// variable so that a test can hold a sync's completion unreaped and see
+// that no visit is answered before it is (TestSyncVisitWaitsForTheRealSync).
+var ioGetevents = func(ctx uintptr, ev *aioEvent, ts *unix.Timespec) (int, unix.Errno) {
+	n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, ctx, 1, 1,
+		uintptr(unsafe.Pointer(ev)), uintptr(unsafe.Pointer(ts)), 0)
+	return int(n), e
 }
 
 // eventErr is a completed sync's result: res is 0 or a negated errno.
