@@ -488,6 +488,9 @@ func checkKeyDump(kd *KeyDump) error {
 	if !store.ValidKey([]byte(kd.Key)) {
 		return fmt.Errorf("key %q: not a key the service accepts (at most %d bytes of valid UTF-8)", kd.Key, store.MaxKeyBytes)
 	}
+	if store.KeyIsRoute(kd.Key) {
+		return fmt.Errorf("key %q: not a key the service accepts: %s", kd.Key, store.MsgRoute)
+	}
 	if kd.Total > maxImportTotal {
 		return fmt.Errorf("key %q: total %d is above the most a counter holds, %d", kd.Key, kd.Total, uint64(maxImportTotal))
 	}
