@@ -183,7 +183,7 @@ var importBatch = 10_000
 // the store (a rename) only once the whole dump has been read. The store
 // must not be open in another process.
 func Import(dir string, r io.Reader, replace bool) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return fmt.Errorf("import: create data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
@@ -227,14 +227,14 @@ func Import(dir string, r io.Reader, replace bool) error {
 				tokens, err = readTokens(tx)
 				return err
 			}
-			return tx.CopyFile(tmpPath, 0o644)
+			return tx.CopyFile(tmpPath, FileMode)
 		})
 		if err != nil {
 			os.Remove(tmpPath)
 			return fmt.Errorf("import: read %s: %w", path, err)
 		}
 	}
-	tmp, err := bolt.Open(tmpPath, 0o644, &bolt.Options{NoSync: true})
+	tmp, err := bolt.Open(tmpPath, FileMode, &bolt.Options{NoSync: true})
 	if err != nil {
 		os.Remove(tmpPath)
 		return fmt.Errorf("import: open %s: %w", tmpPath, err)
