@@ -223,6 +223,18 @@ type Store interface {
 	// the next. Fewer than limit means there are no more.
 	List(ctx context.Context, prefix, after []byte, limit int) ([]Entry, error)
 
+	// Create makes key, at 0, with the token t, if key is not there,
+	// as one step: no visit, owner operation or other Create, on this
+	// instance or another, comes between the check and the creation,
+	// and a visit counted before it, written or not yet, makes key
+	// there. It reports whether it made key; if not, key was there,
+	// whatever its counts or lock, and nothing changed. A token with t's
+	// ID is replaced: without its key, it is an orphan. Create makes the
+	// key within the limit of distinct keys (ErrTooManyKeys), and is as
+	// durable as Set. On Redis Cluster the token is written just after
+	// the key, in a slot of its own.
+	Create(ctx context.Context, key []byte, t Token) (bool, error)
+
 	// PutToken stores t, durably before it returns, replacing a token
 	// with the same ID.
 	PutToken(ctx context.Context, t Token) error
