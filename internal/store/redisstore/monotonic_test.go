@@ -37,7 +37,7 @@ func TestCountsNeverGoBackAcrossInstances(t *testing.T) {
 					}
 					now := seen{c.Total, c.Today, in.today(key)}
 					for _, f := range []struct {
-						name      string
+						name       string
 						was, shown uint64
 					}{{"total", last[i].total, now.total}, {"today", last[i].today, now.today}, {"unique_today", last[i].unique, now.unique}} {
 						if f.shown < f.was {
