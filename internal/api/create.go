@@ -84,7 +84,6 @@ func (h *Handler) createCounter(c *call) error {
 		return errExists
 	}
 	counts := store.Counts{} // made at 0, which the answer says
-
 	if ok, retry := h.c.NewKeys.Created(id, now); !ok { // a concurrent creation took the last one: this one stands
 		h.c.Log.Debug().Dur("retry", retry).Msg("open creation past the client's limit by a race")
 	}
