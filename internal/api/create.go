@@ -83,7 +83,8 @@ func (h *Handler) createCounter(c *call) error {
 	if !made {
 		return errExists
 	}
-	counts := store.Counts{} // made at 0, which the answer says
+	// The key was made at 0: the answer says so.
+	counts := store.Counts{}
 	if ok, retry := h.c.NewKeys.Created(id, now); !ok { // a concurrent creation took the last one: this one stands
 		h.c.Log.Debug().Dur("retry", retry).Msg("open creation past the client's limit by a race")
 	}
