@@ -384,15 +384,16 @@ func decodeToken(id, v string) (store.Token, error) {
 	return t, nil
 }
 
-// Create implements [store.Store]: one script on the counter's slot
-// (lua/create.lua) makes its total if it is not there. The key is
-// admitted first, within the limit. In Batch the visits this instance
-// counted and has not sent (or sent without an answer) make the key
-// there; their check and the script hold the entry's lock, so a visit
-// here comes before the check or after the creation, and roundMu for
-// reading, so no round is on the wire meanwhile. The token is written
-// next, one HSET (on Redis Cluster the tokens are in a slot of their
-// own): a Create that fails there made a key without a token.
+// Create implements [store.Store]: one script (lua/create.lua) makes
+// the counter's total if it is not there and, on a standalone Redis,
+// stores the token in the same step. The key is admitted first, within
+// the limit. In Batch the visits this instance counted and has not sent
+// (or sent without an answer) make the key there; their check and the
+// script hold the entry's lock, so a visit here comes before the check
+// or after the creation, and roundMu for reading, so no round is on the
+// wire meanwhile. On Redis Cluster the tokens are in a slot of their
+// own: the token is one HSET after the script, and a Create that fails
+// there made a key without a token.
 func (s *Store) Create(ctx context.Context, key []byte, t store.Token) (bool, error) {
 	if len(key) > store.MaxKeyBytes {
 		return false, store.ErrKeyTooLong
@@ -401,9 +402,10 @@ func (s *Store) Create(ctx context.Context, key []byte, t store.Token) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("create: %w", err)
 	}
-	made, err := s.createKey(ctx, key)
-	if err != nil || !made {
-		return false, err
+	cluster := len(s.o.Cluster) > 0
+	made, err := s.createKey(ctx, key, t.ID, b, !cluster)
+	if err != nil || !made || !cluster {
+		return made, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
@@ -413,9 +415,10 @@ func (s *Store) Create(ctx context.Context, key []byte, t store.Token) (bool, er
 	return true, nil
 }
 
-// createKey runs lua/create.lua on key, unless this instance holds
-// visits to it Redis has not counted, and reports whether it made key.
-func (s *Store) createKey(ctx context.Context, key []byte) (bool, error) {
+// createKey runs lua/create.lua on key, with the token id and its
+// record if withToken, unless this instance holds visits to it Redis has
+// not counted, and reports whether it made key.
+func (s *Store) createKey(ctx context.Context, key []byte, id, record string, withToken bool) (bool, error) {
 	for {
 		e, err := s.entry(ctx, key)
 		if err != nil {
@@ -433,8 +436,12 @@ func (s *Store) createKey(ctx context.Context, key []byte) (bool, error) {
 			s.roundMu.RUnlock()
 			return false, nil
 		}
+		sc := script{src: createSrc, sha: createSHA, keys: []string{e.total}}
+		if withToken {
+			sc.keys, sc.args = append(sc.keys, s.n.tokens), []string{id, record}
+		}
 		tctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
-		n, err := s.doScripts(tctx, []script{{src: createSrc, sha: createSHA, keys: []string{e.total}}})[0].AsInt64()
+		n, err := s.doScripts(tctx, []script{sc})[0].AsInt64()
 		cancel()
 		e.mu.Unlock()
 		s.roundMu.RUnlock()
