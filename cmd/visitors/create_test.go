@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -292,4 +293,67 @@ func TestOpenCreateImportReplace(t *testing.T) {
 		t.Errorf("the old token on the key made anew = %d %s, want 401", r.code, r.body)
 	}
 	mustAdd(t, b, again.Token.Token, "gone", 1)
+}
+
+// TestOpenCreateRacesFirstVisit: open creation is create-if-absent
+// (issue 23, item 7). Round after round, a key's first visit races its
+// creation on the real binary, on every store: the creation either
+// answers 201 for a counter that held no visit (total 0: the visit
+// counts after it), or 409. Either way the visit is counted once. On
+// main the check, the token and the creation were three steps: the
+// creation answered 201 with a token for a counter that already held
+// the visit (77 of 300 rounds on the embedded store).
+func TestOpenCreateRacesFirstVisit(t *testing.T) {
+	embedded := func(durability string) func(t *testing.T) []string {
+		return func(t *testing.T) []string { return []string{"-data", t.TempDir(), "-durability", durability} }
+	}
+	redis := func(cluster bool, durability string) func(t *testing.T) []string {
+		return func(t *testing.T) []string { return append(redisArgs(t, cluster), "-durability", durability) }
+	}
+	tests := []struct {
+		name string
+		args func(t *testing.T) []string
+	}{
+		{"memory", func(*testing.T) []string { return []string{"-store", "memory"} }},
+		{"embedded-batch", embedded("batch")},
+		{"embedded-sync", embedded("sync")},
+		{"redis-batch", redis(false, "batch")},
+		{"redis-sync", redis(false, "sync")},
+		{"cluster-batch", redis(true, "batch")},
+	}
+	const rounds = 150
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := servertest.Start(t, bin, openEnv, tt.args(t)...)
+			made, held := 0, 0
+			for i := range rounds {
+				key := fmt.Sprintf("race/%d", i)
+				var visit apiResp
+				var wg sync.WaitGroup
+				wg.Go(func() { visit = apiDo(t, p, "GET", "/counter/"+key+".json", "", "") })
+				create := apiDo(t, p, "POST", counterPath(key), "", "")
+				wg.Wait()
+				if visit.code != 200 {
+					t.Fatalf("round %d: the visit = %d %s", i, visit.code, visit.body)
+				}
+				switch create.code {
+				case 201:
+					made++
+					var c created
+					create.decode(t, &c)
+					if c.Total != 0 {
+						held++
+						t.Errorf("round %d: create = 201 for a counter that held %d visits", i, c.Total)
+					}
+				case 409:
+				default:
+					t.Fatalf("round %d: create = %d %s, want 201 or 409", i, create.code, create.body)
+				}
+				if c := mustCounter(t, p, apiRoot, key); c.Total != 1 {
+					t.Errorf("round %d: %s = %+v, want the visit counted once", i, key, c)
+				}
+			}
+			t.Logf("%d rounds: %d created (%d of them holding a visit), %d refused", rounds, made, held, rounds-made)
+		})
+	}
 }

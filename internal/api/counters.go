@@ -32,6 +32,7 @@ type Page struct {
 var (
 	errEmptyKey = badRequest("no key: address a key as /api/v1/counters/{key}, percent-encoded, or any key, the empty one included, as /api/v1/counters/?key=KEY")
 	errTwoKeys  = badRequest("a key in the path and a key parameter: give one")
+	errRouteKey = badRequest("%s", store.MsgRoute)
 	errFull     = &Error{Code: http.StatusConflict, Msg: "the store holds -max-keys keys: a new key cannot be made; delete one first"}
 )
 
@@ -53,6 +54,9 @@ func (c *call) key() (string, error) {
 		return "", errEmptyKey
 	case !given:
 		k = c.param
+	}
+	if c.r.Method != http.MethodGet && c.r.Method != http.MethodDelete && store.KeyIsRoute(k) {
+		return "", errRouteKey // read and delete one from before the rule, make none
 	}
 	if !c.who.may(k) {
 		if c.who.exact {

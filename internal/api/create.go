@@ -21,9 +21,9 @@ const OpenName = "open-create"
 const exactIDPrefix = "key-"
 
 // exactID returns the id of key's open-creation token: one id per key,
-// so that a key has at most one such token, a new one replaces none
-// (store.AddToken refuses the id while it is there) and deleting the key
-// revokes it.
+// so that a key has at most one such token, and deleting the key
+// revokes it. A creation replaces a token with the id whose key is gone
+// (store.Store.Create): an orphan, left by a revoke that failed.
 func exactID(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return exactIDPrefix + hex.EncodeToString(sum[:16])
@@ -68,38 +68,23 @@ func (h *Handler) createCounter(c *call) error {
 	if _, may := h.c.NewKeys.Visit(id, now, true); !may {
 		return h.tooManyNew(id, now)
 	}
-	ctx, key := c.r.Context(), []byte(k)
-	es, err := h.c.Store.List(ctx, key, nil, 1) // key, if there, sorts first of the keys it starts
-	if err != nil {
-		return h.storeError(err, "list")
-	}
-	if len(es) > 0 && string(es[0].Key) == k {
-		return errExists
-	}
 	secret, tid, err := h.newSecret(exactID(k))
 	if err != nil {
 		return &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
 	}
 	t := store.Token{ID: tid, Name: OpenName, Prefix: k, Exact: true, Hash: sha256.Sum256([]byte(secret)), Created: now.UTC().Truncate(time.Second)}
-	added, err := h.c.Store.AddToken(ctx, t)
+	// The check, the token and the key are one step of the store: a
+	// first visit racing the creation counts either before it (409) or
+	// after it.
+	made, err := h.c.Store.Create(c.r.Context(), []byte(k), t)
 	if err != nil {
-		return h.storeError(err, "store the token")
-	}
-	if !added {
-		if added, err = h.replaceOrphan(c, t); err != nil {
-			return err
-		}
-		if !added { // another creation of key got there first
-			return errExists
-		}
-	}
-	counts, err := h.c.Store.Add(ctx, key, 0)
-	if err != nil {
-		if _, derr := h.c.Store.DeleteTokenIf(ctx, tid, t.Hash); derr != nil {
-			h.c.Log.Error().Err(derr).Str("key", k).Str("token_id", tid).Msg("revoke the token of a counter not created: it blocks creating the key until revoked")
-		}
 		return h.changeError(err, "create")
 	}
+	if !made {
+		return errExists
+	}
+	// The key was made at 0: the answer says so.
+	counts := store.Counts{}
 	if ok, retry := h.c.NewKeys.Created(id, now); !ok { // a concurrent creation took the last one: this one stands
 		h.c.Log.Debug().Dur("retry", retry).Msg("open creation past the client's limit by a race")
 	}
@@ -108,44 +93,6 @@ func (h *Handler) createCounter(c *call) error {
 	writeJSON(c.w, http.StatusCreated, Created{Counter: counterOf(k, counts),
 		Token: NewToken{ID: tid, Token: secret, Name: OpenName, Prefix: k, Exact: true, Created: t.Created}})
 	return nil
-}
-
-// orphanAge is how old a key's open-creation token must be for a
-// creation to take it for an orphan when the key is not there: older
-// than any creation in progress, which makes the key just after its
-// token.
-const orphanAge = time.Minute
-
-// replaceOrphan replaces the token with t's id, an orphan, by t: the
-// key is not there, and the token is older than orphanAge (a creation
-// that stopped between its token and its key, or a revoke that failed
-// after a delete). Of creations racing to replace it, one wins: the
-// orphan is revoked by its hash, so that a creation that replaced it
-// first keeps its token.
-func (h *Handler) replaceOrphan(c *call, t store.Token) (bool, error) {
-	ctx := c.r.Context()
-	old, found, err := h.c.Store.Token(ctx, t.ID)
-	if err != nil {
-		return false, h.storeError(err, "read the token")
-	}
-	if found && t.Created.Sub(old.Created) < orphanAge {
-		return false, nil
-	}
-	if found {
-		revoked, err := h.c.Store.DeleteTokenIf(ctx, t.ID, old.Hash)
-		if err != nil {
-			return false, h.storeError(err, "revoke an orphan token")
-		}
-		if !revoked { // another creation replaced it first
-			return false, nil
-		}
-		h.c.Log.Info().Str("audit", "revoke orphan token").Str("token_id", t.ID).Str("key", t.Prefix).Msg("api change")
-	}
-	added, err := h.c.Store.AddToken(ctx, t)
-	if err != nil {
-		return false, h.storeError(err, "store the token")
-	}
-	return added, nil
 }
 
 // tooManyNew is the 429 of a client past its new counters.

@@ -138,7 +138,7 @@ func TestReviewDeleteKeepsTheNextOwnersToken(t *testing.T) {
 		c.Store = hs
 	})
 	e.mustCreate(t, "k", "alice")
-	now = now.Add(2 * orphanAge)
+	now = now.Add(2 * time.Minute)
 	var bob Created
 	hs.then = func() { bob = e.mustCreate(t, "k", "bob") }
 	if w := e.do("DELETE", "/api/v1/counters/k", "alice", ""); w.Code != 200 {
@@ -181,7 +181,7 @@ func TestReviewImportKeepsTheNextOwnersToken(t *testing.T) {
 	})
 	e.mustCreate(t, "gone", "alice")
 	e.mustCreate(t, "kept", "kept")
-	now = now.Add(2 * orphanAge)
+	now = now.Add(2 * time.Minute)
 	var bob Created
 	hs.then = func() { bob = e.mustCreate(t, "gone", "bob") }
 	if w := e.do("POST", "/api/v1/import?replace=true", "root", "kept"); w.Code != 200 {

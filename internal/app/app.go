@@ -347,6 +347,9 @@ func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error
 		return nil, err
 	}
 	log.Info().Str("data", cfg.Data).Str("durability", cfg.Durability.String()).Int("keys", st.Keys()).Msg("store opened")
+	for _, l := range boltstore.LooseModes(cfg.Data) {
+		log.Warn().Msg(l) // not chmod-ed behind the operator's back
+	}
 	return st, nil
 }
 

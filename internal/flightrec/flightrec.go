@@ -142,12 +142,12 @@ const Prefix = "flight-"
 func (r *Recorder) snapshot(why string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := os.MkdirAll(r.o.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(r.o.Dir, 0o700); err != nil { // traces hold request paths and keys: the owner's alone
 		return "", fmt.Errorf("flight recorder snapshot: %w", err)
 	}
 	name := Prefix + r.o.Now().UTC().Format("20060102T150405.000000000Z") + "-" + why + ".trace"
 	path := filepath.Join(r.o.Dir, name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("flight recorder snapshot: %w", err)
 	}

@@ -56,6 +56,33 @@ func ValidKey(key []byte) bool {
 	return len(key) <= MaxKeyBytes && utf8.Valid(key)
 }
 
+// RouteNames are the names of the routes below a key (internal/web):
+// /counter/{key}/daily.json, /counter/{key}/graph.svg and
+// /counter/{key}/stream. A key whose last segment is one of them would be
+// two things (/counter/ns/graph.svg is the graph of ns, not the badge of
+// ns/graph), so [KeyIsRoute] refuses it at every entry point.
+var RouteNames = [...]string{"daily", "graph", "stream"}
+
+// MsgRoute says which keys [KeyIsRoute] refuses.
+const MsgRoute = "a key's last segment may not be daily, graph or stream, the names of the routes below a key (/counter/ns/graph.svg is the graph of ns)"
+
+// KeyIsRoute reports whether key's last segment, after its last '/'
+// (the whole key if it has none), is one of [RouteNames]: a key no entry
+// point takes (the badge, /hello, the owner API, open creation, import).
+func KeyIsRoute[K string | []byte](key K) bool {
+	i := len(key)
+	for i > 0 && key[i-1] != '/' {
+		i--
+	}
+	last := key[i:]
+	for _, r := range RouteNames {
+		if string(last) == r {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckAdd returns ErrRange if adding n to counts c would take the
 // total past [MaxTotal] or today's count past [MaxDay]: the check every
 // store's Add makes first. A negative n is always in range.
@@ -195,6 +222,18 @@ type Store interface {
 	// key, so the last key of a page, whatever it is, is the cursor of
 	// the next. Fewer than limit means there are no more.
 	List(ctx context.Context, prefix, after []byte, limit int) ([]Entry, error)
+
+	// Create makes key, at 0, with the token t, if key is not there,
+	// as one step: no visit, owner operation or other Create, on this
+	// instance or another, comes between the check and the creation,
+	// and a visit counted before it, written or not yet, makes key
+	// there. It reports whether it made key; if not, key was there,
+	// whatever its counts or lock, and nothing changed. A token with t's
+	// ID is replaced: without its key, it is an orphan. Create makes the
+	// key within the limit of distinct keys (ErrTooManyKeys), and is as
+	// durable as Set. On Redis Cluster the token is written just after
+	// the key, in a slot of its own.
+	Create(ctx context.Context, key []byte, t Token) (bool, error)
 
 	// PutToken stores t, durably before it returns, replacing a token
 	// with the same ID.

@@ -26,7 +26,7 @@ const (
 // constant.
 var (
 	// MsgKey says which keys ValidKey takes.
-	MsgKey   = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment", MaxKeyBytes)
+	MsgKey   = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment, and its last segment not daily, graph or stream (/counter/ns/graph.svg is the graph of ns)", MaxKeyBytes)
 	msgLabel = fmt.Sprintf("Optional label must be at most %d characters of valid UTF-8", MaxLabelRunes)
 	msgDays  = fmt.Sprintf("Optional days must be a whole number from 1 to %d", MaxDays)
 )
@@ -93,8 +93,9 @@ func splitCounterPath(p string) (key string, kind counterKind, ok bool) {
 }
 
 // ValidKey reports whether key is one /counter/{key} takes: 1-128 bytes
-// of [A-Za-z0-9._~-] and '/', with no empty, "." or ".." segment. The
-// owner API's open creation takes the same keys.
+// of [A-Za-z0-9._~-] and '/', with no empty, "." or ".." segment, and not
+// a key whose last segment is the name of a route ([store.KeyIsRoute]).
+// The owner API's open creation takes the same keys.
 func ValidKey(key string) bool {
 	if len(key) == 0 || len(key) > MaxKeyBytes {
 		return false
@@ -110,7 +111,7 @@ func ValidKey(key string) bool {
 			return false
 		}
 	}
-	return true
+	return !store.KeyIsRoute(key)
 }
 
 // counterQuery is a /counter/ request's parsed query; its byte slices
@@ -227,6 +228,9 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		return s.fail(w, r, svg, errNotFound)
 	}
 	if !ValidKey(key) {
+		if store.KeyIsRoute(key) {
+			return s.fail(w, r, svg, errKeyRoute)
+		}
 		return s.fail(w, r, svg, errKey)
 	}
 	sc := s.scratch.Get().(*scratch)

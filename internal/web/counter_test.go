@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"visitors/internal/race"
+	"visitors/internal/store"
 	"visitors/internal/webtest"
 )
 
@@ -314,4 +315,33 @@ func FuzzCounter(f *testing.F) {
 			t.Fatalf("%q: status %d", in, w.Code)
 		}
 	})
+}
+
+// TestRouteNamesAreTheRoutes: every name of store.RouteNames is a route
+// below a key, which is why ValidKey refuses a key ending in it; and a
+// key ending in any other word routes to that key.
+func TestRouteNamesAreTheRoutes(t *testing.T) {
+	s, _ := mustServer(t, nil)
+	routes := map[string]bool{}
+	for _, name := range store.RouteNames {
+		for _, ext := range []string{".svg", ".json", ""} {
+			path := "/counter/ns/" + name + ext
+			if key, _, ok := splitCounterPath(path[len("/counter/"):]); ok && key == "ns" {
+				routes[name] = true
+			}
+			if name == "stream" && ext == "" {
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, httptest.NewRequest("HEAD", path, nil))
+				routes[name] = routes[name] || w.Code == 200 // the stream of ns
+			}
+		}
+		if ValidKey("ns/" + name) {
+			t.Errorf("ValidKey(%q) = true, want false", "ns/"+name)
+		}
+	}
+	for _, name := range store.RouteNames {
+		if !routes[name] {
+			t.Errorf("%q is in store.RouteNames but no route of ns ends in it", name)
+		}
+	}
 }

@@ -112,6 +112,9 @@ func (failingStore) Add(context.Context, []byte, int64) (store.Counts, error) {
 	return store.Counts{}, errBroken
 }
 func (failingStore) AddToken(context.Context, store.Token) (bool, error) { return false, errBroken }
+func (failingStore) Create(context.Context, []byte, store.Token) (bool, error) {
+	return false, errBroken
+}
 func (failingStore) Token(context.Context, string) (store.Token, bool, error) {
 	return store.Token{}, false, errBroken
 }

@@ -33,6 +33,10 @@ const (
 // limit take it from its constant.
 var msgName = fmt.Sprintf("Name must be at most %d bytes of valid UTF-8", MaxNameBytes)
 
+// msgNameRoute is the answer to a name /counter/ could not address:
+// /hello's names and /counter/'s keys are one namespace.
+const msgNameRoute = "Name's last segment (after its last /) must not be daily, graph or stream: names and /counter/ keys are one namespace, and /counter/ns/graph.svg is the graph of ns"
+
 // Messages sent to clients with a 4xx or 5xx status.
 const (
 	msgColor        = "Optional color is invalid"
@@ -429,6 +433,9 @@ func parseName(dst []byte, q string) ([]byte, *HTTPError) {
 	}
 	if len(dst) > MaxNameBytes || !utf8.Valid(dst) {
 		return dst, errName
+	}
+	if store.KeyIsRoute(dst) {
+		return dst, errNameRoute
 	}
 	return dst, nil
 }

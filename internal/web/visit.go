@@ -52,9 +52,11 @@ var (
 	errMethod      = &HTTPError{Code: http.StatusMethodNotAllowed, Msg: msgMethod, Badge: "method not allowed"}
 	errColor       = badRequest(msgColor, "invalid color")
 	errName        = badRequest(msgName, "invalid name")
+	errNameRoute   = badRequest(msgNameRoute, "invalid name")
 	errNameEscape  = badRequest(msgNameEscape, "invalid name")
 	errFormat      = badRequest(msgFormat, "invalid format")
 	errKey         = badRequest(MsgKey, "invalid key")
+	errKeyRoute    = badRequest(MsgKey, "key ends in a route name")
 	errTooManyKeys = &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgTooManyKeys, Badge: "full", Err: store.ErrTooManyKeys}
 )
 

@@ -183,7 +183,7 @@ var importBatch = 10_000
 // the store (a rename) only once the whole dump has been read. The store
 // must not be open in another process.
 func Import(dir string, r io.Reader, replace bool) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return fmt.Errorf("import: create data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
@@ -227,14 +227,14 @@ func Import(dir string, r io.Reader, replace bool) error {
 				tokens, err = readTokens(tx)
 				return err
 			}
-			return tx.CopyFile(tmpPath, 0o644)
+			return tx.CopyFile(tmpPath, FileMode)
 		})
 		if err != nil {
 			os.Remove(tmpPath)
 			return fmt.Errorf("import: read %s: %w", path, err)
 		}
 	}
-	tmp, err := bolt.Open(tmpPath, 0o644, &bolt.Options{NoSync: true})
+	tmp, err := bolt.Open(tmpPath, FileMode, &bolt.Options{NoSync: true})
 	if err != nil {
 		os.Remove(tmpPath)
 		return fmt.Errorf("import: open %s: %w", tmpPath, err)
@@ -487,6 +487,9 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 func checkKeyDump(kd *KeyDump) error {
 	if !store.ValidKey([]byte(kd.Key)) {
 		return fmt.Errorf("key %q: not a key the service accepts (at most %d bytes of valid UTF-8)", kd.Key, store.MaxKeyBytes)
+	}
+	if store.KeyIsRoute(kd.Key) {
+		return fmt.Errorf("key %q: not a key the service accepts: %s", kd.Key, store.MsgRoute)
 	}
 	if kd.Total > maxImportTotal {
 		return fmt.Errorf("key %q: total %d is above the most a counter holds, %d", kd.Key, kd.Total, uint64(maxImportTotal))

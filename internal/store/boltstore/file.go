@@ -20,6 +20,43 @@ import (
 // FileName is the bbolt file inside the data directory.
 const FileName = "visitors.db"
 
+// The modes the store creates its data directory and its files with: the
+// files hold the owner's token hashes, private keys and today's
+// unique-visitor sketches, which no one else on the host may read. An
+// existing directory keeps its modes: [LooseModes] says what to change.
+const (
+	DirMode  fs.FileMode = 0o700
+	FileMode fs.FileMode = 0o600
+)
+
+// LooseModes returns a line for dir, and for each directory and file
+// under it, whose mode lets anyone but its owner in (more than
+// [DirMode] or [FileMode]): the path, its mode and the chmod that fixes
+// it. It changes nothing; a path it cannot read is skipped.
+func LooseModes(dir string) []string {
+	var lines []string
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		want := FileMode
+		if d.IsDir() {
+			want = DirMode
+		} else if !fi.Mode().IsRegular() {
+			return nil
+		}
+		if m := fi.Mode().Perm(); m&^want != 0 {
+			lines = append(lines, fmt.Sprintf("%s has mode %#o: others on the host may read it; chmod %o %s", path, m, want, path))
+		}
+		return nil
+	})
+	return lines
+}
+
 // What a user is told to do about a damaged file.
 const (
 	restoreHint = "restore it from a backup (visitors import), or move it away to start an empty store"
@@ -31,7 +68,7 @@ const (
 // [verifyFile]); a file of the earlier format is migrated. Errors name
 // the file and say what to do.
 func openDB(dir string) (*bolt.DB, string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, "", fmt.Errorf("create data directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
@@ -72,7 +109,7 @@ func boltOpen(path string, o *bolt.Options) (db *bolt.DB, err error) {
 			db, err = nil, fmt.Errorf("open %s: the file is corrupted (%v); %s", path, r, restoreHint)
 		}
 	}()
-	db, err = bolt.Open(path, 0o644, o)
+	db, err = bolt.Open(path, FileMode, o)
 	switch {
 	case err == nil:
 		return db, nil
@@ -491,6 +528,9 @@ func readMeta(r io.ReaderAt, off int64) (boltMeta, error) {
 // returns an error if the store is damaged, missing, or in use.
 func Check(dir string, w io.Writer, max int) error {
 	path := filepath.Join(dir, FileName)
+	for _, l := range LooseModes(dir) {
+		fmt.Fprintf(w, "warning: %s\n", l)
+	}
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("check %s: %w", path, err)
 	}

@@ -645,6 +645,63 @@ func (s *Store) AddToken(_ context.Context, t store.Token) (bool, error) {
 	return added, nil
 }
 
+// Create implements [store.Store]: the flusher runs it between two
+// passes, and memory holds every key, its visits written or not (a sync
+// visit makes its entry before it joins a pass), so the check and the
+// writes of the key's total and the token are one transaction. A visit
+// that makes the entry after the check counts after the creation: apply
+// finds its entry.
+func (s *Store) Create(_ context.Context, key []byte, t store.Token) (bool, error) {
+	if len(key) > store.MaxKeyBytes {
+		return false, store.ErrKeyTooLong
+	}
+	if err := checkToken(t); err != nil {
+		return false, err
+	}
+	t.Created = t.Created.UTC()
+	k := string(key)
+	made := false
+	err := s.do(&ownerOp{
+		run: func(tx *bolt.Tx, _ uint64) error {
+			if s.keys.Load([]byte(k)) != nil {
+				return nil
+			}
+			if s.o.MaxKeys > 0 && s.keys.Len() >= s.o.MaxKeys {
+				return store.ErrTooManyKeys
+			}
+			if err := s.keyFault(k); err != nil {
+				return fmt.Errorf("key %q: %w", k, err)
+			}
+			kp := keyPrefix([]byte(k))
+			if err := tx.Bucket(bucketTotals).Put(kp, record(tagTotals, kp, 0)); err != nil {
+				return err
+			}
+			tk := keyPrefix([]byte(t.ID))
+			if err := tx.Bucket(bucketTokens).Put(tk, encodeToken(tk, t)); err != nil {
+				return err
+			}
+			made = true
+			return nil
+		},
+		apply: func() {
+			if !made {
+				return
+			}
+			s.keys.Put([]byte(k))
+			s.tokMu.Lock()
+			defer s.tokMu.Unlock()
+			s.tokens[t.ID] = t
+		},
+	})
+	if errors.Is(err, store.ErrTooManyKeys) {
+		return false, store.ErrTooManyKeys
+	}
+	if err != nil {
+		return false, fmt.Errorf("create %q: %w", key, err)
+	}
+	return made, nil
+}
+
 // Token implements [store.Store]: from memory.
 func (s *Store) Token(_ context.Context, id string) (store.Token, bool, error) {
 	s.tokMu.RLock()

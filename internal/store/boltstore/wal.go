@@ -318,7 +318,7 @@ func replayLog(db *bolt.DB, path string) (id, seq uint64, replayed int, err erro
 // for a store whose file has log id id and has applied up to seq.
 func openLog(dir string, id, seq uint64) (*wal, error) {
 	path := filepath.Join(dir, LogName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

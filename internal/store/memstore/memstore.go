@@ -152,6 +152,22 @@ func (s *Store) List(_ context.Context, prefix, after []byte, limit int) ([]stor
 	return out, nil
 }
 
+// Create implements [store.Store]: the key's entry is made by one
+// compare-and-swap, which a visit's makes too, under the lock of the
+// tokens.
+func (s *Store) Create(_ context.Context, key []byte, t store.Token) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, made, err := s.keys.LoadOrMake(key); err != nil || !made {
+		return false, err
+	}
+	if s.tokens == nil {
+		s.tokens = make(map[string]store.Token)
+	}
+	s.tokens[t.ID] = t
+	return true, nil
+}
+
 // PutToken implements [store.Store].
 func (s *Store) PutToken(_ context.Context, t store.Token) error {
 	s.mu.Lock()

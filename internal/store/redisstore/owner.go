@@ -384,6 +384,74 @@ func decodeToken(id, v string) (store.Token, error) {
 	return t, nil
 }
 
+// Create implements [store.Store]: one script (lua/create.lua) makes
+// the counter's total if it is not there and, on a standalone Redis,
+// stores the token in the same step. The key is admitted first, within
+// the limit. In Batch the visits this instance counted and has not sent
+// (or sent without an answer) make the key there; their check and the
+// script hold the entry's lock, so a visit here comes before the check
+// or after the creation, and roundMu for reading, so no round is on the
+// wire meanwhile. On Redis Cluster the tokens are in a slot of their
+// own: the token is one HSET after the script, and a Create that fails
+// there made a key without a token.
+func (s *Store) Create(ctx context.Context, key []byte, t store.Token) (bool, error) {
+	if len(key) > store.MaxKeyBytes {
+		return false, store.ErrKeyTooLong
+	}
+	b, err := encodeToken(t)
+	if err != nil {
+		return false, fmt.Errorf("create: %w", err)
+	}
+	cluster := len(s.o.Cluster) > 0
+	made, err := s.createKey(ctx, key, t.ID, b, !cluster)
+	if err != nil || !made || !cluster {
+		return made, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	if err := s.c.Do(ctx, s.c.B().Hset().Key(s.n.tokens).FieldValue().FieldValue(t.ID, b).Build()).Error(); err != nil {
+		return false, fmt.Errorf("redis: create %q: store its token: %w: %w", key, ErrUnavailable, err)
+	}
+	return true, nil
+}
+
+// createKey runs lua/create.lua on key, with the token id and its
+// record if withToken, unless this instance holds visits to it Redis has
+// not counted, and reports whether it made key.
+func (s *Store) createKey(ctx context.Context, key []byte, id, record string, withToken bool) (bool, error) {
+	for {
+		e, err := s.entry(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		s.roundMu.RLock()
+		e.mu.Lock()
+		if e.dead.Load() {
+			e.mu.Unlock()
+			s.roundMu.RUnlock()
+			continue // deleted: a new entry admits the key again
+		}
+		if s.o.Durability == store.Batch && (e.pendN > 0 || e.flightN > 0) {
+			e.mu.Unlock()
+			s.roundMu.RUnlock()
+			return false, nil
+		}
+		sc := script{src: createSrc, sha: createSHA, keys: []string{e.total}}
+		if withToken {
+			sc.keys, sc.args = append(sc.keys, s.n.tokens), []string{id, record}
+		}
+		tctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+		n, err := s.doScripts(tctx, []script{sc})[0].AsInt64()
+		cancel()
+		e.mu.Unlock()
+		s.roundMu.RUnlock()
+		if err != nil {
+			return false, fmt.Errorf("redis: create %q: %w: %w", key, ErrUnavailable, err)
+		}
+		return n == 1, nil
+	}
+}
+
 // AddToken implements [store.Store]: one HSETNX.
 func (s *Store) AddToken(ctx context.Context, t store.Token) (bool, error) {
 	b, err := encodeToken(t)

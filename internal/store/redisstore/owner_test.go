@@ -570,3 +570,30 @@ func TestAddAcrossInstances(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateSeesUnsentVisits: a batch instance's visits not yet sent to
+// Redis make their key there for Create (issue 23, item 7), on the
+// instance that counted them; once sent, for every instance. Caught with
+// the check of the instance's pending visits planted out: Create made a
+// key that held a visit.
+func TestCreateSeesUnsentVisits(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			prefix := "create-unsent-" + where + ":"
+			a, b := instance(t, where, prefix, store.Batch), instance(t, where, prefix, store.Batch)
+			m, ctx := musts{t}, t.Context()
+			tok := store.Token{ID: "key-k", Name: "open-create", Prefix: "k", Exact: true, Hash: sha256.Sum256([]byte("s"))}
+			m.c(a.Incr(ctx, []byte("k")))
+			if m.b(a.Create(ctx, []byte("k"), tok)) {
+				t.Fatal("Create on the instance holding an unsent visit = true, want false")
+			}
+			flushed(t, a)
+			if m.b(b.Create(ctx, []byte("k"), tok)) {
+				t.Fatal("Create on another instance after the visit was sent = true, want false")
+			}
+			if got := m.c(b.Get(ctx, []byte("k"))); got.Total != 1 {
+				t.Errorf("Get = %+v, want the visit", got)
+			}
+		})
+	}
+}

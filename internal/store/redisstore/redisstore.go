@@ -266,6 +266,8 @@ var (
 	migrateSrc string
 	//go:embed lua/tokendel.lua
 	tokenDelSrc string
+	//go:embed lua/create.lua
+	createSrc string
 
 	applySHA    = sha(applySrc)
 	admitSHA    = sha(admitSrc)
@@ -274,6 +276,7 @@ var (
 	ownerSHA    = sha(ownerSrc)
 	migrateSHA  = sha(migrateSrc)
 	tokenDelSHA = sha(tokenDelSrc)
+	createSHA   = sha(createSrc)
 )
 
 func sha(s string) string {

@@ -136,12 +136,30 @@ type uniq struct {
 	added  bool                // a visitor was added: the counter lives the day
 	last   uint64              // the unique round that last took it
 	dead   bool                // out of its day's map: a new one replaces it
+	floor  uint64              // the most this instance answered: it never answers less
 }
 
-// shown returns what u shows: Redis's count plus what is not yet sent.
-// u.mu must be held.
+// shown returns what u shows: Redis's count plus what is not yet sent,
+// and never less than it showed before. u.mu must be held.
 func (u *uniq) shown() uint64 {
-	return u.count + uint64(len(u.pend)+len(u.flight))
+	return u.atLeastShown(u.count)
+}
+
+// atLeastShown returns count, a count Redis answered, plus what is not
+// yet sent, or what u showed before if that is more. A visitor this
+// instance has not sent yet may be in Redis's count already, sent by
+// another instance: the sum counts it twice until this instance's round,
+// which the count would then go back from. So each uniq keeps the most
+// it showed, until its key is deleted (a new uniq) or its day ends; a
+// uniq that showed more than Redis's count is not swept meanwhile.
+// u.mu must be held.
+func (u *uniq) atLeastShown(count uint64) uint64 {
+	n := count + uint64(len(u.pend)+len(u.flight))
+	if n < u.floor {
+		return u.floor
+	}
+	u.floor = n
+	return n
 }
 
 // sendMax is how many unique visitors one round carries at most, all
@@ -395,8 +413,8 @@ func (s *Store) UniqueDays(ctx context.Context, key []byte, last store.Day, n in
 	}
 	if u := s.uq.load(key, last); u != nil {
 		u.mu.Lock()
-		if !u.dead {
-			out[n-1] += uint64(len(u.pend) + len(u.flight))
+		if !u.dead { // not u.floor's: a round may be on the wire, and the count hold its visitors
+			out[n-1] = max(out[n-1]+uint64(len(u.pend)+len(u.flight)), u.floor)
 		}
 		u.mu.Unlock()
 	}
@@ -571,7 +589,7 @@ func (s *Store) sweepUniques() {
 		ud.recs.Range(func(_, v any) bool {
 			u := v.(*uniq)
 			u.mu.Lock()
-			if !u.queued && len(u.pend)+len(u.flight) == 0 && (ud.day < today || !u.added && u.last+2 < round) {
+			if !u.queued && len(u.pend)+len(u.flight) == 0 && (ud.day < today || !u.added && u.last+2 < round && u.floor <= u.count) {
 				u.dead = true
 				ud.recs.CompareAndDelete(u.key, u)
 			} else {

@@ -37,6 +37,8 @@ func (s suite) runOwner(t *testing.T) {
 	t.Run("AddRacesVisits", s.addRacesVisits)
 	t.Run("AddRacesFlush", s.addRacesFlush)
 	t.Run("ExactTokens", s.exactTokens)
+	t.Run("CreateIfAbsent", s.createIfAbsent)
+	t.Run("CreateRacesFirstVisit", s.createRacesFirstVisit)
 }
 
 func mustAdd(t *testing.T, st store.Store, key []byte, n int64) store.Counts {

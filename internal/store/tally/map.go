@@ -63,25 +63,32 @@ func (m *Map[E]) Load(key []byte) *E {
 // [store.ErrKeyTooLong] for a key too long for any store. Of two new keys
 // racing for the last place, exactly one gets it.
 func (m *Map[E]) LoadOrNew(key []byte) (*E, error) {
+	e, _, err := m.LoadOrMake(key)
+	return e, err
+}
+
+// LoadOrMake is LoadOrNew that also reports whether this call made the
+// entry: of callers racing on a new key, exactly one did.
+func (m *Map[E]) LoadOrMake(key []byte) (*E, bool, error) {
 	if e := m.Load(key); e != nil {
-		return e, nil
+		return e, false, nil
 	}
 	if len(key) > store.MaxKeyBytes {
-		return nil, store.ErrKeyTooLong
+		return nil, false, store.ErrKeyTooLong
 	}
 	if n := m.n.Add(1); m.max > 0 && n > m.max {
 		m.n.Add(-1)
 		if e := m.Load(key); e != nil { // made meanwhile by another visit
-			return e, nil
+			return e, false, nil
 		}
-		return nil, store.ErrTooManyKeys
+		return nil, false, store.ErrTooManyKeys
 	}
 	k := string(key) // copies: the caller's buffer is not retained
 	e, stored := m.store(k, m.mk(k))
 	if !stored {
 		m.n.Add(-1)
 	}
-	return e, nil
+	return e, stored, nil
 }
 
 // Put returns key's entry, making it whatever the limit: what was stored
