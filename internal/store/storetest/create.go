@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"visitors/internal/store"
 )
@@ -14,7 +13,7 @@ import (
 // openToken is the token Create stores for key, with secret.
 func openToken(key, secret string) store.Token {
 	return store.Token{ID: "key-" + key, Name: "open-create", Prefix: key, Exact: true,
-		Hash: sha256.Sum256([]byte(secret)), Created: time.Unix(0, 0).UTC()}
+		Hash: sha256.Sum256([]byte(secret)), Created: At(0, "12:00")}
 }
 
 func mustCreate(t *testing.T, st store.Store, key string, tok store.Token) bool {
