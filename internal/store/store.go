@@ -47,6 +47,9 @@ const (
 	// MaxDay is the largest count of one day Add makes, as an import
 	// takes.
 	MaxDay = 1 << 39
+	// MaxHits is the largest /hi counter an import takes: room is left
+	// for 2^62 more numbers, so the counter never wraps.
+	MaxHits = 1 << 62
 )
 
 // ValidKey reports whether key is one that the web layer may hand to a

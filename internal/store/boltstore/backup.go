@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math/bits"
 	"os"
@@ -41,6 +42,82 @@ type KeyDump struct {
 }
 
 const dateLayout = "2006-01-02"
+
+// UnmarshalJSON implements [json.Unmarshaler]: it decodes one key's
+// object as encoding/json does, refusing a field it does not know, and
+// refuses a field or a day given twice, which encoding/json would take
+// (the last one winning, so that "key":"a","key":"b" imported into b).
+func (kd *KeyDump) UnmarshalJSON(b []byte) error {
+	type plain KeyDump // the fields without this method
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	*kd = KeyDump(p)
+	return kd.checkTwice(b)
+}
+
+// checkTwice refuses a field of kd's object b, or a day of its days,
+// given twice. b has been decoded into kd: its shape is known.
+func (kd *KeyDump) checkTwice(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	twice := func(format string, args ...any) error {
+		return &twiceError{at: dec.InputOffset(), len: int64(len(b)), msg: fmt.Sprintf(format, args...)}
+	}
+	if _, err := dec.Token(); err != nil { // {
+		return err
+	}
+	var fields [4]string
+	seen := fields[:0]
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := t.(string)
+		if slices.Contains(seen, name) {
+			return twice("field %q given twice", name)
+		}
+		seen = append(seen, name)
+		if t, err = dec.Token(); err != nil || name != "days" || t != json.Delim('{') {
+			if err != nil {
+				return err
+			}
+			continue // a value of one token: key, total, locked, a null days
+		}
+		dates := make(map[string]bool, len(kd.Days))
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			date, _ := t.(string)
+			if dates[date] {
+				return twice("key %q: day %s given twice", kd.Key, date)
+			}
+			dates[date] = true
+			if _, err := dec.Token(); err != nil { // the count
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // }
+			return err
+		}
+	}
+	return nil
+}
+
+// twiceError refuses a field or a day given twice in one key's object,
+// len bytes long: at is the offset in it just past the second name.
+type twiceError struct {
+	at, len int64
+	msg     string
+}
+
+func (e *twiceError) Error() string { return e.msg }
 
 // The most a counter may hold after an import: a total leaves room for
 // 2^62 more visits, a day's count for 2^39 more (memory keeps a day's
@@ -366,6 +443,7 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 	syntax := func(err error) error {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
+		var twice *twiceError
 		switch {
 		case errors.As(err, &se):
 			return at(se.Offset, "%v", err)
@@ -373,6 +451,10 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 			// Offset is within the value, and the decoder has read all of
 			// it: its last byte is the line to name.
 			return at(dec.InputOffset()-1, "%v", err)
+		case errors.As(err, &twice):
+			// The decoder has read the whole object: it began len bytes
+			// before where the decoder is.
+			return at(dec.InputOffset()-twice.len+twice.at-1, "%v", err)
 		case errors.Is(err, errNotUTF8):
 			return err // with the line of the first bad byte
 		case errors.Is(err, errValueTooLarge):
@@ -408,6 +490,7 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 		return nil
 	}
 	seen := map[string]bool{}
+	keys := newKeySet()
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -431,6 +514,9 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 			if err := dec.Decode(&hits); err != nil {
 				return 0, syntax(err)
 			}
+			if hits > store.MaxHits {
+				return 0, at(dec.InputOffset(), "hits %d is above the most the /hi counter holds, %d", hits, uint64(store.MaxHits))
+			}
 		case "keys":
 			if err := expect('['); err != nil {
 				return 0, err
@@ -444,9 +530,13 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 				if err := checkKeyDump(&kd); err != nil {
 					return 0, at(dec.InputOffset()-1, "%v", err)
 				}
+				line := lr.line(dec.InputOffset() - 1)
+				if first, twice := keys.add(kd.Key, line); twice {
+					return 0, fmt.Errorf("line %d: key %q given twice (first on line %d)", line, kd.Key, first)
+				}
 				batch = append(batch, kd)
 				spans = append(spans, span{start, dec.InputOffset()})
-				lines = append(lines, lr.line(dec.InputOffset()-1))
+				lines = append(lines, line)
 				if len(batch) == importBatch {
 					if err := write(batch, spans); err != nil {
 						if kerr := refused(err); kerr != nil {
@@ -704,4 +794,28 @@ func (l *lineReader) line(off int64) int {
 	}
 	l.lastOff, l.lastLines = off, n
 	return n + 1
+}
+
+// keySet is the keys of a dump read so far, to refuse one given twice
+// (an import would add the two, even replacing). It keeps 128 bits of
+// each key, hashed with seeds of its own that no dump can know, and the
+// line it was on: 32 bytes or so a key, not the key itself.
+type keySet struct {
+	seeds [2]maphash.Seed
+	lines map[[2]uint64]int
+}
+
+func newKeySet() *keySet {
+	return &keySet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, lines: map[[2]uint64]int{}}
+}
+
+// add notes key, on line, and reports whether it was there already, and
+// on which line.
+func (s *keySet) add(key string, line int) (first int, twice bool) {
+	h := [2]uint64{maphash.String(s.seeds[0], key), maphash.String(s.seeds[1], key)}
+	if first, twice = s.lines[h]; twice {
+		return first, true
+	}
+	s.lines[h] = line
+	return 0, false
 }

@@ -1,0 +1,185 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+// StrictDump is a dump that every import, online and offline, on every
+// backend, refuses whole, and what its error must say (the line first).
+type StrictDump struct{ Name, Dump, Want string }
+
+// StrictDumps returns the dumps that break the format's rules of
+// strictness beyond its syntax: a field, a key or a date given twice,
+// and a /hi counter above [store.MaxHits]. day is a date in the dump's
+// form (2006-01-02) for the days they hold.
+func StrictDumps(day string) []StrictDump {
+	const head = `{"format":"visitors-export-1","hits":1,"keys":[` + "\n"
+	return []StrictDump{
+		{"a key's field given twice", head + `{"key":"a","key":"b","total":1}` + "\n]}", `line 2: field "key" given twice`},
+		{"a total given twice", head + `{"key":"a","total":1,` + "\n" + `"total":2}` + "\n]}", `line 3: field "total" given twice`},
+		{"days given twice", head + `{"key":"a","total":2,"days":{},"days":{"` + day + `":1}}` + "\n]}", `line 2: field "days" given twice`},
+		{"a key given twice", head + `{"key":"a","total":5},` + "\n" + `{"key":"b","total":1},` + "\n" + `{"key":"a","total":7}` + "\n]}", `line 4: key "a" given twice (first on line 2)`},
+		{"the empty key given twice", head + `{"key":"","total":5},` + "\n" + `{"key":"","total":7}` + "\n]}", `line 3: key "" given twice (first on line 2)`},
+		{"a date given twice", head + `{"key":"a","total":2,"days":{"` + day + `":1,` + "\n" + `"` + day + `":1}}` + "\n]}", `line 3: key "a": day ` + day + ` given twice`},
+		{"hits of 64 bits", `{"format":"visitors-export-1",` + "\n" + `"hits":18446744073709551615,"keys":[]}`, fmt.Sprintf("line 2: hits 18446744073709551615 is above the most the /hi counter holds, %d", uint64(store.MaxHits))},
+		{"hits just past the bound", fmt.Sprintf(`{"format":"visitors-export-1","hits":%d,"keys":[]}`, uint64(store.MaxHits)+1), "line 1: hits"},
+	}
+}
+
+// runDump runs the part of the suite that proves what export and import
+// promise, on stores that implement [store.Backup]; the others skip it.
+func (s suite) runDump(t *testing.T) {
+	t.Run("StrictDumps", s.strictDumps)
+	t.Run("ImportNeverLowersHi", s.importNeverLowersHi)
+}
+
+// backup opens a store for c and returns it as a [store.Backup], or
+// skips t if the store is not one.
+func (s suite) backup(t *testing.T, c Config) (store.Store, store.Backup) {
+	t.Helper()
+	st := s.open(t, c)
+	b, ok := st.(store.Backup)
+	if !ok {
+		mustClose(t, st)
+		t.Skip("the store does not export or import while it serves")
+	}
+	return st, b
+}
+
+// mustExport returns the online export of b.
+func mustExport(t *testing.T, b store.Backup) string {
+	t.Helper()
+	var w bytes.Buffer
+	if err := b.Export(ctx, &w); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	return w.String()
+}
+
+// strictDumps imports each of [StrictDumps], adding and replacing: each
+// is refused with ErrInvalidDump, naming its line, and changes nothing.
+func (s suite) strictDumps(t *testing.T) {
+	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	st, b := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
+	defer mustClose(t, st)
+	mustIncr(t, st, []byte("a"))
+	mustIncr(t, st, []byte("b"))
+	for range 3 {
+		if _, err := st.Hit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range StrictDumps(clock.Now().Format("2006-01-02")) {
+		for _, replace := range []bool{false, true} {
+			before := mustExport(t, b)
+			err := b.Import(ctx, strings.NewReader(tt.Dump), replace)
+			if !errors.Is(err, store.ErrInvalidDump) || !strings.Contains(err.Error(), tt.Want) {
+				t.Errorf("%s: Import(replace=%v) = %v, want ErrInvalidDump saying %q", tt.Name, replace, err, tt.Want)
+			}
+			if after := mustExport(t, b); after != before {
+				t.Errorf("%s: a refused import (replace=%v) changed the store:\n%s\n%s", tt.Name, replace, before, after)
+			}
+		}
+	}
+}
+
+// importNeverLowersHi imports dumps with a lower /hi counter, adding and
+// replacing: the next number is still above every one handed out, and
+// after a reopen too.
+func (s suite) importNeverLowersHi(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st, b := s.backup(t, c)
+	var last uint64
+	hit := func() uint64 {
+		t.Helper()
+		n, err := st.Hit(ctx)
+		if err != nil {
+			t.Fatalf("Hit: %v", err)
+		}
+		return n
+	}
+	for range 5 {
+		last = hit()
+	}
+	for _, replace := range []bool{false, true} {
+		if err := b.Import(ctx, strings.NewReader(`{"format":"visitors-export-1","hits":2,"keys":[]}`), replace); err != nil {
+			t.Fatalf("Import(replace=%v): %v", replace, err)
+		}
+		if n := hit(); n <= last {
+			t.Fatalf("after an import of hits 2 (replace=%v), Hit() = %d, want more than %d", replace, n, last)
+		} else {
+			last = n
+		}
+	}
+	if s.b.Durable {
+		st = s.reopen(t, st, c)
+		if n := hit(); n <= last {
+			t.Errorf("after the imports and a reopen, Hit() = %d, want more than %d", n, last)
+		}
+	}
+	mustClose(t, st)
+}
+
+// keysDump is a dump of the keys named, each with a total of 1.
+func keysDump(keys ...string) string {
+	var b strings.Builder
+	b.WriteString(`{"format":"visitors-export-1","hits":0,"keys":[`)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "\n{\"key\":%q,\"total\":1}", k)
+	}
+	b.WriteString("\n]}\n")
+	return b.String()
+}
+
+// importMaxKeys imports into a store with a limit of distinct keys: an
+// import that would take it past the limit is refused whole with
+// ErrTooManyKeys, naming the limit; one that reaches it is taken.
+func (s suite) importMaxKeys(t *testing.T) {
+	const limit = 10
+	st, b := s.backup(t, Config{Dir: t.TempDir(), MaxKeys: limit})
+	defer mustClose(t, st)
+	for _, k := range []string{"k0", "k1", "k2", "k3"} {
+		mustIncr(t, st, []byte(k))
+	}
+	tests := []struct {
+		name    string
+		dump    string
+		replace bool
+		ok      bool
+		keys    int // Keys() after it
+	}{
+		{"adding 7 new keys to 4", keysDump("k0", "n0", "n1", "n2", "n3", "n4", "n5", "n6"), false, false, 4},
+		{"adding 6 new keys to 4", keysDump("k0", "k1", "n0", "n1", "n2", "n3", "n4", "n5"), false, true, 10},
+		{"adding 1 new key to 10", keysDump("k0", "x"), false, false, 10},
+		{"adding only keys held", keysDump("k0", "n5"), false, true, 10},
+		{"replacing with 11 keys", keysDump("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10"), true, false, 10},
+		{"replacing with 10 keys", keysDump("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"), true, true, 10},
+	}
+	for _, tt := range tests {
+		before := mustExport(t, b)
+		err := b.Import(ctx, strings.NewReader(tt.dump), tt.replace)
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("%s: Import = %v, want nil", tt.name, err)
+		case !tt.ok && (!errors.Is(err, store.ErrTooManyKeys) || !strings.Contains(err.Error(), fmt.Sprint(limit))):
+			t.Errorf("%s: Import = %v, want ErrTooManyKeys naming the limit %d", tt.name, err, limit)
+		case !tt.ok:
+			if after := mustExport(t, b); after != before {
+				t.Errorf("%s: a refused import changed the store:\n%s\n%s", tt.name, before, after)
+			}
+		}
+		if got := st.Keys(); got != tt.keys {
+			t.Errorf("%s: Keys() = %d, want %d", tt.name, got, tt.keys)
+		}
+	}
+}
