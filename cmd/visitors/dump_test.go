@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"visitors/internal/servertest"
@@ -78,4 +80,54 @@ func TestOnlineImportNeverLowersHiInTheFile(t *testing.T) {
 			})
 		}
 	}
+}
+
+// dumpOfKeys is a dump of n keys named prefix0, prefix1, …, each with a
+// total of 1.
+func dumpOfKeys(prefix string, n int) string {
+	var b strings.Builder
+	b.WriteString(`{"format":"visitors-export-1","hits":0,"keys":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "\n{\"key\":\"%s%d\",\"total\":1}", prefix, i)
+	}
+	b.WriteString("\n]}\n")
+	return b.String()
+}
+
+// TestImportRespectsMaxKeys: four imports of 39 new keys each into a
+// store of -max-keys 100, online and offline: the first two are taken,
+// the third and fourth refused whole (409 online, exit status 1
+// offline), naming the limit, and the store holds 78 keys (it held 156
+// before issue 23).
+func TestImportRespectsMaxKeys(t *testing.T) {
+	t.Run("online", func(t *testing.T) {
+		p := servertest.Start(t, bin, apiEnv, "-data", t.TempDir(), "-max-keys", "100")
+		for i, want := range []int{200, 200, 409, 409} {
+			r := apiDo(t, p, "POST", "/api/v1/import", apiRoot, dumpOfKeys(fmt.Sprintf("i%d-", i), 39))
+			if r.code != want || (want != 200 && !strings.Contains(r.body, "limit of 100 (-max-keys)")) {
+				t.Errorf("import %d: %d %s, want %d (naming the limit of 100 if refused)", i+1, r.code, r.body, want)
+			}
+		}
+		if n := len(listAll(t, p, apiRoot)); n != 78 {
+			t.Errorf("after the imports the store holds %d keys, want 78", n)
+		}
+	})
+	t.Run("offline", func(t *testing.T) {
+		data := t.TempDir()
+		for i, ok := range []bool{true, true, false, false} {
+			cmd := exec.Command(bin, "import", "-data", data, "-max-keys", "100")
+			cmd.Stdin = strings.NewReader(dumpOfKeys(fmt.Sprintf("i%d-", i), 39))
+			out, err := cmd.CombinedOutput()
+			if ok && err != nil || !ok && (err == nil || !strings.Contains(string(out), "limit of 100")) {
+				t.Errorf("import %d: %v %s, want success %v (naming the limit of 100 if refused)", i+1, err, out, ok)
+			}
+		}
+		p := servertest.Start(t, bin, apiEnv, "-data", data)
+		if n := len(listAll(t, p, apiRoot)); n != 78 {
+			t.Errorf("after the imports the store holds %d keys, want 78", n)
+		}
+	})
 }

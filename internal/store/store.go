@@ -296,5 +296,7 @@ type Backup interface {
 	// it adds the dump's counts to the store's or, with replace, replaces
 	// every count (keys not in the dump are deleted). The /hi counter
 	// becomes the larger of the two. What it wrote is as durable as Set.
+	// An import that would take the store past its limit of distinct
+	// keys returns an error wrapping ErrTooManyKeys and changes nothing.
 	Import(ctx context.Context, r io.Reader, replace bool) error
 }

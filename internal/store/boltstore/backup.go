@@ -260,6 +260,13 @@ var importBatch = 10_000
 // the store (a rename) only once the whole dump has been read. The store
 // must not be open in another process.
 func Import(dir string, r io.Reader, replace bool) error {
+	return ImportLimited(dir, r, replace, 0)
+}
+
+// ImportLimited is [Import] into a store that may hold at most maxKeys
+// distinct keys (<= 0: no limit): a dump that would take it past them is
+// refused whole, with an error wrapping [store.ErrTooManyKeys].
+func ImportLimited(dir string, r io.Reader, replace bool, maxKeys int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("import: create data directory %s: %w", dir, err)
 	}
@@ -293,12 +300,16 @@ func Import(dir string, r io.Reader, replace bool) error {
 	}
 	var oldHits uint64
 	var tokens []kv // replace keeps the owner's tokens: they are not counts
+	held := 0       // the keys the store holds besides the dump's new ones
 	if live != nil {
 		err := live.View(func(tx *bolt.Tx) error {
 			var err error
 			oldHits, err = readHits(tx, format)
 			if err != nil {
 				return err
+			}
+			if !replace {
+				held = tx.Bucket(bucketTotals).Stats().KeyN
 			}
 			if replace {
 				tokens, err = readTokens(tx)
@@ -343,7 +354,14 @@ func Import(dir string, r io.Reader, replace bool) error {
 	if err != nil {
 		return fmt.Errorf("import: %s: %w", tmpPath, err)
 	}
-	hits, err := DecodeDump(r, func(keys []KeyDump) error { return writeKeys(tmp, keys) })
+	hits, err := DecodeDump(r, func(keys []KeyDump) error {
+		added, err := writeKeys(tmp, keys)
+		held += added
+		return err
+	})
+	if err == nil && maxKeys > 0 && held > maxKeys {
+		err = TooManyKeys(held, maxKeys)
+	}
 	if err != nil {
 		return fmt.Errorf("import: %w; the store was not changed", err)
 	}
@@ -604,24 +622,39 @@ func checkKeyDump(kd *KeyDump) error {
 	return nil
 }
 
-// writeKeys adds the keys' counts to what db holds, in one transaction.
-func writeKeys(db *bolt.DB, keys []KeyDump) error {
-	return db.Update(func(tx *bolt.Tx) error { return addKeys(tx, keys) })
+// writeKeys adds the keys' counts to what db holds, in one transaction,
+// and returns how many of them it did not hold.
+func writeKeys(db *bolt.DB, keys []KeyDump) (added int, err error) {
+	err = db.Update(func(tx *bolt.Tx) error {
+		added, err = addKeys(tx, keys)
+		return err
+	})
+	return added, err
+}
+
+// TooManyKeys is the error of an import that would take a store past
+// its limit of distinct keys: it wraps [store.ErrTooManyKeys] and says
+// both numbers.
+func TooManyKeys(keys, limit int) error {
+	return fmt.Errorf("the store would hold %d keys, more than its limit of %d (-max-keys): %w", keys, limit, store.ErrTooManyKeys)
 }
 
 // addKeys adds the keys' counts to what tx holds, and locks the keys
-// the dump locks.
-func addKeys(tx *bolt.Tx, keys []KeyDump) error {
+// the dump locks. It returns how many of the keys tx did not hold.
+func addKeys(tx *bolt.Tx, keys []KeyDump) (added int, err error) {
 	totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
 	locks, err := tx.CreateBucketIfNotExists(bucketLocks) // a copy of a file from before locks lacks it
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i, kd := range keys {
 		key := []byte(kd.Key)
 		tk := keyPrefix(key)
+		if totals.Get(tk) == nil {
+			added++
+		}
 		if err := addRecord(totals, tagTotals, tk, kd.Total, maxImportTotal); err != nil {
-			return &keyError{i, fmt.Errorf("key %q: total: %w", kd.Key, err)}
+			return added, &keyError{i, fmt.Errorf("key %q: total: %w", kd.Key, err)}
 		}
 		dates := make([]string, 0, len(kd.Days))
 		for d := range kd.Days {
@@ -631,16 +664,16 @@ func addKeys(tx *bolt.Tx, keys []KeyDump) error {
 		for _, date := range dates {
 			t, _ := time.Parse(dateLayout, date) // checked by checkKeyDump
 			if err := addRecord(days, tagDays, dayKey(key, store.DayOf(t)), kd.Days[date], maxImportDay); err != nil {
-				return &keyError{i, fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)}
+				return added, &keyError{i, fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)}
 			}
 		}
 		if kd.Locked {
 			if err := locks.Put(tk, record(tagLocks, tk, 1)); err != nil {
-				return &keyError{i, fmt.Errorf("key %q: lock: %w", kd.Key, err)}
+				return added, &keyError{i, fmt.Errorf("key %q: lock: %w", kd.Key, err)}
 			}
 		}
 	}
-	return nil
+	return added, nil
 }
 
 // addRecord adds n to the record under k, up to most.

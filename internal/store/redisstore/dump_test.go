@@ -2,10 +2,12 @@ package redisstore
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"visitors/internal/store"
 	"visitors/internal/store/storetest"
 )
 
@@ -58,4 +60,51 @@ func mustExportOpts(t *testing.T, o Options, now time.Time) string {
 		t.Fatalf("Export: %v", err)
 	}
 	return w.String()
+}
+
+// TestOfflineImportRespectsMaxKeys: the offline import into a store of
+// MaxKeys 10 refuses whole a dump that would take it past 10 keys,
+// adding or replacing, with ErrTooManyKeys naming the limit.
+func TestOfflineImportRespectsMaxKeys(t *testing.T) {
+	o := Options{URL: standalone.URL(), Prefix: prefixOf(t.Name()), MaxKeys: 10}
+	now := time.Now()
+	dump := func(keys ...string) string {
+		var b strings.Builder
+		b.WriteString(`{"format":"visitors-export-1","hits":0,"keys":[`)
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"key":"` + k + `","total":1}`)
+		}
+		b.WriteString("]}")
+		return b.String()
+	}
+	mustImportOpts(t, o, dump("k0", "k1", "k2", "k3"), true, now)
+	tests := []struct {
+		name    string
+		dump    string
+		replace bool
+		ok      bool
+	}{
+		{"adding 7 new keys to 4", dump("k0", "n0", "n1", "n2", "n3", "n4", "n5", "n6"), false, false},
+		{"adding 6 new keys to 4", dump("k0", "n0", "n1", "n2", "n3", "n4", "n5"), false, true},
+		{"adding 1 new key to 10", dump("x"), false, false},
+		{"replacing with 11 keys", dump("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10"), true, false},
+		{"replacing with 10 keys", dump("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"), true, true},
+	}
+	for _, tt := range tests {
+		before := mustExportOpts(t, o, now)
+		err := Import(o, strings.NewReader(tt.dump), tt.replace, t.TempDir(), now)
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("%s: Import = %v, want nil", tt.name, err)
+		case !tt.ok && (!errors.Is(err, store.ErrTooManyKeys) || !strings.Contains(err.Error(), "limit of 10")):
+			t.Errorf("%s: Import = %v, want ErrTooManyKeys naming the limit of 10", tt.name, err)
+		case !tt.ok:
+			if after := mustExportOpts(t, o, now); after != before {
+				t.Errorf("%s: a refused import changed the store:\n%s\n%s", tt.name, before, after)
+			}
+		}
+	}
 }

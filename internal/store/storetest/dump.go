@@ -38,6 +38,7 @@ func StrictDumps(day string) []StrictDump {
 func (s suite) runDump(t *testing.T) {
 	t.Run("StrictDumps", s.strictDumps)
 	t.Run("ImportNeverLowersHi", s.importNeverLowersHi)
+	t.Run("ImportMaxKeys", s.importMaxKeys)
 }
 
 // backup opens a store for c and returns it as a [store.Backup], or
