@@ -131,3 +131,44 @@ func TestImportRespectsMaxKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestCountersStopAtTheirBounds: a counter set to 2^62 through the owner
+// API, and one whose day /add pushed to 2^39, are visited: the visits
+// are answered with Visitors-Counted: false and counted in
+// visitors_visits_not_counted_total{reason="saturated"}, the counts stay
+// at their bounds, and the export imports into another instance (before
+// issue 23 the visits counted, and no later export imported: the import
+// refused a total past 2^62, a day past 2^39).
+func TestCountersStopAtTheirBounds(t *testing.T) {
+	for _, durability := range []string{"batch", "sync"} {
+		t.Run(durability, func(t *testing.T) {
+			a := servertest.Start(t, bin, apiEnv, "-data", t.TempDir(), "-durability", durability)
+			if r := apiDo(t, a, "PUT", counterPath("total"), apiRoot, `{"total":4611686018427387904}`); r.code != 200 {
+				t.Fatalf("PUT total = %d %s", r.code, r.body)
+			}
+			if r := apiDo(t, a, "POST", counterPath("day")+"/add", apiRoot, `{"n":549755813888}`); r.code != 200 {
+				t.Fatalf("POST day/add = %d %s", r.code, r.body)
+			}
+			for _, k := range []string{"total", "day"} {
+				code, hdr, body := mustGet(t, a.URL("/counter/"+k+".json"))
+				if code != 200 || hdr.Get("Visitors-Counted") != "false" {
+					t.Errorf("a visit to %s at its bound = %d, Visitors-Counted %q, %s; want 200, false", k, code, hdr.Get("Visitors-Counted"), body)
+				}
+			}
+			if c := mustCounter(t, a, apiRoot, "total"); c.Total != 1<<62 {
+				t.Errorf("total after a visit = %+v, want 2^62", c)
+			}
+			if c := mustCounter(t, a, apiRoot, "day"); c.Total != 1<<39 || c.Today != 1<<39 {
+				t.Errorf("day after a visit = %+v, want 2^39 in all and today", c)
+			}
+			if _, _, body := mustGet(t, a.AdminURL("/metrics")); !strings.Contains(body, `visitors_visits_not_counted_total{reason="saturated"} 2`) {
+				t.Errorf("/metrics has no visitors_visits_not_counted_total{reason=\"saturated\"} 2")
+			}
+			dump := apiDo(t, a, "GET", "/api/v1/export", apiRoot, "")
+			b := servertest.Start(t, bin, apiEnv, "-data", t.TempDir(), "-durability", durability)
+			if r := apiDo(t, b, "POST", "/api/v1/import", apiRoot, dump.body); r.code != 200 {
+				t.Errorf("importing the export = %d %s, want 200", r.code, r.body)
+			}
+		})
+	}
+}

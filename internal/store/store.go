@@ -88,6 +88,10 @@ type Counts struct {
 	Total  uint64 // visits ever
 	Today  uint64 // visits this UTC day
 	Locked bool   // the key is frozen: visits are answered but not counted
+	// Saturated is set by Incr alone: the visit counted nothing, the
+	// total being at MaxTotal or today's count at MaxDay (counters stop
+	// at the bounds an import takes, so every export imports).
+	Saturated bool
 }
 
 // Entry is one key and its counts, as [Store.List] returns them.

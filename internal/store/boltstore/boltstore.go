@@ -347,7 +347,9 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 	}
 	if s.o.Durability == store.Batch {
 		v := e.Add(s.cal.Today())
-		s.markDirty(e)
+		if !v.Saturated {
+			s.markDirty(e)
+		}
 		return v.Counts, nil
 	}
 	vis := visitPool.Get().(*visit)
@@ -663,7 +665,10 @@ func (s *Store) take() (*pass, *visit) {
 			v.v, v.skip = tally.Visit{Counts: v.e.Counts(today)}, true
 			continue
 		}
-		v.v = v.e.Add(today)
+		if v.v = v.e.Add(today); v.v.Saturated { // at a bound: counted nothing, nothing to take back
+			v.skip = true
+			continue
+		}
 		s.markDirty(v.e)
 		s.stats.syncVisits.Add(1)
 	}

@@ -39,6 +39,7 @@ func (s suite) runDump(t *testing.T) {
 	t.Run("StrictDumps", s.strictDumps)
 	t.Run("ImportNeverLowersHi", s.importNeverLowersHi)
 	t.Run("ImportMaxKeys", s.importMaxKeys)
+	t.Run("Saturates", s.saturates)
 }
 
 // backup opens a store for c and returns it as a [store.Backup], or
@@ -183,4 +184,53 @@ func (s suite) importMaxKeys(t *testing.T) {
 			t.Errorf("%s: Keys() = %d, want %d", tt.name, got, tt.keys)
 		}
 	}
+}
+
+// saturates sets a key's total to MaxTotal and pushes another's today
+// to MaxDay with Add, then visits both: each visit is answered with
+// Saturated and the counts as they were, counts nothing, and the counts
+// stay at their bounds through a flush and a reopen. (Before issue 23 a
+// visit took them past the bounds, and no later export imported.)
+func (s suite) saturates(t *testing.T) {
+	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	c := Config{Dir: t.TempDir(), Now: clock.Now}
+	st := s.open(t, c)
+	total, day := []byte("at-max-total"), []byte("at-max-day")
+	mustSet(t, st, total, store.MaxTotal)
+	mustAdd(t, st, day, store.MaxDay)
+	want := map[string]store.Counts{
+		string(total): {Total: store.MaxTotal},
+		string(day):   {Total: store.MaxDay, Today: store.MaxDay},
+	}
+	for _, k := range [][]byte{total, day} {
+		for range 3 {
+			got, err := st.Incr(ctx, k)
+			if w := want[string(k)]; err != nil || got != (store.Counts{Total: w.Total, Today: w.Today, Saturated: true}) {
+				t.Errorf("Incr(%q) at its bound = %+v, %v; want %+v, saturated", k, got, err, w)
+			}
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for k, w := range want {
+			if got := mustGet(t, st, []byte(k)); got != w {
+				t.Errorf("%s: Get(%q) = %+v, want %+v", when, k, got, w)
+			}
+		}
+	}
+	flush(t, st)
+	check("after a flush")
+	if s.b.Durable {
+		st = s.reopen(t, st, c)
+		check("after a reopen")
+	}
+	// The next day the key at its day's bound counts again.
+	clock.Add(24 * time.Hour)
+	if r, ok := st.(Roller); ok {
+		r.Rollover()
+	}
+	if got := mustIncr(t, st, day); got.Saturated || got.Total != store.MaxDay+1 || got.Today != 1 {
+		t.Errorf("Incr(%q) the next day = %+v, want total %d, today 1, counted", day, got, uint64(store.MaxDay+1))
+	}
+	mustClose(t, st)
 }
