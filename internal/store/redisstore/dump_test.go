@@ -3,6 +3,7 @@ package redisstore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,47 @@ func TestOfflineImportRespectsMaxKeys(t *testing.T) {
 				t.Errorf("%s: a refused import changed the store:\n%s\n%s", tt.name, before, after)
 			}
 		}
+	}
+}
+
+// TestApplyStopsAtTheBounds sends apply.lua rounds of 3 visits to a
+// total one below store.MaxTotal and to a day one below store.MaxDay:
+// each count stops at its bound, the day and the total alike, and the
+// answer says 2 visits were lost. (Before issue 23 the counts went past
+// the bounds, and no later export imported.)
+func TestApplyStopsAtTheBounds(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			st := backend(where, store.Batch).Open(t, storetest.Config{Dir: t.TempDir()}).(*Store)
+			defer st.Close()
+			today := store.Day(20000)
+			tests := []struct {
+				name       string
+				total, day uint64 // before the round
+				want       string // total, today, yesterday, generation, flags, lost
+			}{
+				{"total", store.MaxTotal - 1, 0, fmt.Sprintf("[%d 1 0 0 2 2]", uint64(store.MaxTotal))},
+				{"day", 1 << 40, store.MaxDay - 1, fmt.Sprintf("[%d %d 0 0 2 2]", uint64(1<<40+1), uint64(store.MaxDay))},
+			}
+			for _, tt := range tests {
+				tag := st.n.tag([]byte("bound-" + tt.name))
+				g := st.groupOf(tag)
+				for name, v := range map[string]uint64{total(tag): tt.total, dayKey(tag, today): tt.day} {
+					if err := st.c.Do(t.Context(), st.c.B().Set().Key(name).Value(fmt.Sprint(v)).Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				sc := script{src: applySrc, sha: applySHA,
+					keys: []string{st.n.seq(g, "test-"+tt.name), total(tag), dayKey(tag, today), genKey(tag), lockKey(tag), dayKey(tag, today-1)},
+					args: []string{"1", "60", "9999999999", "*", "3", "1", "0", "9999999999"}}
+				vals, err := st.doScripts(t.Context(), []script{sc})[0].AsIntSlice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fmt.Sprint(vals); got != tt.want {
+					t.Errorf("%s: a round of 3 visits one below the bound = %s, want %s", tt.name, got, tt.want)
+				}
+			}
+		})
 	}
 }

@@ -210,7 +210,8 @@ type entry struct {
 	resDays   []dayDelta // counts per day as Redis returned them
 	seen      []dayDelta // Sync: visits already answered, per day
 	seenN     uint64
-	resLocked bool // Sync: Redis found the key locked and counted nothing
+	resLocked bool   // Sync: Redis found the key locked and counted nothing
+	resLost   uint64 // Sync: the round's visits Redis counted nothing of, at a bound
 }
 
 // dayDelta is a number of visits (or a count) on one day.
@@ -757,11 +758,19 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 			e.mu.Unlock()
 			continue // deleted: a new entry admits the key again
 		}
-		if !e.locked {
+		c := e.counts(today)
+		switch {
+		case e.locked:
+		case c.Total >= store.MaxTotal || c.Today >= store.MaxDay:
+			// At a bound as this instance sees it: counted nothing (Redis
+			// drops what other instances send past it).
+			c.Saturated = true
+		default:
 			e.pend = addDay(e.pend, today, 1)
 			e.pendN++
+			c.Total++
+			c.Today++
 		}
-		c := e.counts(today)
 		q := !e.queued
 		e.queued = true // locked, the next round reads whether it still is
 		e.mu.Unlock()
