@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +43,7 @@ func (s suite) runDump(t *testing.T) {
 	t.Run("ImportNeverLowersHi", s.importNeverLowersHi)
 	t.Run("ImportMaxKeys", s.importMaxKeys)
 	t.Run("Saturates", s.saturates)
+	t.Run("RoundTrip", s.roundTrip)
 }
 
 // backup opens a store for c and returns it as a [store.Backup], or
@@ -233,4 +237,87 @@ func (s suite) saturates(t *testing.T) {
 		t.Errorf("Incr(%q) the next day = %+v, want total %d, today 1, counted", day, got, uint64(store.MaxDay+1))
 	}
 	mustClose(t, st)
+}
+
+// roundTrip runs random steps of visits, Set, Add, Lock, Delete and
+// midnights on a few keys (the empty key among them), the counts often
+// near their bounds, and after every 40 steps imports the store's export
+// into a new store, replacing: the import must take it, and the new
+// store's export must be the same. So every state visits and the owner
+// API reach is one an export holds and an import takes. The seed is
+// STORETEST_SEED if set, and printed on failure.
+func (s suite) roundTrip(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("STORETEST_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("STORETEST_SEED=%q: %v", v, err)
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("seed: STORETEST_SEED=%d", seed)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	st, b := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
+	defer func() { mustClose(t, st) }()
+	keys := [][]byte{{}, []byte("a"), []byte("b/c"), []byte("😀")}
+	near := func(bound, now uint64) uint64 { // a value at or just below bound, or small
+		switch rng.IntN(3) {
+		case 0:
+			return bound - uint64(rng.IntN(3))
+		case 1:
+			return max(bound-now, 0) - min(uint64(rng.IntN(3)), bound-now)
+		}
+		return uint64(rng.IntN(5))
+	}
+	for step := 1; step <= 160; step++ {
+		k := keys[rng.IntN(len(keys))]
+		switch op := rng.IntN(10); {
+		case op < 4:
+			for range 1 + rng.IntN(3) {
+				if c, err := st.Incr(ctx, k); err != nil || c.Total > store.MaxTotal || c.Today > store.MaxDay {
+					t.Fatalf("step %d: Incr(%q) = %+v, %v; want counts within their bounds", step, k, c, err)
+				}
+			}
+		case op == 4:
+			mustSet(t, st, k, near(store.MaxTotal, 0))
+		case op == 5:
+			c := mustGet(t, st, k)
+			n := int64(near(store.MaxDay, c.Today))
+			if rng.IntN(3) == 0 {
+				n = -n
+			}
+			if _, err := st.Add(ctx, k, n); err != nil && !errors.Is(err, store.ErrRange) {
+				t.Fatalf("step %d: Add(%q, %d): %v", step, k, n, err)
+			}
+		case op == 6:
+			mustLock(t, st, k, rng.IntN(2) == 0)
+		case op == 7:
+			mustDelete(t, st, k)
+		case op == 8:
+			clock.Add(24 * time.Hour)
+			if r, ok := st.(Roller); ok {
+				r.Rollover()
+			}
+		default:
+			if _, err := st.Hit(ctx); err != nil {
+				t.Fatalf("step %d: Hit: %v", step, err)
+			}
+		}
+		if step%40 != 0 {
+			continue
+		}
+		dump := mustExport(t, b)
+		st2, b2 := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
+		if err := b2.Import(ctx, strings.NewReader(dump), true); err != nil {
+			t.Fatalf("step %d: the export does not import: %v\n%s", step, err, dump)
+		}
+		if again := mustExport(t, b2); again != dump {
+			t.Errorf("step %d: the import's export differs:\n%s\n%s", step, dump, again)
+		}
+		mustClose(t, st2)
+	}
 }
