@@ -151,3 +151,45 @@ func TestApplyStopsAtTheBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestHealthSaysWhyHiFails: a /hi counter that Redis refuses to raise (at
+// 2^63-1, as a dump of 2^64-1 imported before issue 23 left it) fails
+// Hit, and Health says so until a Hit succeeds again: /healthz answers
+// 503 whenever /hi does. (Before, every instance answered /hi with 503
+// once its block was spent while /healthz said ok.)
+func TestHealthSaysWhyHiFails(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		for _, d := range []store.Durability{store.Batch, store.Sync} {
+			t.Run(where+"/"+d.String(), func(t *testing.T) {
+				st := backend(where, d).Open(t, storetest.Config{Dir: t.TempDir()}).(*Store)
+				defer st.Close()
+				set := func(v string) {
+					t.Helper()
+					if err := st.c.Do(t.Context(), st.c.B().Set().Key(st.n.hi).Value(v).Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				set("9223372036854775807")
+				var err error
+				for range st.o.HiBlock + 1 { // the block this instance holds, then Redis
+					if _, err = st.Hit(t.Context()); err != nil {
+						break
+					}
+				}
+				if err == nil {
+					t.Fatal("Hit with the /hi counter at 2^63-1 succeeded, want an error")
+				}
+				if herr := st.Health(); herr == nil || !strings.Contains(herr.Error(), "/hi") {
+					t.Errorf("Health() while /hi fails = %v, want an error about /hi", herr)
+				}
+				set("5")
+				if _, err := st.Hit(t.Context()); err != nil {
+					t.Fatalf("Hit after the counter was mended: %v", err)
+				}
+				if herr := st.Health(); herr != nil {
+					t.Errorf("Health() once /hi succeeds again = %v, want nil", herr)
+				}
+			})
+		}
+	}
+}

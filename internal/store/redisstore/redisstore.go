@@ -151,6 +151,7 @@ type Store struct {
 
 	health  atomic.Pointer[error] // why the last round failed; nil when healthy
 	pingErr atomic.Pointer[error] // why the last check between rounds failed
+	hiErr   atomic.Pointer[error] // why Redis refused the last /hi reservation (an error reply); nil once one succeeds
 	stuck   atomic.Bool           // a round is unanswered
 	rounds  atomic.Uint64         // rounds answered
 	held    atomic.Int64          // visits in memory not yet confirmed by Redis, as of the last round
@@ -473,6 +474,7 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 		ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 		defer cancel()
 		n, err := s.c.Do(ctx, s.c.B().Incr().Key(s.n.hi).Build()).AsUint64()
+		s.noteHi(err)
 		if err != nil {
 			return 0, fmt.Errorf("redis: /hi: %w: %w", ErrUnavailable, err)
 		}
@@ -552,12 +554,29 @@ func (s *Store) reserve(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	end, err := s.c.Do(ctx, s.c.B().Incrby().Key(s.n.hi).Increment(int64(s.o.HiBlock)).Build()).AsUint64()
+	s.noteHi(err)
 	if err != nil {
 		s.stats.errors[errReserve].Add(1)
 		return 0, fmt.Errorf("redis: reserve /hi numbers: %w: %w", ErrUnavailable, err)
 	}
 	s.stats.reserves.Add(1)
 	return end, nil
+}
+
+// noteHi keeps, for Health, the error of a /hi reservation that Redis
+// refused with an error reply (a counter that would overflow, or that is
+// not a number: every /hi fails until it is mended), and forgets it once
+// one succeeds. A Redis that does not answer is the check's to report.
+func (s *Store) noteHi(err error) {
+	switch _, refused := rueidis.IsRedisErr(err); {
+	case err == nil:
+		if s.hiErr.Load() != nil {
+			s.hiErr.Store(nil)
+		}
+	case refused:
+		herr := fmt.Errorf("redis refuses to hand out /hi numbers: %w", err)
+		s.hiErr.Store(&herr)
+	}
 }
 
 // load returns key's entry, or nil. The key is viewed as a string
@@ -1002,6 +1021,9 @@ func (s *Store) Health() error {
 		return *p
 	}
 	if p := s.pingErr.Load(); p != nil {
+		return *p
+	}
+	if p := s.hiErr.Load(); p != nil {
 		return *p
 	}
 	return nil
