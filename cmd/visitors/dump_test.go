@@ -172,3 +172,34 @@ func TestCountersStopAtTheirBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestHealthzReportsAStuckHi: the real binary on Redis whose /hi counter
+// is at 2^63-1 (as a dump of 2^64-1 imported before issue 23 left it):
+// /hi answers 503, and so does /healthz on the admin listener, naming
+// /hi; once the counter is mended both answer 200. (Before, /healthz
+// said ok while every /hi was a 503.)
+func TestHealthzReportsAStuckHi(t *testing.T) {
+	rargs := redisArgs(t, false)
+	p := servertest.Start(t, bin, rulesOff, append(rargs, "-durability", "sync", "-log-level", "off")...)
+	hi := rargs[len(rargs)-1] + "{hi}" // the -redis-prefix value and the counter's name
+	cli := func(a ...string) {
+		t.Helper()
+		if out, err := sharedRedis(t).CLI(a...); err != nil {
+			t.Fatalf("redis-cli %v: %v %s", a, err, out)
+		}
+	}
+	cli("SET", hi, "9223372036854775807")
+	if code, _, body := mustGet(t, p.URL("/hi")); code != 503 {
+		t.Fatalf("/hi with the counter at 2^63-1 = %d %s, want 503", code, body)
+	}
+	if code, _, body := mustGet(t, p.AdminURL("/healthz")); code != 503 || !strings.Contains(body, "/hi") {
+		t.Errorf("/healthz while /hi answers 503 = %d %q, want 503 naming /hi", code, body)
+	}
+	cli("SET", hi, "41")
+	if got := mustHi(t, p); got != 42 {
+		t.Errorf("/hi once mended = %d, want 42", got)
+	}
+	if code, _, body := mustGet(t, p.AdminURL("/healthz")); code != 200 {
+		t.Errorf("/healthz once /hi answers again = %d %q, want 200", code, body)
+	}
+}
