@@ -60,54 +60,113 @@ func (kd *KeyDump) UnmarshalJSON(b []byte) error {
 }
 
 // checkTwice refuses a field of kd's object b, or a day of its days,
-// given twice. b has been decoded into kd: its shape is known.
+// given twice. b has been decoded into kd: it is valid JSON of kd's
+// shape, so a scan of its bytes suffices (a Decoder's tokens took twice
+// as long as the import's every other step). Field names match as
+// encoding/json matches them, without regard to case.
 func (kd *KeyDump) checkTwice(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	twice := func(format string, args ...any) error {
-		return &twiceError{at: dec.InputOffset(), len: int64(len(b)), msg: fmt.Sprintf(format, args...)}
+	twice := func(at int, format string, args ...any) error {
+		return &twiceError{at: int64(at), len: int64(len(b)), msg: fmt.Sprintf(format, args...)}
 	}
-	if _, err := dec.Token(); err != nil { // {
-		return err
+	var seen [len(keyDumpFields)]bool
+	var dates map[string]bool
+	i := skipSpace(b, 0) + 1 // past {
+	for {
+		i = skipSpace(b, i)
+		switch b[i] {
+		case '}':
+			return nil
+		case ',':
+			i = skipSpace(b, i+1)
+		}
+		end := skipString(b, i)
+		name := unquote(b[i:end])
+		f := slices.IndexFunc(keyDumpFields[:], func(n string) bool { return bytes.EqualFold(name, []byte(n)) })
+		if f < 0 { // refused by the decode already
+			return twice(end, "unknown field %q", name)
+		}
+		if seen[f] {
+			return twice(end, "field %q given twice", name)
+		}
+		seen[f] = true
+		i = skipSpace(b, skipSpace(b, end)+1) // past :
+		if keyDumpFields[f] != "days" || b[i] != '{' {
+			i = skipScalar(b, i)
+			continue
+		}
+		i++
+		for {
+			i = skipSpace(b, i)
+			if b[i] == '}' {
+				i++
+				break
+			}
+			if b[i] == ',' {
+				i = skipSpace(b, i+1)
+			}
+			end := skipString(b, i)
+			date := unquote(b[i:end])
+			if dates == nil {
+				dates = make(map[string]bool, len(kd.Days))
+			}
+			if dates[string(date)] {
+				return twice(end, "key %q: day %s given twice", kd.Key, date)
+			}
+			dates[string(date)] = true
+			i = skipScalar(b, skipSpace(b, skipSpace(b, end)+1))
+		}
 	}
-	var fields [4]string
-	seen := fields[:0]
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		name, _ := t.(string)
-		if slices.Contains(seen, name) {
-			return twice("field %q given twice", name)
-		}
-		seen = append(seen, name)
-		if t, err = dec.Token(); err != nil || name != "days" || t != json.Delim('{') {
-			if err != nil {
-				return err
-			}
-			continue // a value of one token: key, total, locked, a null days
-		}
-		dates := make(map[string]bool, len(kd.Days))
-		for dec.More() {
-			t, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			date, _ := t.(string)
-			if dates[date] {
-				return twice("key %q: day %s given twice", kd.Key, date)
-			}
-			dates[date] = true
-			if _, err := dec.Token(); err != nil { // the count
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil { // }
-			return err
+}
+
+// keyDumpFields are the names of a [KeyDump]'s fields in JSON.
+var keyDumpFields = [...]string{"key", "total", "days", "locked"}
+
+// skipSpace returns the offset of the first byte at or after i in b that
+// is not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the offset just past the JSON string that starts
+// at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
 		}
 	}
-	return nil
+	return i
+}
+
+// skipScalar returns the offset just past the string, number, true,
+// false or null that starts at b[i].
+func skipScalar(b []byte, i int) int {
+	if b[i] == '"' {
+		return skipString(b, i)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
+}
+
+// unquote returns the text of the JSON string q, quotes included.
+func unquote(q []byte) []byte {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return q[1 : len(q)-1]
+	}
+	var s string
+	json.Unmarshal(q, &s) // valid: decoded already
+	return []byte(s)
 }
 
 // twiceError refuses a field or a day given twice in one key's object,

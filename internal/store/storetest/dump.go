@@ -26,11 +26,14 @@ func StrictDumps(day string) []StrictDump {
 	const head = `{"format":"visitors-export-1","hits":1,"keys":[` + "\n"
 	return []StrictDump{
 		{"a key's field given twice", head + `{"key":"a","key":"b","total":1}` + "\n]}", `line 2: field "key" given twice`},
+		{"a key's field given twice in another case", head + `{"key":"a","KEY":"b","total":1}` + "\n]}", `line 2: field "KEY" given twice`},
+		{"a key's field given twice, escaped", head + `{"key":"a","k\u0065y":"b","total":1}` + "\n]}", `line 2: field "key" given twice`},
 		{"a total given twice", head + `{"key":"a","total":1,` + "\n" + `"total":2}` + "\n]}", `line 3: field "total" given twice`},
 		{"days given twice", head + `{"key":"a","total":2,"days":{},"days":{"` + day + `":1}}` + "\n]}", `line 2: field "days" given twice`},
 		{"a key given twice", head + `{"key":"a","total":5},` + "\n" + `{"key":"b","total":1},` + "\n" + `{"key":"a","total":7}` + "\n]}", `line 4: key "a" given twice (first on line 2)`},
 		{"the empty key given twice", head + `{"key":"","total":5},` + "\n" + `{"key":"","total":7}` + "\n]}", `line 3: key "" given twice (first on line 2)`},
 		{"a date given twice", head + `{"key":"a","total":2,"days":{"` + day + `":1,` + "\n" + `"` + day + `":1}}` + "\n]}", `line 3: key "a": day ` + day + ` given twice`},
+		{"a date given twice, escaped", head + `{"key":"a","total":2,"days":{"` + day + `":1,"` + day[:len(day)-1] + `\u00` + fmt.Sprintf("%x", day[len(day)-1]) + `":1}}` + "\n]}", `line 2: key "a": day ` + day + ` given twice`},
 		{"hits of 64 bits", `{"format":"visitors-export-1",` + "\n" + `"hits":18446744073709551615,"keys":[]}`, fmt.Sprintf("line 2: hits 18446744073709551615 is above the most the /hi counter holds, %d", uint64(store.MaxHits))},
 		{"hits just past the bound", fmt.Sprintf(`{"format":"visitors-export-1","hits":%d,"keys":[]}`, uint64(store.MaxHits)+1), "line 1: hits"},
 	}
