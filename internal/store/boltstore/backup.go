@@ -3,12 +3,14 @@ package boltstore
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -608,9 +610,7 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 					return 0, at(dec.InputOffset()-1, "%v", err)
 				}
 				line := lr.line(dec.InputOffset() - 1)
-				if first, twice := keys.add(kd.Key, line); twice {
-					return 0, fmt.Errorf("line %d: key %q given twice (first on line %d)", line, kd.Key, first)
-				}
+				keys.add(kd.Key, line)
 				batch = append(batch, kd)
 				spans = append(spans, span{start, dec.InputOffset()})
 				lines = append(lines, line)
@@ -639,6 +639,9 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 	}
 	if format == "" {
 		return 0, at(dec.InputOffset(), "no format field: not a visitors export")
+	}
+	if line, first, twice := keys.twice(); twice {
+		return 0, fmt.Errorf("line %d: a key given twice (first on line %d)", line, first)
 	}
 	if err := write(batch, spans); err != nil {
 		if kerr := refused(err); kerr != nil {
@@ -889,25 +892,45 @@ func (l *lineReader) line(off int64) int {
 }
 
 // keySet is the keys of a dump read so far, to refuse one given twice
-// (an import would add the two, even replacing). It keeps 128 bits of
+// (an import would add the two, even replacing). It keeps 96 bits of
 // each key, hashed with seeds of its own that no dump can know, and the
-// line it was on: 32 bytes or so a key, not the key itself.
+// line it ends on: 16 bytes a key, not the key itself (a map of them
+// took 90). The keys given twice are found once all are read, by a sort.
 type keySet struct {
 	seeds [2]maphash.Seed
-	lines map[[2]uint64]int
+	marks []keyMark
+}
+
+// keyMark is one key of a [keySet]: its hash and its line.
+type keyMark struct {
+	hi       uint64
+	lo, line uint32
 }
 
 func newKeySet() *keySet {
-	return &keySet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, lines: map[[2]uint64]int{}}
+	return &keySet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
-// add notes key, on line, and reports whether it was there already, and
-// on which line.
-func (s *keySet) add(key string, line int) (first int, twice bool) {
-	h := [2]uint64{maphash.String(s.seeds[0], key), maphash.String(s.seeds[1], key)}
-	if first, twice = s.lines[h]; twice {
-		return first, true
+// add notes key, which ends on line.
+func (s *keySet) add(key string, line int) {
+	s.marks = append(s.marks, keyMark{
+		hi:   maphash.String(s.seeds[0], key),
+		lo:   uint32(maphash.String(s.seeds[1], key)),
+		line: uint32(min(line, math.MaxUint32)),
+	})
+}
+
+// twice reports whether a key was given twice, and if so the first line
+// that gives a key again, and the line that gave it first.
+func (s *keySet) twice() (line, first int, twice bool) {
+	slices.SortFunc(s.marks, func(a, b keyMark) int {
+		return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo), cmp.Compare(a.line, b.line))
+	})
+	for i := 1; i < len(s.marks); i++ {
+		a, b := s.marks[i-1], s.marks[i]
+		if a.hi == b.hi && a.lo == b.lo && (!twice || int(b.line) < line) {
+			line, first, twice = int(b.line), int(a.line), true
+		}
 	}
-	s.lines[h] = line
-	return 0, false
+	return line, first, twice
 }
