@@ -113,7 +113,8 @@ func TestOfflineImportRespectsMaxKeys(t *testing.T) {
 // TestApplyStopsAtTheBounds sends apply.lua rounds of 3 visits to a
 // total one below store.MaxTotal and to a day one below store.MaxDay:
 // each count stops at its bound, the day and the total alike, and the
-// answer says 2 visits were lost. (Before issue 23 the counts went past
+// answer says 2 visits were lost; a total already past the bound takes
+// nothing and keeps its value. (Before issue 23 the counts went past
 // the bounds, and no later export imported.)
 func TestApplyStopsAtTheBounds(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
@@ -128,6 +129,8 @@ func TestApplyStopsAtTheBounds(t *testing.T) {
 			}{
 				{"total", store.MaxTotal - 1, 0, fmt.Sprintf("[%d 1 0 0 2 2]", uint64(store.MaxTotal))},
 				{"day", 1 << 40, store.MaxDay - 1, fmt.Sprintf("[%d %d 0 0 2 2]", uint64(1<<40+1), uint64(store.MaxDay))},
+				// Written past the bound before there was one: left as it is.
+				{"past", store.MaxTotal + 5, 0, fmt.Sprintf("[%d 0 0 0 2 3]", uint64(store.MaxTotal+5))},
 			}
 			for _, tt := range tests {
 				tag := st.n.tag([]byte("bound-" + tt.name))

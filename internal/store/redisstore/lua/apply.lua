@@ -66,7 +66,11 @@ while k <= #KEYS do
   -- A count stops at its bound (MAXT in all, MAXD a day): the visits
   -- past it are lost, the latest first, from the day and the total
   -- alike, and returned as the counter's last value.
+  -- A total already at (or, written before the bound, past) MAXT takes
+  -- nothing, and is left as it is.
   local lost = 0
+  local old = redis.call('GET', tk) or '0'
+  local full = land and not more(MAXT, old)
   local names, exps, adds, days = {}, {}, {}, {}
   for i = 1, n do
     local d = tonumber(ARGV[a])
@@ -74,6 +78,7 @@ while k <= #KEYS do
     days[i] = redis.call('GET', KEYS[k]) or '0'
     if land then
       adds[i] = math.min(d, math.max(0, MAXD - tonumber(days[i])))
+      if full then adds[i] = 0 end
       lost = lost + d - adds[i]
     end
     k, a = k + 1, a + 2
@@ -82,6 +87,7 @@ while k <= #KEYS do
   local addToday = 0
   if land then
     addToday = math.min(todayDelta, math.max(0, MAXD - tonumber(today)))
+    if full then addToday = 0 end
     lost = lost + todayDelta - addToday
   end
   local sum = addToday
