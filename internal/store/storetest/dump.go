@@ -39,6 +39,10 @@ func StrictDumps(day string) []StrictDump {
 	}
 }
 
+// dumpClock is the clock of the dump tests: noon of the suite's usual
+// day, in one place for the day they are rebased on.
+func dumpClock() *Clock { return NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) }
+
 // runDump runs the part of the suite that proves what export and import
 // promise, on stores that implement [store.Backup]; the others skip it.
 func (s suite) runDump(t *testing.T) {
@@ -75,7 +79,7 @@ func mustExport(t *testing.T, b store.Backup) string {
 // strictDumps imports each of [StrictDumps], adding and replacing: each
 // is refused with ErrInvalidDump, naming its line, and changes nothing.
 func (s suite) strictDumps(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := dumpClock()
 	st, b := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
 	defer mustClose(t, st)
 	mustIncr(t, st, []byte("a"))
@@ -199,7 +203,7 @@ func (s suite) importMaxKeys(t *testing.T) {
 // stay at their bounds through a flush and a reopen. (Before issue 23 a
 // visit took them past the bounds, and no later export imported.)
 func (s suite) saturates(t *testing.T) {
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := dumpClock()
 	c := Config{Dir: t.TempDir(), Now: clock.Now}
 	st := s.open(t, c)
 	total, day := []byte("at-max-total"), []byte("at-max-day")
@@ -263,7 +267,7 @@ func (s suite) roundTrip(t *testing.T) {
 		}
 	}()
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	clock := NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	clock := dumpClock()
 	st, b := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
 	defer func() { mustClose(t, st) }()
 	keys := [][]byte{{}, []byte("a"), []byte("b/c"), []byte("😀")}
