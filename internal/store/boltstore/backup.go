@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -46,77 +47,170 @@ type KeyDump struct {
 const dateLayout = "2006-01-02"
 
 // UnmarshalJSON implements [json.Unmarshaler]: it decodes one key's
-// object as encoding/json does, refusing a field it does not know, and
-// refuses a field or a day given twice, which encoding/json would take
-// (the last one winning, so that "key":"a","key":"b" imported into b).
+// object b, which encoding/json has found to be valid JSON, in one pass.
+// It is stricter than encoding/json: a field is named exactly (not in
+// another case), and a field or a day given twice is refused, where
+// encoding/json takes the last ("key":"a","key":"b" imported into b).
 func (kd *KeyDump) UnmarshalJSON(b []byte) error {
-	type plain KeyDump // the fields without this method
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var p plain
-	if err := dec.Decode(&p); err != nil {
-		return err
-	}
-	*kd = KeyDump(p)
-	return kd.checkTwice(b)
+	*kd = KeyDump{}
+	p := keyParser{b: b}
+	return p.object(kd)
 }
 
-// checkTwice refuses a field of kd's object b, or a day of its days,
-// given twice. b has been decoded into kd: it is valid JSON of kd's
-// shape, so a scan of its bytes suffices (a Decoder's tokens took twice
-// as long as the import's every other step). Field names match as
-// encoding/json matches them, without regard to case.
-func (kd *KeyDump) checkTwice(b []byte) error {
-	twice := func(at int, format string, args ...any) error {
-		return &twiceError{at: int64(at), len: int64(len(b)), msg: fmt.Sprintf(format, args...)}
+// keyParser reads one key's object of a dump: b, from offset i.
+type keyParser struct {
+	b []byte
+	i int
+}
+
+// fail returns the error msg at the parser's offset.
+func (p *keyParser) fail(format string, args ...any) error {
+	return &valueError{at: int64(p.i), len: int64(len(p.b)), msg: fmt.Sprintf(format, args...)}
+}
+
+// object reads the key's object into kd.
+func (p *keyParser) object(kd *KeyDump) error {
+	p.i = skipSpace(p.b, 0)
+	if p.b[p.i] != '{' {
+		return p.fail("a key's entry must be an object, not %.20s", p.b[p.i:])
 	}
+	p.i++
 	var seen [len(keyDumpFields)]bool
-	var dates map[string]bool
-	i := skipSpace(b, 0) + 1 // past {
 	for {
-		i = skipSpace(b, i)
-		switch b[i] {
+		p.i = skipSpace(p.b, p.i)
+		switch p.b[p.i] {
 		case '}':
 			return nil
 		case ',':
-			i = skipSpace(b, i+1)
+			p.i = skipSpace(p.b, p.i+1)
 		}
-		end := skipString(b, i)
-		name := unquote(b[i:end])
-		f := slices.IndexFunc(keyDumpFields[:], func(n string) bool { return bytes.EqualFold(name, []byte(n)) })
-		if f < 0 { // refused by the decode already
-			return twice(end, "unknown field %q", name)
+		name := p.str()
+		f := slices.IndexFunc(keyDumpFields[:], func(n string) bool { return string(name) == n })
+		if f < 0 {
+			return p.fail("unknown field %q", name)
 		}
 		if seen[f] {
-			return twice(end, "field %q given twice", name)
+			return p.fail("field %q given twice", name)
 		}
 		seen[f] = true
-		i = skipSpace(b, skipSpace(b, end)+1) // past :
-		if keyDumpFields[f] != "days" || b[i] != '{' {
-			i = skipScalar(b, i)
-			continue
+		p.i = skipSpace(p.b, skipSpace(p.b, p.i)+1) // past :
+		var err error
+		switch keyDumpFields[f] {
+		case "key":
+			if p.null() {
+				continue
+			}
+			if p.b[p.i] != '"' {
+				return p.fail("key: %.20s is not a string", p.b[p.i:])
+			}
+			kd.Key = string(p.str())
+		case "total":
+			kd.Total, err = p.count("total")
+		case "days":
+			err = p.days(kd)
+		case "locked":
+			kd.Locked, err = p.bool("locked")
 		}
-		i++
-		for {
-			i = skipSpace(b, i)
-			if b[i] == '}' {
-				i++
-				break
-			}
-			if b[i] == ',' {
-				i = skipSpace(b, i+1)
-			}
-			end := skipString(b, i)
-			date := unquote(b[i:end])
-			if dates == nil {
-				dates = make(map[string]bool, len(kd.Days))
-			}
-			if dates[string(date)] {
-				return twice(end, "key %q: day %s given twice", kd.Key, date)
-			}
-			dates[string(date)] = true
-			i = skipScalar(b, skipSpace(b, skipSpace(b, end)+1))
+		if err != nil {
+			return err
 		}
+	}
+}
+
+// days reads the days' object, or null, into kd.Days.
+func (p *keyParser) days(kd *KeyDump) error {
+	if p.null() {
+		return nil
+	}
+	if p.b[p.i] != '{' {
+		return p.fail("days: %.20s is not an object", p.b[p.i:])
+	}
+	p.i++
+	kd.Days = map[string]uint64{}
+	for {
+		p.i = skipSpace(p.b, p.i)
+		switch p.b[p.i] {
+		case '}':
+			p.i++
+			return nil
+		case ',':
+			p.i = skipSpace(p.b, p.i+1)
+		}
+		date := string(p.str())
+		if _, twice := kd.Days[date]; twice {
+			return p.fail("key %q: day %s given twice", kd.Key, date)
+		}
+		p.i = skipSpace(p.b, skipSpace(p.b, p.i)+1) // past :
+		n, err := p.count("day " + date)
+		if err != nil {
+			return err
+		}
+		kd.Days[date] = n
+	}
+}
+
+// str reads a string, and returns its text.
+func (p *keyParser) str() []byte {
+	end := skipString(p.b, p.i)
+	q := p.b[p.i:end]
+	p.i = end
+	if bytes.IndexByte(q, '\\') < 0 {
+		return q[1 : len(q)-1]
+	}
+	var s string
+	json.Unmarshal(q, &s) // valid: encoding/json has checked b
+	return []byte(s)
+}
+
+// null reads a null, and reports whether there was one.
+func (p *keyParser) null() bool {
+	if !bytes.HasPrefix(p.b[p.i:], []byte("null")) {
+		return false
+	}
+	p.i += len("null")
+	return true
+}
+
+// token returns the number or literal at the offset, and moves past it.
+func (p *keyParser) token() []byte {
+	start := p.i
+	for ; p.i < len(p.b); p.i++ {
+		switch p.b[p.i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return p.b[start:p.i]
+		}
+	}
+	return p.b[start:]
+}
+
+// count reads a count, a whole number of 64 bits, or null (0), of what.
+func (p *keyParser) count(what string) (uint64, error) {
+	if p.null() {
+		return 0, nil
+	}
+	if c := p.b[p.i]; c != '-' && (c < '0' || c > '9') {
+		return 0, p.fail("%s: %.20s is not a count", what, p.b[p.i:])
+	}
+	at := p.i
+	t := p.token()
+	n, err := strconv.ParseUint(string(t), 10, 64)
+	if err != nil {
+		p.i = at
+		return 0, p.fail("%s: %s is not a count (a whole number from 0 to %d)", what, t, uint64(math.MaxUint64))
+	}
+	return n, nil
+}
+
+// bool reads true, false or null (false), of what.
+func (p *keyParser) bool(what string) (bool, error) {
+	switch t := p.token(); string(t) {
+	case "true":
+		return true, nil
+	case "false", "null":
+		return false, nil
+	default:
+		p.i -= len(t)
+		return false, p.fail("%s: %.20s is not true or false", what, p.b[p.i:])
 	}
 }
 
@@ -146,39 +240,14 @@ func skipString(b []byte, i int) int {
 	return i
 }
 
-// skipScalar returns the offset just past the string, number, true,
-// false or null that starts at b[i].
-func skipScalar(b []byte, i int) int {
-	if b[i] == '"' {
-		return skipString(b, i)
-	}
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i
-		}
-	}
-	return i
-}
-
-// unquote returns the text of the JSON string q, quotes included.
-func unquote(q []byte) []byte {
-	if bytes.IndexByte(q, '\\') < 0 {
-		return q[1 : len(q)-1]
-	}
-	var s string
-	json.Unmarshal(q, &s) // valid: decoded already
-	return []byte(s)
-}
-
-// twiceError refuses a field or a day given twice in one key's object,
-// len bytes long: at is the offset in it just past the second name.
-type twiceError struct {
+// valueError refuses one key's object, len bytes long, at offset at in
+// it: a field or a day given twice, a value of the wrong type.
+type valueError struct {
 	at, len int64
 	msg     string
 }
 
-func (e *twiceError) Error() string { return e.msg }
+func (e *valueError) Error() string { return e.msg }
 
 // The most a counter may hold after an import: a total leaves room for
 // 2^62 more visits, a day's count for 2^39 more (memory keeps a day's
@@ -522,7 +591,7 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 	syntax := func(err error) error {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
-		var twice *twiceError
+		var ve *valueError
 		switch {
 		case errors.As(err, &se):
 			return at(se.Offset, "%v", err)
@@ -530,10 +599,10 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 			// Offset is within the value, and the decoder has read all of
 			// it: its last byte is the line to name.
 			return at(dec.InputOffset()-1, "%v", err)
-		case errors.As(err, &twice):
+		case errors.As(err, &ve):
 			// The decoder has read the whole object: it began len bytes
 			// before where the decoder is.
-			return at(dec.InputOffset()-twice.len+twice.at-1, "%v", err)
+			return at(dec.InputOffset()-ve.len+max(ve.at-1, 0), "%v", err)
 		case errors.Is(err, errNotUTF8):
 			return err // with the line of the first bad byte
 		case errors.Is(err, errValueTooLarge):
