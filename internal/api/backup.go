@@ -61,7 +61,8 @@ func (h *Handler) export(c *call) error {
 // importDump serves POST /api/v1/import[?replace=true], root only: a
 // dump of "visitors export", checked whole before anything changes (a
 // refused dump is 400 and changes nothing), of at most ImportMaxBytes
-// (413). Any Content-Type is taken.
+// (413); one that would take the store past -max-keys is 409 and
+// changes nothing. Any Content-Type is taken.
 func (h *Handler) importDump(c *call) error {
 	if !c.who.root {
 		return errRootOnly
@@ -94,6 +95,8 @@ func (h *Handler) importDump(c *call) error {
 		return tooLarge
 	case errors.Is(err, store.ErrInvalidDump):
 		return badRequest("the dump was refused, nothing changed: %v", err)
+	case errors.Is(err, store.ErrTooManyKeys):
+		return &Error{Code: http.StatusConflict, Msg: fmt.Sprintf("the import was refused, nothing changed: %v", err)}
 	case err != nil:
 		return h.storeError(err, "import")
 	}

@@ -67,6 +67,12 @@ func Export(args []string, getenv func(string) string, stdout, stderr io.Writer)
 func Import(args []string, getenv func(string) string, stdin io.Reader, stderr io.Writer) error {
 	fs, data, kind, r := storeFlags("import", getenv, stderr)
 	replace := fs.Bool("replace", false, "replace every count instead of adding to them")
+	maxKeys := fs.Int("max-keys", 1_000_000, "most distinct names the store may hold after the import; past it the import is refused (0: no limit) (env "+envName("max-keys")+")")
+	if v := getenv(envName("max-keys")); v != "" {
+		if err := fs.Set("max-keys", v); err != nil {
+			return fmt.Errorf("import: %s: %w", envName("max-keys"), err)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,9 +91,9 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stderr i
 	}
 	switch *kind {
 	case "embedded":
-		return boltstore.Import(*data, in, *replace)
+		return boltstore.ImportLimited(*data, in, *replace, *maxKeys)
 	case "redis":
-		return redisstore.Import(redisOptions(*r, redisstore.Options{}), in, *replace, "", time.Now())
+		return redisstore.Import(redisOptions(*r, redisstore.Options{MaxKeys: *maxKeys}), in, *replace, "", time.Now())
 	}
 	return fmt.Errorf("import: -store %q: want embedded or redis", *kind)
 }

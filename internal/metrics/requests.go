@@ -50,10 +50,11 @@ const (
 	Full                      // a new key, and the store holds -max-keys
 	Invalid                   // a 4xx on a counting endpoint
 	StoreError                // the store failed to count it (a 503)
+	Saturated                 // the counter is at its bound: 2^62 in all or 2^39 today
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"rate_limited", "repeat", "bot", "locked", "full", "invalid", "error"}
+var reasonNames = [numReasons]string{"rate_limited", "repeat", "bot", "locked", "full", "invalid", "error", "saturated"}
 
 // String returns r's label value.
 func (r Reason) String() string { return reasonNames[r] }

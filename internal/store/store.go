@@ -47,6 +47,9 @@ const (
 	// MaxDay is the largest count of one day Add makes, as an import
 	// takes.
 	MaxDay = 1 << 39
+	// MaxHits is the largest /hi counter an import takes: room is left
+	// for 2^62 more numbers, so the counter never wraps.
+	MaxHits = 1 << 62
 )
 
 // ValidKey reports whether key is one that the web layer may hand to a
@@ -112,6 +115,10 @@ type Counts struct {
 	Total  uint64 // visits ever
 	Today  uint64 // visits this UTC day
 	Locked bool   // the key is frozen: visits are answered but not counted
+	// Saturated is set by Incr alone: the visit counted nothing, the
+	// total being at MaxTotal or today's count at MaxDay (counters stop
+	// at the bounds an import takes, so every export imports).
+	Saturated bool
 }
 
 // Entry is one key and its counts, as [Store.List] returns them.
@@ -332,5 +339,7 @@ type Backup interface {
 	// it adds the dump's counts to the store's or, with replace, replaces
 	// every count (keys not in the dump are deleted). The /hi counter
 	// becomes the larger of the two. What it wrote is as durable as Set.
+	// An import that would take the store past its limit of distinct
+	// keys returns an error wrapping ErrTooManyKeys and changes nothing.
 	Import(ctx context.Context, r io.Reader, replace bool) error
 }

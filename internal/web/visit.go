@@ -120,9 +120,9 @@ type outcome struct {
 // visitors (GitHub's image proxy excepted),
 // and reports to the metrics every visit not counted, with why. A visit
 // a rule refuses is still answered, with the counts as they are. A key
-// its owner locked (the store answers Counts.Locked) counts nothing: the
-// visit is answered as refused, adds no unique visitor and is not shown
-// to the top list. The global counter of /hi counts every visit.
+// its owner locked (the store answers Counts.Locked), or one at its
+// bound (Counts.Saturated), counts nothing: the visit is answered as
+// refused, adds no unique visitor and is not shown to the top list. The global counter of /hi counts every visit.
 func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 	var o outcome
 	ctx := v.r.Context()
@@ -166,8 +166,12 @@ func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 	if err != nil {
 		return o, err
 	}
-	if c.Locked { // frozen by its owner: answered with its counts, not counted
-		s.notCounted(metrics.Locked)
+	if c.Locked || c.Saturated { // frozen by its owner, or at a bound: answered with its counts, not counted
+		if c.Locked {
+			s.notCounted(metrics.Locked)
+		} else {
+			s.notCounted(metrics.Saturated)
+		}
 		o.counts, o.refused = c, true
 		if v.unique {
 			o.unique = s.uniques.Today(v.key, now)

@@ -3,15 +3,19 @@ package boltstore
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -41,6 +45,209 @@ type KeyDump struct {
 }
 
 const dateLayout = "2006-01-02"
+
+// UnmarshalJSON implements [json.Unmarshaler]: it decodes one key's
+// object b, which encoding/json has found to be valid JSON, in one pass.
+// It is stricter than encoding/json: a field is named exactly (not in
+// another case), and a field or a day given twice is refused, where
+// encoding/json takes the last ("key":"a","key":"b" imported into b).
+func (kd *KeyDump) UnmarshalJSON(b []byte) error {
+	*kd = KeyDump{}
+	p := keyParser{b: b}
+	return p.object(kd)
+}
+
+// keyParser reads one key's object of a dump: b, from offset i.
+type keyParser struct {
+	b []byte
+	i int
+}
+
+// fail returns the error msg at the parser's offset.
+func (p *keyParser) fail(format string, args ...any) error {
+	return &valueError{at: int64(p.i), len: int64(len(p.b)), msg: fmt.Sprintf(format, args...)}
+}
+
+// object reads the key's object into kd.
+func (p *keyParser) object(kd *KeyDump) error {
+	p.i = skipSpace(p.b, 0)
+	if p.b[p.i] != '{' {
+		return p.fail("a key's entry must be an object, not %.20s", p.b[p.i:])
+	}
+	p.i++
+	var seen [len(keyDumpFields)]bool
+	for {
+		p.i = skipSpace(p.b, p.i)
+		switch p.b[p.i] {
+		case '}':
+			return nil
+		case ',':
+			p.i = skipSpace(p.b, p.i+1)
+		}
+		name := p.str()
+		f := slices.IndexFunc(keyDumpFields[:], func(n string) bool { return string(name) == n })
+		if f < 0 {
+			return p.fail("unknown field %q", name)
+		}
+		if seen[f] {
+			return p.fail("field %q given twice", name)
+		}
+		seen[f] = true
+		p.i = skipSpace(p.b, skipSpace(p.b, p.i)+1) // past :
+		var err error
+		switch keyDumpFields[f] {
+		case "key":
+			if p.null() {
+				continue
+			}
+			if p.b[p.i] != '"' {
+				return p.fail("key: %.20s is not a string", p.b[p.i:])
+			}
+			kd.Key = string(p.str())
+		case "total":
+			kd.Total, err = p.count("total")
+		case "days":
+			err = p.days(kd)
+		case "locked":
+			kd.Locked, err = p.bool("locked")
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// days reads the days' object, or null, into kd.Days.
+func (p *keyParser) days(kd *KeyDump) error {
+	if p.null() {
+		return nil
+	}
+	if p.b[p.i] != '{' {
+		return p.fail("days: %.20s is not an object", p.b[p.i:])
+	}
+	p.i++
+	kd.Days = map[string]uint64{}
+	for {
+		p.i = skipSpace(p.b, p.i)
+		switch p.b[p.i] {
+		case '}':
+			p.i++
+			return nil
+		case ',':
+			p.i = skipSpace(p.b, p.i+1)
+		}
+		date := string(p.str())
+		if _, twice := kd.Days[date]; twice {
+			return p.fail("key %q: day %s given twice", kd.Key, date)
+		}
+		p.i = skipSpace(p.b, skipSpace(p.b, p.i)+1) // past :
+		n, err := p.count("day " + date)
+		if err != nil {
+			return err
+		}
+		kd.Days[date] = n
+	}
+}
+
+// str reads a string, and returns its text.
+func (p *keyParser) str() []byte {
+	end := skipString(p.b, p.i)
+	q := p.b[p.i:end]
+	p.i = end
+	if bytes.IndexByte(q, '\\') < 0 {
+		return q[1 : len(q)-1]
+	}
+	var s string
+	json.Unmarshal(q, &s) // valid: encoding/json has checked b
+	return []byte(s)
+}
+
+// null reads a null, and reports whether there was one.
+func (p *keyParser) null() bool {
+	if !bytes.HasPrefix(p.b[p.i:], []byte("null")) {
+		return false
+	}
+	p.i += len("null")
+	return true
+}
+
+// token returns the number or literal at the offset, and moves past it.
+func (p *keyParser) token() []byte {
+	start := p.i
+	for ; p.i < len(p.b); p.i++ {
+		switch p.b[p.i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return p.b[start:p.i]
+		}
+	}
+	return p.b[start:]
+}
+
+// count reads a count, a whole number of 64 bits, or null (0), of what.
+func (p *keyParser) count(what string) (uint64, error) {
+	if p.null() {
+		return 0, nil
+	}
+	if c := p.b[p.i]; c != '-' && (c < '0' || c > '9') {
+		return 0, p.fail("%s: %.20s is not a count", what, p.b[p.i:])
+	}
+	at := p.i
+	t := p.token()
+	n, err := strconv.ParseUint(string(t), 10, 64)
+	if err != nil {
+		p.i = at
+		return 0, p.fail("%s: %s is not a count (a whole number from 0 to %d)", what, t, uint64(math.MaxUint64))
+	}
+	return n, nil
+}
+
+// bool reads true, false or null (false), of what.
+func (p *keyParser) bool(what string) (bool, error) {
+	switch t := p.token(); string(t) {
+	case "true":
+		return true, nil
+	case "false", "null":
+		return false, nil
+	default:
+		p.i -= len(t)
+		return false, p.fail("%s: %.20s is not true or false", what, p.b[p.i:])
+	}
+}
+
+// keyDumpFields are the names of a [KeyDump]'s fields in JSON.
+var keyDumpFields = [...]string{"key", "total", "days", "locked"}
+
+// skipSpace returns the offset of the first byte at or after i in b that
+// is not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the offset just past the JSON string that starts
+// at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// valueError refuses one key's object, len bytes long, at offset at in
+// it: a field or a day given twice, a value of the wrong type.
+type valueError struct {
+	at, len int64
+	msg     string
+}
+
+func (e *valueError) Error() string { return e.msg }
 
 // The most a counter may hold after an import: a total leaves room for
 // 2^62 more visits, a day's count for 2^39 more (memory keeps a day's
@@ -183,6 +390,13 @@ var importBatch = 10_000
 // the store (a rename) only once the whole dump has been read. The store
 // must not be open in another process.
 func Import(dir string, r io.Reader, replace bool) error {
+	return ImportLimited(dir, r, replace, 0)
+}
+
+// ImportLimited is [Import] into a store that may hold at most maxKeys
+// distinct keys (<= 0: no limit): a dump that would take it past them is
+// refused whole, with an error wrapping [store.ErrTooManyKeys].
+func ImportLimited(dir string, r io.Reader, replace bool, maxKeys int) error {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return fmt.Errorf("import: create data directory %s: %w", dir, err)
 	}
@@ -216,12 +430,16 @@ func Import(dir string, r io.Reader, replace bool) error {
 	}
 	var oldHits uint64
 	var tokens []kv // replace keeps the owner's tokens: they are not counts
+	held := 0       // the keys the store holds besides the dump's new ones
 	if live != nil {
 		err := live.View(func(tx *bolt.Tx) error {
 			var err error
 			oldHits, err = readHits(tx, format)
 			if err != nil {
 				return err
+			}
+			if !replace {
+				held = tx.Bucket(bucketTotals).Stats().KeyN
 			}
 			if replace {
 				tokens, err = readTokens(tx)
@@ -266,7 +484,14 @@ func Import(dir string, r io.Reader, replace bool) error {
 	if err != nil {
 		return fmt.Errorf("import: %s: %w", tmpPath, err)
 	}
-	hits, err := DecodeDump(r, func(keys []KeyDump) error { return writeKeys(tmp, keys) })
+	hits, err := DecodeDump(r, func(keys []KeyDump) error {
+		added, err := writeKeys(tmp, keys)
+		held += added
+		return err
+	})
+	if err == nil && maxKeys > 0 && held > maxKeys {
+		err = TooManyKeys(held, maxKeys)
+	}
 	if err != nil {
 		return fmt.Errorf("import: %w; the store was not changed", err)
 	}
@@ -366,6 +591,7 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 	syntax := func(err error) error {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
+		var ve *valueError
 		switch {
 		case errors.As(err, &se):
 			return at(se.Offset, "%v", err)
@@ -373,6 +599,10 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 			// Offset is within the value, and the decoder has read all of
 			// it: its last byte is the line to name.
 			return at(dec.InputOffset()-1, "%v", err)
+		case errors.As(err, &ve):
+			// The decoder has read the whole object: it began len bytes
+			// before where the decoder is.
+			return at(dec.InputOffset()-ve.len+max(ve.at-1, 0), "%v", err)
 		case errors.Is(err, errNotUTF8):
 			return err // with the line of the first bad byte
 		case errors.Is(err, errValueTooLarge):
@@ -408,6 +638,7 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 		return nil
 	}
 	seen := map[string]bool{}
+	keys := newKeySet()
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -431,6 +662,9 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 			if err := dec.Decode(&hits); err != nil {
 				return 0, syntax(err)
 			}
+			if hits > store.MaxHits {
+				return 0, at(dec.InputOffset(), "hits %d is above the most the /hi counter holds, %d", hits, uint64(store.MaxHits))
+			}
 		case "keys":
 			if err := expect('['); err != nil {
 				return 0, err
@@ -444,9 +678,11 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 				if err := checkKeyDump(&kd); err != nil {
 					return 0, at(dec.InputOffset()-1, "%v", err)
 				}
+				line := lr.line(dec.InputOffset() - 1)
+				keys.add(kd.Key, line)
 				batch = append(batch, kd)
 				spans = append(spans, span{start, dec.InputOffset()})
-				lines = append(lines, lr.line(dec.InputOffset()-1))
+				lines = append(lines, line)
 				if len(batch) == importBatch {
 					if err := write(batch, spans); err != nil {
 						if kerr := refused(err); kerr != nil {
@@ -472,6 +708,9 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 	}
 	if format == "" {
 		return 0, at(dec.InputOffset(), "no format field: not a visitors export")
+	}
+	if line, first, twice := keys.twice(); twice {
+		return 0, fmt.Errorf("line %d: a key given twice (first on line %d)", line, first)
 	}
 	if err := write(batch, spans); err != nil {
 		if kerr := refused(err); kerr != nil {
@@ -517,24 +756,39 @@ func checkKeyDump(kd *KeyDump) error {
 	return nil
 }
 
-// writeKeys adds the keys' counts to what db holds, in one transaction.
-func writeKeys(db *bolt.DB, keys []KeyDump) error {
-	return db.Update(func(tx *bolt.Tx) error { return addKeys(tx, keys) })
+// writeKeys adds the keys' counts to what db holds, in one transaction,
+// and returns how many of them it did not hold.
+func writeKeys(db *bolt.DB, keys []KeyDump) (added int, err error) {
+	err = db.Update(func(tx *bolt.Tx) error {
+		added, err = addKeys(tx, keys)
+		return err
+	})
+	return added, err
+}
+
+// TooManyKeys is the error of an import that would take a store past
+// its limit of distinct keys: it wraps [store.ErrTooManyKeys] and says
+// both numbers.
+func TooManyKeys(keys, limit int) error {
+	return fmt.Errorf("the store would hold %d keys, more than its limit of %d (-max-keys): %w", keys, limit, store.ErrTooManyKeys)
 }
 
 // addKeys adds the keys' counts to what tx holds, and locks the keys
-// the dump locks.
-func addKeys(tx *bolt.Tx, keys []KeyDump) error {
+// the dump locks. It returns how many of the keys tx did not hold.
+func addKeys(tx *bolt.Tx, keys []KeyDump) (added int, err error) {
 	totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
 	locks, err := tx.CreateBucketIfNotExists(bucketLocks) // a copy of a file from before locks lacks it
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i, kd := range keys {
 		key := []byte(kd.Key)
 		tk := keyPrefix(key)
+		if totals.Get(tk) == nil {
+			added++
+		}
 		if err := addRecord(totals, tagTotals, tk, kd.Total, maxImportTotal); err != nil {
-			return &keyError{i, fmt.Errorf("key %q: total: %w", kd.Key, err)}
+			return added, &keyError{i, fmt.Errorf("key %q: total: %w", kd.Key, err)}
 		}
 		dates := make([]string, 0, len(kd.Days))
 		for d := range kd.Days {
@@ -544,16 +798,16 @@ func addKeys(tx *bolt.Tx, keys []KeyDump) error {
 		for _, date := range dates {
 			t, _ := time.Parse(dateLayout, date) // checked by checkKeyDump
 			if err := addRecord(days, tagDays, dayKey(key, store.DayOf(t)), kd.Days[date], maxImportDay); err != nil {
-				return &keyError{i, fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)}
+				return added, &keyError{i, fmt.Errorf("key %q: day %s: %w", kd.Key, date, err)}
 			}
 		}
 		if kd.Locked {
 			if err := locks.Put(tk, record(tagLocks, tk, 1)); err != nil {
-				return &keyError{i, fmt.Errorf("key %q: lock: %w", kd.Key, err)}
+				return added, &keyError{i, fmt.Errorf("key %q: lock: %w", kd.Key, err)}
 			}
 		}
 	}
-	return nil
+	return added, nil
 }
 
 // addRecord adds n to the record under k, up to most.
@@ -707,4 +961,48 @@ func (l *lineReader) line(off int64) int {
 	}
 	l.lastOff, l.lastLines = off, n
 	return n + 1
+}
+
+// keySet is the keys of a dump read so far, to refuse one given twice
+// (an import would add the two, even replacing). It keeps 96 bits of
+// each key, hashed with seeds of its own that no dump can know, and the
+// line it ends on: 16 bytes a key, not the key itself (a map of them
+// took 90). The keys given twice are found once all are read, by a sort.
+type keySet struct {
+	seeds [2]maphash.Seed
+	marks []keyMark
+}
+
+// keyMark is one key of a [keySet]: its hash and its line.
+type keyMark struct {
+	hi       uint64
+	lo, line uint32
+}
+
+func newKeySet() *keySet {
+	return &keySet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+}
+
+// add notes key, which ends on line.
+func (s *keySet) add(key string, line int) {
+	s.marks = append(s.marks, keyMark{
+		hi:   maphash.String(s.seeds[0], key),
+		lo:   uint32(maphash.String(s.seeds[1], key)),
+		line: uint32(min(line, math.MaxUint32)),
+	})
+}
+
+// twice reports whether a key was given twice, and if so the first line
+// that gives a key again, and the line that gave it first.
+func (s *keySet) twice() (line, first int, twice bool) {
+	slices.SortFunc(s.marks, func(a, b keyMark) int {
+		return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo), cmp.Compare(a.line, b.line))
+	})
+	for i := 1; i < len(s.marks); i++ {
+		a, b := s.marks[i-1], s.marks[i]
+		if a.hi == b.hi && a.lo == b.lo && (!twice || int(b.line) < line) {
+			line, first, twice = int(b.line), int(a.line), true
+		}
+	}
+	return line, first, twice
 }

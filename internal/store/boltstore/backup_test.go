@@ -101,6 +101,9 @@ func TestImportIsStrict(t *testing.T) {
 		{"truncated", head + `{"key":"a","total":1}`, "ends too early"},
 		{"merge over the most a total holds", head + `{"key":"full","total":4611686018427387904}]}`, "above the most it may hold"},
 	}
+	for _, d := range storetest.StrictDumps(time.Now().UTC().Format(dateLayout)) { // any date: the dump is refused for another reason
+		tests = append(tests, struct{ name, dump, want string }{d.Name, d.Dump, d.Want})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -109,12 +112,17 @@ func TestImportIsStrict(t *testing.T) {
 			mustIncrN(t, s, "a", 1)
 			mustClose(t, s)
 			before := fileSum(t, dir+"/"+FileName)
-			err := Import(dir, strings.NewReader(tt.dump), false)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Import(%.80q) = %v, want an error containing %q", tt.dump, err, tt.want)
-			}
-			if after := fileSum(t, dir+"/"+FileName); after != before {
-				t.Error("a refused import changed the store")
+			for _, replace := range []bool{false, true} {
+				if replace && strings.HasPrefix(tt.name, "merge") {
+					continue // only adding overflows
+				}
+				err := Import(dir, strings.NewReader(tt.dump), replace)
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("Import(%.80q, replace=%v) = %v, want an error containing %q", tt.dump, replace, err, tt.want)
+				}
+				if after := fileSum(t, dir+"/"+FileName); after != before {
+					t.Errorf("a refused import (replace=%v) changed the store", replace)
+				}
 			}
 		})
 	}

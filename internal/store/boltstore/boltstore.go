@@ -78,6 +78,7 @@ type Options struct {
 type Store struct {
 	hits     tally.Counter // the last /hi number handed out
 	reserved atomic.Uint64 // Batch: /hi numbers up to here are durable
+	fileHits uint64        // the file's /hi counter when the final pass began; only the flusher uses it
 	cal      *tally.Calendar
 	keys     *tally.Map[entry]
 	journal  atomic.Pointer[entry] // entries changed since the flusher took them
@@ -346,7 +347,9 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 	}
 	if s.o.Durability == store.Batch {
 		v := e.Add(s.cal.Today())
-		s.markDirty(e)
+		if !v.Saturated {
+			s.markDirty(e)
+		}
 		return v.Counts, nil
 	}
 	vis := visitPool.Get().(*visit)
@@ -634,8 +637,10 @@ func (s *Store) gather() {
 func (s *Store) flush(final bool) {
 	if final {
 		// From here every Hit waits, and gets "store closed": none may
-		// take a number above the exact one this pass writes.
-		s.reserved.Store(0)
+		// take a number above the exact one this pass writes. The file
+		// holds the reservation still: the pass writes the exact number
+		// over it, 0 included.
+		s.fileHits = s.reserved.Swap(0)
 	}
 	p, visits := s.take()
 	s.commit(p, visits, final)
@@ -660,7 +665,10 @@ func (s *Store) take() (*pass, *visit) {
 			v.v, v.skip = tally.Visit{Counts: v.e.Counts(today)}, true
 			continue
 		}
-		v.v = v.e.Add(today)
+		if v.v = v.e.Add(today); v.v.Saturated { // at a bound: counted nothing, nothing to take back
+			v.skip = true
+			continue
+		}
 		s.markDirty(v.e)
 		s.stats.syncVisits.Add(1)
 	}
@@ -828,7 +836,11 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 	// A failed pass puts its writes back, and the reservation it did not
 	// write stays ahead: an unhealthy store always has something to write.
 	logBehind := s.log != nil && s.log.seq != s.log.applied
-	if len(s.writes) == 0 && reserve == s.reserved.Load() && !logBehind {
+	inFile := s.reserved.Load() // what the file's /hi counter holds
+	if final {
+		inFile = s.fileHits
+	}
+	if len(s.writes) == 0 && reserve == inFile && !logBehind {
 		s.answer(visits, nil)
 		close(p.done) // nothing to write
 		return
@@ -836,7 +848,7 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 
 	start := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		if reserve != s.reserved.Load() { // else the page holding it stays as it is
+		if reserve != inFile { // else the page holding it stays as it is
 			if err := tx.Bucket(bucketMeta).Put(keyHits, record(tagMeta, keyHits, reserve)); err != nil {
 				return err
 			}

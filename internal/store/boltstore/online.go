@@ -159,11 +159,16 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 	var (
 		keys     map[string]*imported
 		refused  error
+		tooMany  error
 		fileHits uint64
 	)
 	op := &ownerOp{
 		run: func(tx *bolt.Tx, floor uint64) error {
 			keys = map[string]*imported{}
+			held := 0 // the keys the store holds besides the dump's new ones
+			if !replace {
+				held = s.keys.Len() // the file holds them all: runOps committed what was pending
+			}
 			if replace {
 				if floor != 0 { // the log holds counts of keys the file does not: floor every key memory has
 					var err error
@@ -185,7 +190,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 				}
 			}
 			err := readSpooled(spool, order, func(batch []KeyDump) error {
-				err := addKeys(tx, batch)
+				added, err := addKeys(tx, batch)
+				held += added
 				var oe *overflowError
 				if errors.As(err, &oe) {
 					refused = err
@@ -208,6 +214,10 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 			if err != nil {
 				return err
 			}
+			if s.o.MaxKeys > 0 && held > s.o.MaxKeys {
+				tooMany = TooManyKeys(held, s.o.MaxKeys)
+				return tooMany
+			}
 			if replace {
 				if err := dropSketches(tx, keys); err != nil {
 					return err
@@ -224,6 +234,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 		apply: func() { s.applyImport(keys, hits, fileHits, replace) },
 	}
 	if err := s.do(op); err != nil {
+		if tooMany != nil {
+			return fmt.Errorf("import: %w; the store was not changed", tooMany)
+		}
 		if refused != nil {
 			return fmt.Errorf("import: %w: %w; the store was not changed", store.ErrInvalidDump, refused)
 		}

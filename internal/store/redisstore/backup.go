@@ -147,7 +147,9 @@ func export(ctx context.Context, c rueidis.Client, n names, w io.Writer, today s
 // Redis holds (and a key is locked if either side has it locked). Either
 // way the /hi counter becomes the larger of the two, so no number is
 // handed out twice. Days older than DayTTL, which Redis would drop at
-// once, are left out (their visits stay in the totals).
+// once, are left out (their visits stay in the totals). An import that
+// would take the store past o.MaxKeys keys is refused whole, with an
+// error wrapping [store.ErrTooManyKeys].
 //
 // It checks the whole dump first, as the embedded store's import does
 // (boltstore.DecodeDump), and writes nothing if any of it is refused: r
@@ -168,6 +170,9 @@ func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) 
 	}
 	defer c.Close()
 	ctx := context.Background()
+	if err := checkRoom(ctx, c, n, spool, replace, o.MaxKeys); err != nil {
+		return fmt.Errorf("import: %w; nothing was changed", err)
+	}
 	if replace {
 		keep, err := dumpTags(spool, n)
 		if err != nil {
@@ -247,7 +252,7 @@ func spoolDump(ctx context.Context, r io.Reader, tmpDir string) (*os.File, error
 
 // importSpool adds the checked dump in spool to the store named n on c,
 // and raises its /hi counter to the dump's. A key imported is in the
-// sorted set of every key (the limit is not checked), and its
+// sorted set of every key (checkRoom checked the limit), and its
 // generation, a tombstone if a replace deleted it, is kept for good.
 func importSpool(ctx context.Context, c rueidis.Client, n names, spool io.Reader, now time.Time) error {
 	oldest := store.DayOf(now) - DayTTL/86400 + 1
@@ -354,7 +359,10 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 // sorted set of every key is deleted as [Store.Delete] deletes one (so
 // no instance's pending visits bring one back), then the dump is added.
 // Visits made meanwhile may count before or after it, or, replacing, be
-// dropped. The limit of distinct keys is not checked. A count the
+// dropped. An import that would take the store past MaxKeys (the keys
+// Redis holds and the dump's new ones, or the dump's alone replacing) is
+// refused whole with an error wrapping [store.ErrTooManyKeys]; keys
+// visits make meanwhile are not counted. A count the
 // addition would raise above what Redis holds (2^63-1) fails that write
 // after the others: the dump's counts stay within 2^62.
 func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
@@ -368,6 +376,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 		if err := s.flush(ctx); err != nil {
 			return fmt.Errorf("import: send what was counted: %w", err)
 		}
+	}
+	if err := checkRoom(ctx, s.c, s.n, spool, replace, s.o.MaxKeys); err != nil {
+		return fmt.Errorf("import: %w; nothing was changed", err)
 	}
 	if replace {
 		keep, err := dumpTags(spool, s.n)
@@ -434,6 +445,58 @@ func (s *Store) deleteEvery(ctx context.Context, keep map[string]bool) error {
 		}
 		lo = "(" + keys[len(keys)-1]
 	}
+}
+
+// checkRoom returns an error wrapping [store.ErrTooManyKeys] if the
+// checked dump in spool would take the store named n on c past limit
+// distinct keys (none if limit <= 0): replacing, it would hold the
+// dump's keys; adding, those it holds and the dump's that it does not.
+// It rewinds spool. Keys that visits make meanwhile are not counted.
+func checkRoom(ctx context.Context, c rueidis.Client, n names, spool *os.File, replace bool, limit int) error {
+	if limit <= 0 {
+		return nil
+	}
+	held := 0
+	if !replace {
+		tctx, cancel := context.WithTimeout(ctx, backupTimeout)
+		card, err := c.Do(tctx, c.B().Zcard().Key(n.index).Build()).AsInt64()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("count the keys: %w", err)
+		}
+		held = int(card)
+	}
+	_, err := boltstore.DecodeDump(bufio.NewReader(spool), func(keys []boltstore.KeyDump) error {
+		if replace {
+			held += len(keys) // a dump gives each key once
+			return nil
+		}
+		cmds := make(rueidis.Commands, 0, len(keys))
+		for _, kd := range keys {
+			cmds = append(cmds, c.B().Zscore().Key(n.index).Member(kd.Key).Build())
+		}
+		tctx, cancel := context.WithTimeout(ctx, backupTimeout)
+		defer cancel()
+		for _, r := range c.DoMulti(tctx, cmds...) {
+			switch err := r.Error(); {
+			case rueidis.IsRedisNil(err):
+				held++
+			case err != nil:
+				return fmt.Errorf("count the keys: %w", err)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		_, err = spool.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return fmt.Errorf("read the dump's keys: %w", err)
+	}
+	if held > limit {
+		return boltstore.TooManyKeys(held, limit)
+	}
+	return nil
 }
 
 // dumpTags returns the tags (P{k<hex>}) of every key of the checked dump

@@ -327,6 +327,12 @@ func (s *Store) answer(r *round) {
 			v.c = store.Counts{Total: e.resTotal, Today: onDay(e.resDays, v.day), Locked: true}
 			continue
 		}
+		if e.resLost > 0 { // past a bound: the latest visits counted nothing
+			e.resLost--
+			v.c = store.Counts{Total: e.resTotal, Today: onDay(e.resDays, v.day), Saturated: true}
+			n--
+			continue
+		}
 		// A Set between a lost answer and its resend may have lowered
 		// the counts below the round's visits: no number wraps.
 		v.c.Total = sub(e.resTotal, e.seenN)
@@ -335,7 +341,7 @@ func (s *Store) answer(r *round) {
 		e.seenN++
 	}
 	for _, v := range r.visits {
-		v.e.seen, v.e.seenN = v.e.seen[:0], 0
+		v.e.seen, v.e.seenN, v.e.resLost = v.e.seen[:0], 0, 0
 	}
 	s.stats.syncVisits.Add(uint64(n))
 	close(r.done)
@@ -457,7 +463,7 @@ func (s *Store) take(g *group, vals []int64, today store.Day, fresh uint64, read
 	// Check the shape first: an entry is changed only if all fit.
 	need := 0
 	for _, e := range g.es {
-		need += 4
+		need += 5
 		for _, d := range e.flight {
 			if d.day != today {
 				need++
@@ -488,8 +494,11 @@ func (s *Store) take(g *group, vals []int64, today store.Day, fresh uint64, read
 			}
 			e.base, e.baseDay, e.baseToday, e.fresh = total, today, td, fresh
 		}
-		gen, flags := uint64(vals[0]), vals[1]
-		vals = vals[2:]
+		gen, flags, lost := uint64(vals[0]), vals[1], uint64(vals[2])
+		vals = vals[3:]
+		if s.o.Durability == store.Sync {
+			e.resLost = lost
+		}
 		if flags&flagCreated != 0 && (!e.justAdmitted || e.dead.Load()) {
 			readmit = append(readmit, e.key)
 		}

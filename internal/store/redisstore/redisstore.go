@@ -151,6 +151,7 @@ type Store struct {
 
 	health  atomic.Pointer[error] // why the last round failed; nil when healthy
 	pingErr atomic.Pointer[error] // why the last check between rounds failed
+	hiErr   atomic.Pointer[error] // why Redis refused the last /hi reservation (an error reply); nil once one succeeds
 	stuck   atomic.Bool           // a round is unanswered
 	rounds  atomic.Uint64         // rounds answered
 	held    atomic.Int64          // visits in memory not yet confirmed by Redis, as of the last round
@@ -210,7 +211,8 @@ type entry struct {
 	resDays   []dayDelta // counts per day as Redis returned them
 	seen      []dayDelta // Sync: visits already answered, per day
 	seenN     uint64
-	resLocked bool // Sync: Redis found the key locked and counted nothing
+	resLocked bool   // Sync: Redis found the key locked and counted nothing
+	resLost   uint64 // Sync: the round's visits Redis counted nothing of, at a bound
 }
 
 // dayDelta is a number of visits (or a count) on one day.
@@ -475,6 +477,7 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 		ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 		defer cancel()
 		n, err := s.c.Do(ctx, s.c.B().Incr().Key(s.n.hi).Build()).AsUint64()
+		s.noteHi(err)
 		if err != nil {
 			return 0, fmt.Errorf("redis: /hi: %w: %w", ErrUnavailable, err)
 		}
@@ -554,12 +557,29 @@ func (s *Store) reserve(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	end, err := s.c.Do(ctx, s.c.B().Incrby().Key(s.n.hi).Increment(int64(s.o.HiBlock)).Build()).AsUint64()
+	s.noteHi(err)
 	if err != nil {
 		s.stats.errors[errReserve].Add(1)
 		return 0, fmt.Errorf("redis: reserve /hi numbers: %w: %w", ErrUnavailable, err)
 	}
 	s.stats.reserves.Add(1)
 	return end, nil
+}
+
+// noteHi keeps, for Health, the error of a /hi reservation that Redis
+// refused with an error reply (a counter that would overflow, or that is
+// not a number: every /hi fails until it is mended), and forgets it once
+// one succeeds. A Redis that does not answer is the check's to report.
+func (s *Store) noteHi(err error) {
+	switch _, refused := rueidis.IsRedisErr(err); {
+	case err == nil:
+		if s.hiErr.Load() != nil {
+			s.hiErr.Store(nil)
+		}
+	case refused:
+		herr := fmt.Errorf("redis refuses to hand out /hi numbers: %w", err)
+		s.hiErr.Store(&herr)
+	}
 }
 
 // load returns key's entry, or nil. The key is viewed as a string
@@ -760,11 +780,19 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 			e.mu.Unlock()
 			continue // deleted: a new entry admits the key again
 		}
-		if !e.locked {
+		c := e.counts(today)
+		switch {
+		case e.locked:
+		case c.Total >= store.MaxTotal || c.Today >= store.MaxDay:
+			// At a bound as this instance sees it: counted nothing (Redis
+			// drops what other instances send past it).
+			c.Saturated = true
+		default:
 			e.pend = addDay(e.pend, today, 1)
 			e.pendN++
+			c.Total++
+			c.Today++
 		}
-		c := e.counts(today)
 		q := !e.queued
 		e.queued = true // locked, the next round reads whether it still is
 		e.mu.Unlock()
@@ -996,6 +1024,9 @@ func (s *Store) Health() error {
 		return *p
 	}
 	if p := s.pingErr.Load(); p != nil {
+		return *p
+	}
+	if p := s.hiErr.Load(); p != nil {
 		return *p
 	}
 	return nil

@@ -116,18 +116,18 @@ func TestResentRoundLandsOnce(t *testing.T) {
 				}
 				return vals
 			}
-			// The answer: total, today, yesterday, generation, flags.
-			if got := fmt.Sprint(round("1")); got != "[5 3 2 0 6]" {
-				t.Fatalf("round 1 = %s, want [5 3 2 0 6] (total, today, yesterday; generation 0; exists and created)", got)
+			// The answer: total, today, yesterday, generation, flags, visits lost at a bound.
+			if got := fmt.Sprint(round("1")); got != "[5 3 2 0 6 0]" {
+				t.Fatalf("round 1 = %s, want [5 3 2 0 6 0] (total, today, yesterday; generation 0; exists and created; none lost)", got)
 			}
-			if got := fmt.Sprint(round("1")); got != "[5 3 2 0 2]" {
-				t.Fatalf("round 1 sent again = %s, want [5 3 2 0 2]: nothing added twice", got)
+			if got := fmt.Sprint(round("1")); got != "[5 3 2 0 2 0]" {
+				t.Fatalf("round 1 sent again = %s, want [5 3 2 0 2 0]: nothing added twice", got)
 			}
-			if got := fmt.Sprint(round("2")); got != "[10 6 4 0 2]" {
-				t.Fatalf("round 2 = %s, want [10 6 4 0 2]", got)
+			if got := fmt.Sprint(round("2")); got != "[10 6 4 0 2 0]" {
+				t.Fatalf("round 2 = %s, want [10 6 4 0 2 0]", got)
 			}
-			if got := fmt.Sprint(round("1")); got != "[10 6 4 0 2]" {
-				t.Fatalf("round 1 arriving late = %s, want [10 6 4 0 2]", got)
+			if got := fmt.Sprint(round("1")); got != "[10 6 4 0 2 0]" {
+				t.Fatalf("round 1 arriving late = %s, want [10 6 4 0 2 0]", got)
 			}
 		})
 	}

@@ -87,6 +87,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("MemoryIsBoundedOverTime", s.memoryBounded)
 	t.Run("Property", s.property)
 	t.Run("Owner", s.runOwner)
+	t.Run("Dump", s.runDump)
 }
 
 type suite struct{ b Backend }

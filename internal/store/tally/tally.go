@@ -52,22 +52,48 @@ type Visit struct {
 // Add counts one visit on day d. A visit stamped with an older day than
 // the tally's latest (a request that read the day just before midnight)
 // counts towards the newer day, so earlier days never change once a later
-// one has begun.
+// one has begun. A tally whose total is at [store.MaxTotal], or whose
+// count of the day is at [store.MaxDay], counts nothing: the Visit says
+// Saturated and holds the counts as they are.
 func (t *Tally) Add(d store.Day) Visit {
+	// The total first, so that it is never below the days' sum as read.
+	var total uint64
+	for {
+		total = t.total.Load()
+		if total >= store.MaxTotal {
+			return t.saturated(d)
+		}
+		if t.total.CompareAndSwap(total, total+1) {
+			total++
+			break
+		}
+	}
 	for {
 		old := t.today.Load()
 		od, n := unpack(old)
 		next, day, c := pack(od, n+1), od, n+1
 		if od < d {
 			next, day, c = pack(d, 1), d, 1
+		} else if n >= store.MaxDay {
+			t.total.Add(^uint64(0)) // give the total back
+			return t.saturated(d)
 		}
 		if t.today.CompareAndSwap(old, next) {
 			if od < d && n > 0 {
 				t.keepPast(od, n)
 			}
-			return Visit{Counts: store.Counts{Total: t.total.Add(1), Today: c}, Day: day, Rolled: od < d}
+			return Visit{Counts: store.Counts{Total: total, Today: c}, Day: day, Rolled: od < d}
 		}
 	}
+}
+
+// saturated is the Visit of a visit on day d that counted nothing.
+func (t *Tally) saturated(d store.Day) Visit {
+	od, n := unpack(t.today.Load())
+	if od < d {
+		od, n = d, 0
+	}
+	return Visit{Counts: store.Counts{Total: t.total.Load(), Today: n, Saturated: true}, Day: od}
 }
 
 // Sub takes back one visit that [Tally.Add] counted on day d, for a store

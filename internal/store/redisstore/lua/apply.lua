@@ -17,7 +17,9 @@
 -- Set or Delete came after they were counted. Either way it returns, per
 -- counter, the total, today's count, each earlier day's count, the
 -- generation, and flags: 1 locked, 2 the counter exists, 4 this round
--- created it, 8 the generation did not match.
+-- created it, 8 the generation did not match; and how many of its
+-- visits were lost at the bounds of a count (store.MaxTotal in all,
+-- store.MaxDay a day), where counts stop.
 --
 -- Lua's numbers are doubles, exact only to 2^53, and an owner may set a
 -- total up to 2^62, so no count is added or compared as a Lua number:
@@ -40,6 +42,12 @@ local function incrby(name, d)
   end
   return redis.call('GET', name)
 end
+-- The bounds of a count: store.MaxTotal in all, store.MaxDay a day.
+local MAXT, MAXD = '4611686018427387904', 549755813888
+-- tail is the last 15 digits of the decimal a, exact as a Lua number.
+local function tail(a)
+  return tonumber(string.sub(a, -15))
+end
 local fresh = more(ARGV[1], redis.call('GET', KEYS[1]) or '0')
 if fresh then
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
@@ -57,23 +65,54 @@ while k <= #KEYS do
   local existed = redis.call('EXISTS', tk) == 1
   local stale = want ~= '*' and want ~= gen
   local land = fresh and not locked and not stale
-  local sum = todayDelta
-  local days = {}
+  -- A count stops at its bound (MAXT in all, MAXD a day): the visits
+  -- past it are lost, the latest first, from the day and the total
+  -- alike, and returned as the counter's last value.
+  -- A total already at (or, written before the bound, past) MAXT takes
+  -- nothing, and is left as it is.
+  local lost = 0
+  local old = redis.call('GET', tk) or '0'
+  local full = land and not more(MAXT, old)
+  local names, exps, adds, days = {}, {}, {}, {}
   for i = 1, n do
     local d = tonumber(ARGV[a])
+    names[i], exps[i] = KEYS[k], ARGV[a + 1]
+    days[i] = redis.call('GET', KEYS[k]) or '0'
     if land then
-      days[i] = incrby(KEYS[k], d)
-      redis.call('EXPIRE', KEYS[k], ARGV[a + 1])
-    else
-      days[i] = redis.call('GET', KEYS[k]) or '0'
+      adds[i] = math.min(d, math.max(0, MAXD - tonumber(days[i])))
+      if full then adds[i] = 0 end
+      lost = lost + d - adds[i]
     end
-    sum = sum + d
     k, a = k + 1, a + 2
+  end
+  local today = redis.call('GET', dk) or '0'
+  local addToday = 0
+  if land then
+    addToday = math.min(todayDelta, math.max(0, MAXD - tonumber(today)))
+    if full then addToday = 0 end
+    lost = lost + todayDelta - addToday
+  end
+  local sum = addToday
+  for i = 1, n do
+    if land then sum = sum + adds[i] end
   end
   local total
   local created = false
   if land and sum > 0 then
     total = incrby(tk, sum)
+    if type(total) == 'string' and more(total, MAXT) then
+      local over = tail(total) - tail(MAXT) -- below one round's visits
+      if over < 0 then over = over + 1e15 end
+      redis.call('SET', tk, MAXT, 'KEEPTTL')
+      total = MAXT
+      lost = lost + over
+      local back = math.min(over, addToday)
+      addToday, over = addToday - back, over - back
+      for i = n, 1, -1 do
+        back = math.min(over, adds[i])
+        adds[i], over = adds[i] - back, over - back
+      end
+    end
     if not existed then
       created = true
       redis.call('PERSIST', gk) -- a tombstone becomes the live generation
@@ -81,12 +120,15 @@ while k <= #KEYS do
   else
     total = redis.call('GET', tk) or '0'
   end
-  local today
-  if land and todayDelta > 0 then
-    today = incrby(dk, todayDelta)
+  for i = 1, n do
+    if land and adds[i] > 0 then
+      days[i] = incrby(names[i], adds[i])
+      redis.call('EXPIRE', names[i], exps[i])
+    end
+  end
+  if addToday > 0 then
+    today = incrby(dk, addToday)
     redis.call('EXPIRE', dk, ARGV[3])
-  else
-    today = redis.call('GET', dk) or '0'
   end
   out[#out + 1] = total
   out[#out + 1] = today
@@ -100,5 +142,6 @@ while k <= #KEYS do
   if created then flags = flags + 4 end
   if stale then flags = flags + 8 end
   out[#out + 1] = flags
+  out[#out + 1] = lost
 end
 return out

@@ -1,0 +1,330 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+// StrictDump is a dump that every import, online and offline, on every
+// backend, refuses whole, and what its error must say (the line first).
+type StrictDump struct{ Name, Dump, Want string }
+
+// StrictDumps returns the dumps that break the format's rules of
+// strictness beyond its syntax: a field, a key or a date given twice,
+// and a /hi counter above [store.MaxHits]. day is a date in the dump's
+// form (2006-01-02) for the days they hold.
+func StrictDumps(day string) []StrictDump {
+	const head = `{"format":"visitors-export-1","hits":1,"keys":[` + "\n"
+	return []StrictDump{
+		{"a key's field given twice", head + `{"key":"a","key":"b","total":1}` + "\n]}", `line 2: field "key" given twice`},
+		{"a key's field in another case", head + `{"key":"a","KEY":"b","total":1}` + "\n]}", `line 2: unknown field "KEY"`},
+		{"a key's field given twice, escaped", head + `{"key":"a","k\u0065y":"b","total":1}` + "\n]}", `line 2: field "key" given twice`},
+		{"a total given twice", head + `{"key":"a","total":1,` + "\n" + `"total":2}` + "\n]}", `line 3: field "total" given twice`},
+		{"days given twice", head + `{"key":"a","total":2,"days":{},"days":{"` + day + `":1}}` + "\n]}", `line 2: field "days" given twice`},
+		{"a key given twice", head + `{"key":"a","total":5},` + "\n" + `{"key":"b","total":1},` + "\n" + `{"key":"a","total":7}` + "\n]}", `line 4: a key given twice (first on line 2)`},
+		{"the empty key given twice", head + `{"key":"","total":5},` + "\n" + `{"key":"","total":7}` + "\n]}", `line 3: a key given twice (first on line 2)`},
+		{"a date given twice", head + `{"key":"a","total":2,"days":{"` + day + `":1,` + "\n" + `"` + day + `":1}}` + "\n]}", `line 3: key "a": day ` + day + ` given twice`},
+		{"a date given twice, escaped", head + `{"key":"a","total":2,"days":{"` + day + `":1,"` + day[:len(day)-1] + `\u00` + fmt.Sprintf("%x", day[len(day)-1]) + `":1}}` + "\n]}", `line 2: key "a": day ` + day + ` given twice`},
+		{"hits of 64 bits", `{"format":"visitors-export-1",` + "\n" + `"hits":18446744073709551615,"keys":[]}`, fmt.Sprintf("line 2: hits 18446744073709551615 is above the most the /hi counter holds, %d", uint64(store.MaxHits))},
+		{"hits just past the bound", fmt.Sprintf(`{"format":"visitors-export-1","hits":%d,"keys":[]}`, uint64(store.MaxHits)+1), "line 1: hits"},
+	}
+}
+
+// dumpClock is the clock of the dump tests: noon of the suite's usual
+// day, in one place for the day they are rebased on.
+func dumpClock() *Clock { return NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) }
+
+// runDump runs the part of the suite that proves what export and import
+// promise, on stores that implement [store.Backup]; the others skip it.
+func (s suite) runDump(t *testing.T) {
+	t.Run("StrictDumps", s.strictDumps)
+	t.Run("ImportNeverLowersHi", s.importNeverLowersHi)
+	t.Run("ImportMaxKeys", s.importMaxKeys)
+	t.Run("Saturates", s.saturates)
+	t.Run("RoundTrip", s.roundTrip)
+}
+
+// backup opens a store for c and returns it as a [store.Backup], or
+// skips t if the store is not one.
+func (s suite) backup(t *testing.T, c Config) (store.Store, store.Backup) {
+	t.Helper()
+	st := s.open(t, c)
+	b, ok := st.(store.Backup)
+	if !ok {
+		mustClose(t, st)
+		t.Skip("the store does not export or import while it serves")
+	}
+	return st, b
+}
+
+// mustExport returns the online export of b.
+func mustExport(t *testing.T, b store.Backup) string {
+	t.Helper()
+	var w bytes.Buffer
+	if err := b.Export(ctx, &w); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	return w.String()
+}
+
+// strictDumps imports each of [StrictDumps], adding and replacing: each
+// is refused with ErrInvalidDump, naming its line, and changes nothing.
+func (s suite) strictDumps(t *testing.T) {
+	clock := dumpClock()
+	st, b := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
+	defer mustClose(t, st)
+	mustIncr(t, st, []byte("a"))
+	mustIncr(t, st, []byte("b"))
+	for range 3 {
+		if _, err := st.Hit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range StrictDumps(clock.Now().Format("2006-01-02")) {
+		for _, replace := range []bool{false, true} {
+			before := mustExport(t, b)
+			err := b.Import(ctx, strings.NewReader(tt.Dump), replace)
+			if !errors.Is(err, store.ErrInvalidDump) || !strings.Contains(err.Error(), tt.Want) {
+				t.Errorf("%s: Import(replace=%v) = %v, want ErrInvalidDump saying %q", tt.Name, replace, err, tt.Want)
+			}
+			if after := mustExport(t, b); after != before {
+				t.Errorf("%s: a refused import (replace=%v) changed the store:\n%s\n%s", tt.Name, replace, before, after)
+			}
+		}
+	}
+}
+
+// importNeverLowersHi imports dumps with a lower /hi counter, adding and
+// replacing: the next number is still above every one handed out, and
+// after a reopen too.
+func (s suite) importNeverLowersHi(t *testing.T) {
+	c := Config{Dir: t.TempDir()}
+	st, b := s.backup(t, c)
+	var last uint64
+	hit := func() uint64 {
+		t.Helper()
+		n, err := st.Hit(ctx)
+		if err != nil {
+			t.Fatalf("Hit: %v", err)
+		}
+		return n
+	}
+	for range 5 {
+		last = hit()
+	}
+	for _, replace := range []bool{false, true} {
+		if err := b.Import(ctx, strings.NewReader(`{"format":"visitors-export-1","hits":2,"keys":[]}`), replace); err != nil {
+			t.Fatalf("Import(replace=%v): %v", replace, err)
+		}
+		if n := hit(); n <= last {
+			t.Fatalf("after an import of hits 2 (replace=%v), Hit() = %d, want more than %d", replace, n, last)
+		} else {
+			last = n
+		}
+	}
+	if s.b.Durable {
+		st = s.reopen(t, st, c)
+		if n := hit(); n <= last {
+			t.Errorf("after the imports and a reopen, Hit() = %d, want more than %d", n, last)
+		}
+	}
+	mustClose(t, st)
+}
+
+// keysDump is a dump of the keys named, each with a total of 1.
+func keysDump(keys ...string) string {
+	var b strings.Builder
+	b.WriteString(`{"format":"visitors-export-1","hits":0,"keys":[`)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "\n{\"key\":%q,\"total\":1}", k)
+	}
+	b.WriteString("\n]}\n")
+	return b.String()
+}
+
+// importMaxKeys imports into a store with a limit of distinct keys: an
+// import that would take it past the limit is refused whole with
+// ErrTooManyKeys, naming the limit; one that reaches it is taken.
+func (s suite) importMaxKeys(t *testing.T) {
+	const limit = 10
+	st, b := s.backup(t, Config{Dir: t.TempDir(), MaxKeys: limit})
+	defer mustClose(t, st)
+	for _, k := range []string{"k0", "k1", "k2", "k3"} {
+		mustIncr(t, st, []byte(k))
+	}
+	tests := []struct {
+		name    string
+		dump    string
+		replace bool
+		ok      bool
+		keys    int // Keys() after it
+	}{
+		{"adding 7 new keys to 4", keysDump("k0", "n0", "n1", "n2", "n3", "n4", "n5", "n6"), false, false, 4},
+		{"adding 6 new keys to 4", keysDump("k0", "k1", "n0", "n1", "n2", "n3", "n4", "n5"), false, true, 10},
+		{"adding 1 new key to 10", keysDump("k0", "x"), false, false, 10},
+		{"adding only keys held", keysDump("k0", "n5"), false, true, 10},
+		{"replacing with 11 keys", keysDump("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10"), true, false, 10},
+		{"replacing with 10 keys", keysDump("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"), true, true, 10},
+	}
+	for _, tt := range tests {
+		before := mustExport(t, b)
+		err := b.Import(ctx, strings.NewReader(tt.dump), tt.replace)
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("%s: Import = %v, want nil", tt.name, err)
+		case !tt.ok && (!errors.Is(err, store.ErrTooManyKeys) || !strings.Contains(err.Error(), fmt.Sprint(limit))):
+			t.Errorf("%s: Import = %v, want ErrTooManyKeys naming the limit %d", tt.name, err, limit)
+		case !tt.ok:
+			if after := mustExport(t, b); after != before {
+				t.Errorf("%s: a refused import changed the store:\n%s\n%s", tt.name, before, after)
+			}
+		}
+		if got := st.Keys(); got != tt.keys {
+			t.Errorf("%s: Keys() = %d, want %d", tt.name, got, tt.keys)
+		}
+	}
+}
+
+// saturates sets a key's total to MaxTotal and pushes another's today
+// to MaxDay with Add, then visits both: each visit is answered with
+// Saturated and the counts as they were, counts nothing, and the counts
+// stay at their bounds through a flush and a reopen. (Before issue 23 a
+// visit took them past the bounds, and no later export imported.)
+func (s suite) saturates(t *testing.T) {
+	clock := dumpClock()
+	c := Config{Dir: t.TempDir(), Now: clock.Now}
+	st := s.open(t, c)
+	total, day := []byte("at-max-total"), []byte("at-max-day")
+	mustSet(t, st, total, store.MaxTotal)
+	mustAdd(t, st, day, store.MaxDay)
+	want := map[string]store.Counts{
+		string(total): {Total: store.MaxTotal},
+		string(day):   {Total: store.MaxDay, Today: store.MaxDay},
+	}
+	for _, k := range [][]byte{total, day} {
+		for range 3 {
+			got, err := st.Incr(ctx, k)
+			if w := want[string(k)]; err != nil || got != (store.Counts{Total: w.Total, Today: w.Today, Saturated: true}) {
+				t.Errorf("Incr(%q) at its bound = %+v, %v; want %+v, saturated", k, got, err, w)
+			}
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for k, w := range want {
+			if got := mustGet(t, st, []byte(k)); got != w {
+				t.Errorf("%s: Get(%q) = %+v, want %+v", when, k, got, w)
+			}
+		}
+	}
+	flush(t, st)
+	check("after a flush")
+	if s.b.Durable {
+		st = s.reopen(t, st, c)
+		check("after a reopen")
+	}
+	// The next day the key at its day's bound counts again.
+	clock.Add(24 * time.Hour)
+	if r, ok := st.(Roller); ok {
+		r.Rollover()
+	}
+	if got := mustIncr(t, st, day); got.Saturated || got.Total != store.MaxDay+1 || got.Today != 1 {
+		t.Errorf("Incr(%q) the next day = %+v, want total %d, today 1, counted", day, got, uint64(store.MaxDay+1))
+	}
+	mustClose(t, st)
+}
+
+// roundTrip runs random steps of visits, Set, Add, Lock, Delete and
+// midnights on a few keys (the empty key among them), the counts often
+// near their bounds, and after every 40 steps imports the store's export
+// into a new store, replacing: the import must take it, and the new
+// store's export must be the same. So every state visits and the owner
+// API reach is one an export holds and an import takes. The seed is
+// STORETEST_SEED if set, and printed on failure.
+func (s suite) roundTrip(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("STORETEST_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("STORETEST_SEED=%q: %v", v, err)
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("seed: STORETEST_SEED=%d", seed)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	clock := dumpClock()
+	st, b := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
+	defer func() { mustClose(t, st) }()
+	keys := [][]byte{{}, []byte("a"), []byte("b/c"), []byte("😀")}
+	near := func(bound, now uint64) uint64 { // a value at or just below bound, or small
+		switch rng.IntN(3) {
+		case 0:
+			return bound - uint64(rng.IntN(3))
+		case 1:
+			return max(bound-now, 0) - min(uint64(rng.IntN(3)), bound-now)
+		}
+		return uint64(rng.IntN(5))
+	}
+	for step := 1; step <= 160; step++ {
+		k := keys[rng.IntN(len(keys))]
+		switch op := rng.IntN(10); {
+		case op < 4:
+			for range 1 + rng.IntN(3) {
+				if c, err := st.Incr(ctx, k); err != nil || c.Total > store.MaxTotal || c.Today > store.MaxDay {
+					t.Fatalf("step %d: Incr(%q) = %+v, %v; want counts within their bounds", step, k, c, err)
+				}
+			}
+		case op == 4:
+			mustSet(t, st, k, near(store.MaxTotal, 0))
+		case op == 5:
+			c := mustGet(t, st, k)
+			n := int64(near(store.MaxDay, c.Today))
+			if rng.IntN(3) == 0 {
+				n = -n
+			}
+			if _, err := st.Add(ctx, k, n); err != nil && !errors.Is(err, store.ErrRange) {
+				t.Fatalf("step %d: Add(%q, %d): %v", step, k, n, err)
+			}
+		case op == 6:
+			mustLock(t, st, k, rng.IntN(2) == 0)
+		case op == 7:
+			mustDelete(t, st, k)
+		case op == 8:
+			clock.Add(24 * time.Hour)
+			if r, ok := st.(Roller); ok {
+				r.Rollover()
+			}
+		default:
+			if _, err := st.Hit(ctx); err != nil {
+				t.Fatalf("step %d: Hit: %v", step, err)
+			}
+		}
+		if step%40 != 0 {
+			continue
+		}
+		dump := mustExport(t, b)
+		st2, b2 := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
+		if err := b2.Import(ctx, strings.NewReader(dump), true); err != nil {
+			t.Fatalf("step %d: the export does not import: %v\n%s", step, err, dump)
+		}
+		if again := mustExport(t, b2); again != dump {
+			t.Errorf("step %d: the import's export differs:\n%s\n%s", step, dump, again)
+		}
+		mustClose(t, st2)
+	}
+}
