@@ -39,9 +39,8 @@ func StrictDumps(day string) []StrictDump {
 	}
 }
 
-// dumpClock is the clock of the dump tests: noon of the suite's usual
-// day, in one place for the day they are rebased on.
-func dumpClock() *Clock { return NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)) }
+// dumpClock is the clock of the dump tests: noon of the anchor's day.
+func dumpClock() *Clock { return NewClock(At(0, "12:00")) }
 
 // runDump runs the part of the suite that proves what export and import
 // promise, on stores that implement [store.Backup]; the others skip it.
