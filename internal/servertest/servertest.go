@@ -203,13 +203,11 @@ func ListenFD() (fd int, addr string, err error) {
 		return -1, "", err
 	}
 	defer f.Close()
-	// A copy that no *os.File owns, so that no finalizer closes it under
-	// the server; close-on-exec, so that no child process inherits it.
-	nfd, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_DUPFD_CLOEXEC, 3)
-	if errno != 0 {
-		return -1, "", fmt.Errorf("dup listener: %w", errno)
+	nfd, err := dupCloexec(f)
+	if err != nil {
+		return -1, "", err
 	}
-	return int(nfd), addr, nil
+	return nfd, addr, nil
 }
 
 // URL returns the public URL of path.
