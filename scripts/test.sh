@@ -44,6 +44,16 @@ go mod tidy -diff
 step "go vet"
 go vet ./...
 
+step "every release target compiles (linux, darwin, windows; amd64, arm64)"
+# go vet type-checks every package and its tests for the target, without
+# linking; the host's own target was vetted above.
+host=$(go env GOOS)/$(go env GOARCH)
+for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+	[ "$target" != "$host" ] || continue
+	echo "$target"
+	CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go vet ./...
+done
+
 step "staticcheck"
 go run "$STATICCHECK" ./...
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,8 +61,7 @@ func runChromium(bin string, args []string, combined bool) ([]byte, error) {
 	for range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), chromiumTimeout)
 		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		killGroupOnCancel(cmd)
 		cmd.WaitDelay = 10 * time.Second
 		var out []byte
 		if combined {

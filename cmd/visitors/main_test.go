@@ -176,7 +176,7 @@ func TestBinaryHelpListsEveryFlag(t *testing.T) {
 		t.Fatalf("visitors -h: %v (want exit 0)\n%s", err, out)
 	}
 	for _, f := range []string{"-addr", "-admin-addr", "-log-level", "-max-keys", "-shutdown-timeout", "-block-profile-rate", "-mutex-profile-fraction",
-		"-store", "-data", "-durability", "-flush-interval", "VISITORS_ADDR", "VISITORS_MAX_KEYS", "VISITORS_DATA", "visitors export", "visitors import"} {
+		"-store", "-data", "-durability", "-flush-interval", "VISITORS_ADDR", "VISITORS_MAX_KEYS", "VISITORS_DATA", "visitors export", "visitors import", "visitors -version"} {
 		if !strings.Contains(string(out), f) {
 			t.Errorf("visitors -h does not mention %s:\n%s", f, out)
 		}

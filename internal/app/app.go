@@ -21,6 +21,7 @@ import (
 
 	"visitors/internal/admin"
 	"visitors/internal/api"
+	"visitors/internal/buildinfo"
 	"visitors/internal/coarse"
 	"visitors/internal/flightrec"
 	"visitors/internal/logsink"
@@ -55,7 +56,8 @@ var DefaultTimeouts = Timeouts{
 	AdminWrite:     5 * time.Minute,
 }
 
-// Main parses args, then runs the service until ctx is done. Logs go to
+// Main parses args, then runs the service until ctx is done; with
+// -version, it prints what the binary was built from and returns. Logs go to
 // stdout as JSON lines; usage and fatal errors to stderr.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
@@ -66,6 +68,12 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 			return Import(args[1:], getenv, stdin, stderr)
 		case "check":
 			return Check(args[1:], getenv, stdout, stderr)
+		case "-version", "--version":
+			if len(args) > 1 {
+				return fmt.Errorf("%s takes no argument, not %q", args[0], args[1])
+			}
+			_, err := fmt.Fprintln(stdout, buildinfo.Read())
+			return err
 		}
 	}
 	cfg, err := ParseFlags(args, getenv, stderr)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -18,6 +19,9 @@ func Listen(addr string) (net.Listener, error) {
 	n, ok := strings.CutPrefix(addr, "fd:")
 	if !ok {
 		return net.Listen("tcp", addr)
+	}
+	if runtime.GOOS == "windows" {
+		return nil, fmt.Errorf("%q: a listener passed by file descriptor is a Unix feature; give an address such as :8080", addr)
 	}
 	fd, err := strconv.Atoi(n)
 	if err != nil || fd <= 2 { // not stdin, stdout or stderr

@@ -216,7 +216,7 @@ func expectStalledReaderCut(t *testing.T, addr, path string, deadline time.Durat
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var err error
 		if cerr := rc.Control(func(fd uintptr) {
-			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+			err = setRcvBuf(fd, 4096)
 		}); cerr != nil {
 			return cerr
 		}

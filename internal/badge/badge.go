@@ -44,10 +44,12 @@ func ParseStyle(s []byte) (Style, error) {
 // Errors for bad parameters; the messages are fit for a client.
 var (
 	ErrStyle = errors.New("style must be flat, flat-square, plastic or for-the-badge")
-	ErrColor = errors.New("colors must be a name (brightgreen, green, yellowgreen, yellow, orange, red, blue, lightgrey, grey, …) or 3 or 6 hex digits without #")
+	ErrColor = errors.New("colors must be a name (brightgreen, green, yellowgreen, yellow, orange, red, blue, lightgrey, grey, …, or a CSS color name such as purple), or 3 or 6 hex digits without #")
 )
 
-// namedColors are shields.io's names.
+// namedColors are shields.io's names. They win over the CSS names where
+// both define one (red, green, yellow, orange, blue, grey, gray,
+// yellowgreen, blueviolet, lightgrey, lightgray), as on shields.io.
 var namedColors = map[string]string{
 	"brightgreen": "#4c1", "green": "#97ca00", "yellowgreen": "#a4a61d", "yellow": "#dfb317",
 	"orange": "#fe7d37", "red": "#e05d44", "blue": "#007ec6", "lightgrey": "#9f9f9f",
@@ -56,10 +58,15 @@ var namedColors = map[string]string{
 	"informational": "#007ec6", "inactive": "#9f9f9f",
 }
 
-// AppendColor appends the CSS color for a color parameter — a name from
-// the fixed set, or 3 or 6 hex digits without '#' — to dst.
+// maxColorName is the length of the longest color name,
+// lightgoldenrodyellow.
+const maxColorName = 20
+
+// AppendColor appends the CSS color for a color parameter to dst: a name
+// of shields.io's or a CSS color name, in any case, or 3 or 6 hex digits
+// without '#'. It allocates nothing beyond dst.
 func AppendColor(dst, c []byte) ([]byte, error) {
-	if v, ok := namedColors[string(c)]; ok {
+	if v, ok := lookupColor(c); ok {
 		return append(dst, v...), nil
 	}
 	if len(c) != 3 && len(c) != 6 {
@@ -72,6 +79,27 @@ func AppendColor(dst, c []byte) ([]byte, error) {
 	}
 	dst = append(dst, '#')
 	return append(dst, c...), nil
+}
+
+// lookupColor returns the color named c, in any case: shields.io's name
+// first, then the CSS one.
+func lookupColor(c []byte) (string, bool) {
+	if len(c) > maxColorName {
+		return "", false
+	}
+	var buf [maxColorName]byte
+	lower := buf[:len(c)]
+	for i, b := range c {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		lower[i] = b
+	}
+	if v, ok := namedColors[string(lower)]; ok {
+		return v, true
+	}
+	v, ok := cssColors[string(lower)]
+	return v, ok
 }
 
 // Badge is what to draw. Label and Value are plain text; Color,

@@ -156,3 +156,67 @@ func BenchmarkBadgeParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestAppendColorNames: the CSS named colors work as shields.io takes
+// them, in any case, and shields.io's own names win where both define
+// one (its red is not CSS red).
+func TestAppendColorNames(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"purple", "#800080", true},
+		{"pink", "#ffc0cb", true},
+		{"black", "#000000", true},
+		{"PURPLE", "#800080", true},
+		{"Black", "#000000", true},
+		{"rebeccapurple", "#663399", true},
+		{"LightGoldenrodYellow", "#fafad2", true},
+		{"white", "#ffffff", true},
+		{"Red", "#e05d44", true},           // shields.io's red, not #ff0000
+		{"green", "#97ca00", true},         // shields.io's green, not #008000
+		{"BrightGreen", "#4c1", true},      // shields.io's names, any case
+		{"grey", "#555", true},             // shields.io's grey, not #808080
+		{"Informational", "#007ec6", true}, // and its aliases
+		{"purple ", "", false},
+		{"purp1e", "", false},
+		{"transparent", "", false},
+		{"lightgoldenrodyellowx", "", false},
+	}
+	for _, tt := range tests {
+		got, err := AppendColor(nil, []byte(tt.in))
+		if (err == nil) != tt.ok || string(got) != tt.want {
+			t.Errorf("AppendColor(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestCSSColors: the table holds the 148 CSS keywords, each a six-digit
+// hex color.
+func TestCSSColors(t *testing.T) {
+	if got, want := len(cssColors), 148; got != want {
+		t.Errorf("len(cssColors) = %d, want %d", got, want)
+	}
+	for name, c := range cssColors {
+		if name != strings.ToLower(name) || len(c) != 7 || c[0] != '#' {
+			t.Errorf("cssColors[%q] = %q, want a lower-case name and #rrggbb", name, c)
+		}
+		if _, err := AppendColor(nil, []byte(strings.ToUpper(name))); err != nil {
+			t.Errorf("AppendColor(%q) = %v, want a color", strings.ToUpper(name), err)
+		}
+	}
+}
+
+// TestAppendColorAllocs: a name in any case is looked up without
+// allocating.
+func TestAppendColorAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation budgets are checked without -race")
+	}
+	dst := make([]byte, 0, 16)
+	for _, in := range [][]byte{[]byte("brightgreen"), []byte("Purple"), []byte("LIGHTGOLDENRODYELLOW"), []byte("a1b2c3")} {
+		if got := testing.AllocsPerRun(200, func() { dst, _ = AppendColor(dst[:0], in) }); got > 0 {
+			t.Errorf("AppendColor(%q) allocs = %v, want 0", in, got)
+		}
+	}
+}

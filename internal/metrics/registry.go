@@ -2,12 +2,13 @@ package metrics
 
 import (
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"visitors/internal/buildinfo"
 )
 
 // NewRegistry returns a registry that holds the Go runtime and process
@@ -17,7 +18,7 @@ func NewRegistry(cs ...prometheus.Collector) (*prometheus.Registry, error) {
 	cs = append([]prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		buildInfo(debug.ReadBuildInfo()),
+		buildInfo(buildinfo.Read()),
 	}, cs...)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -33,19 +34,11 @@ func Handler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
 }
 
-// buildInfo returns the visitors_build_info gauge: 1, with the module
-// version, the Go version and the VCS revision the binary was built from
-// ("unknown" when the build did not stamp it, as with -buildvcs=false).
-func buildInfo(bi *debug.BuildInfo, ok bool) prometheus.Collector {
-	version, goVersion, revision := "unknown", "unknown", "unknown"
-	if ok {
-		version, goVersion = bi.Main.Version, bi.GoVersion
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				revision = s.Value
-			}
-		}
-	}
+// buildInfo returns the visitors_build_info gauge: 1, with the version,
+// the Go version and the VCS revision the binary was built from, as
+// visitors -version prints them ("unknown" when nothing stamped it).
+func buildInfo(bi buildinfo.Info) prometheus.Collector {
+	version, goVersion, revision := bi.Version, bi.GoVersion, bi.Revision
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "visitors_build_info",
 		Help:        "Always 1; the labels say what was built: the module version, the Go version and the VCS revision.",

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,18 +25,49 @@ import (
 func Build(dir string) (string, error) { return BuildAs(dir, "visitors") }
 
 // BuildAs compiles ./cmd/visitors into dir/name with the extra go build
-// flags, such as -pgo=off, and returns the binary's path.
+// flags, such as -pgo=off, and returns the binary's path. In a git
+// checkout the binary carries the checkout's revision, as -version and
+// visitors_build_info report it: it is set with the linker, since go
+// build stamps none in a git worktree (golang/go#58218) or with
+// -buildvcs=false. A -ldflags among flags replaces that stamp.
 func BuildAs(dir, name string, flags ...string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(dir, name)
-	args := append(append([]string{"build"}, flags...), "-o", bin, "./cmd/visitors")
+	args := append(append(append([]string{"build"}, vcsStamp(root)...), flags...), "-o", bin, "./cmd/visitors")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin, nil
+}
+
+// vcsStamp returns the -ldflags that set the revision of the git
+// checkout at root, its commit time and whether it is modified, or none
+// outside a git checkout.
+func vcsStamp(root string) []string {
+	git := func(args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	rev, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return nil
+	}
+	const pkg = "visitors/internal/buildinfo."
+	ld := "-X " + pkg + "Revision=" + rev
+	if t, err := git("show", "-s", "--format=%ct", "HEAD"); err == nil {
+		if sec, err := strconv.ParseInt(t, 10, 64); err == nil {
+			ld += " -X " + pkg + "Time=" + time.Unix(sec, 0).UTC().Format(time.RFC3339)
+		}
+	}
+	if st, err := git("status", "--porcelain"); err == nil {
+		ld += " -X " + pkg + "Modified=" + strconv.FormatBool(st != "")
+	}
+	return []string{"-ldflags=" + ld}
 }
 
 // Proc is a running visitors process. Its methods may be called
@@ -171,13 +203,11 @@ func ListenFD() (fd int, addr string, err error) {
 		return -1, "", err
 	}
 	defer f.Close()
-	// A copy that no *os.File owns, so that no finalizer closes it under
-	// the server; close-on-exec, so that no child process inherits it.
-	nfd, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_DUPFD_CLOEXEC, 3)
-	if errno != 0 {
-		return -1, "", fmt.Errorf("dup listener: %w", errno)
+	nfd, err := dupCloexec(f)
+	if err != nil {
+		return -1, "", err
 	}
-	return int(nfd), addr, nil
+	return nfd, addr, nil
 }
 
 // URL returns the public URL of path.

@@ -182,11 +182,11 @@ func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	}
 	cq.b.Label = sc.label
 
-	cq.b.Color, msg = parseColorParam(&sc.color, q, "color", defaultColor)
+	cq.b.Color, msg = parseColorParam(&sc.color, q, "color", "", defaultColor)
 	if msg != "" {
 		return cq, msg
 	}
-	cq.b.LabelColor, msg = parseColorParam(&sc.labelColor, q, "label_color", defaultLabel)
+	cq.b.LabelColor, msg = parseColorParam(&sc.labelColor, q, "label_color", "labelColor", defaultLabel)
 	if msg != "" {
 		return cq, msg
 	}
@@ -197,9 +197,14 @@ func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	return cq, parseLogo(sc, q, &cq.b)
 }
 
-// parseColorParam parses a badge color parameter into *buf.
-func parseColorParam(buf *[]byte, q, key string, def []byte) ([]byte, string) {
+// parseColorParam parses a badge color parameter into *buf: key, or, if
+// it is absent, its shields.io spelling alias ("" for none).
+func parseColorParam(buf *[]byte, q, key, alias string, def []byte) ([]byte, string) {
 	raw, found := queryValue(q, key)
+	if !found && alias != "" {
+		raw, found = queryValue(q, alias)
+		key = alias
+	}
 	if !found || raw == "" {
 		return def, ""
 	}
@@ -232,6 +237,9 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 			return s.fail(w, r, svg, errKeyRoute)
 		}
 		return s.fail(w, r, svg, errKey)
+	}
+	if name, found := unknownCounterParam(r.URL.RawQuery); found {
+		return s.fail(w, r, svg, unknownParam(name))
 	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)

@@ -100,7 +100,7 @@ func TestCounterRejects(t *testing.T) {
 		{"/counter/a/../b.svg", 400}, {"/counter/.svg", 400}, {"/counter/a%20b.svg", 400}, {"/counter/a%3Cb.svg", 400},
 		{"/counter/" + strings.Repeat("k", 129) + ".svg", 400}, {"/counter/" + strings.Repeat("k", 128) + ".svg", 200},
 		{"/counter/k", 404}, {"/counter/k.png", 404}, {"/counter/", 404},
-		{"/counter/k.svg?color=%23fff", 400}, {"/counter/k.svg?color=purple", 400}, {"/counter/k.svg?label_color=12", 400},
+		{"/counter/k.svg?color=%23fff", 400}, {"/counter/k.svg?color=purpl", 400}, {"/counter/k.svg?label_color=12", 400}, {"/counter/k.svg?labelColor=12", 400}, {"/counter/k.svg?logoColor=12&logo=go", 400},
 		{"/counter/k.svg?style=social", 400}, {"/counter/k.svg?count=maybe", 400}, {"/counter/k.svg?abbreviated=yes", 400},
 		{"/counter/k.svg?show=week", 400}, {"/counter/k.svg?label=" + strings.Repeat("x", 65), 400},
 		{"/counter/k.svg?label=" + strings.Repeat("%C3%A9", 64), 200}, {"/counter/k.svg?label=%FF", 400}, {"/counter/k.svg?label=%zz", 400},
@@ -194,7 +194,7 @@ func TestCounterAllocs(t *testing.T) {
 		if rules {
 			withDefaultRules(t, s)
 		}
-		for _, target := range []string{"/counter/octocat/hello-world.svg", "/counter/k.svg?style=for-the-badge&label=page%20views&color=blue&abbreviated=true", "/counter/k.json", "/counter/k.svg?show=unique", "/hello?name=gopher"} {
+		for _, target := range []string{"/counter/octocat/hello-world.svg", "/counter/k.svg?style=for-the-badge&label=page%20views&color=blue&abbreviated=true", "/counter/k.json", "/counter/k.svg?show=unique", "/counter/k.svg?labelColor=purple&logoColor=pink&label_color=fff&days=7&%6C%61%62%65%6C=x", "/hello?name=gopher"} {
 			r := httptest.NewRequest("GET", target, nil)
 			r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
 			w := webtest.NewResponseWriter()

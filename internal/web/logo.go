@@ -8,11 +8,11 @@ const (
 	msgLogoBadge = "unknown logo" // the value of the error badge
 )
 
-// parseLogo parses the optional logo and logo_color parameters of query
+// parseLogo parses the optional logo and logo_color (or logoColor) parameters of query
 // q into b, returning the client's message if one is bad.
 func parseLogo(sc *scratch, q string, b *badge.Badge) string {
 	var msg string
-	if b.LogoColor, msg = parseColorParam(&sc.logoColor, q, "logo_color", nil); msg != "" {
+	if b.LogoColor, msg = parseColorParam(&sc.logoColor, q, "logo_color", "logoColor", nil); msg != "" {
 		return msg
 	}
 	raw, found := queryValue(q, "logo")

@@ -316,7 +316,7 @@ func TestInputLimitsAfterUnescaping(t *testing.T) {
 }
 
 func errColorText() string {
-	_, msg := parseColorParam(new([]byte), "color=zz", "color", nil)
+	_, msg := parseColorParam(new([]byte), "color=zz", "color", "", nil)
 	return strings.TrimPrefix(msg, "Optional color: ")
 }
 

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -50,19 +49,5 @@ func WithFileSizeLimit(t *testing.T, limit uint64, f func()) {
 	if os.Getenv(ownProcessEnv) != t.Name() {
 		t.Fatal("WithFileSizeLimit in a test that does not run in a process of its own (storetest.OwnProcess)")
 	}
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	lim := old
-	lim.Cur = limit
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	f()
+	limitFileSize(t, limit, f)
 }

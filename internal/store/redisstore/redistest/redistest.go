@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -78,8 +77,8 @@ func (s *Server) start() error {
 	cmd := exec.Command(ServerBin, s.args...)
 	cmd.Dir = s.Dir
 	// A test binary that dies (a panic skips TestMain's Close) takes its
-	// servers with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// servers with it, on Linux.
+	cmd.SysProcAttr = procAttr()
 	log := new(bytes.Buffer)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

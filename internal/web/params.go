@@ -1,0 +1,84 @@
+package web
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// msgCounterParams lists the parameters of the /counter/ routes, for the
+// message of an unknown one.
+const msgCounterParams = "the counter routes take label, color, label_color (or labelColor), style, logo, logo_color (or logoColor), abbreviated, show, count and days"
+
+// maxShownParam is the most bytes of an unknown parameter's name an error
+// badge shows; the message quotes it whole.
+const maxShownParam = 32
+
+// counterParam reports whether name is a parameter of the /counter/
+// routes. Every route under /counter/ takes them all, as it did before
+// unknown ones were refused.
+func counterParam(name string) bool {
+	switch name {
+	case "count", "abbreviated", "show", "days", "label", "color",
+		"label_color", "labelColor", "style", "logo", "logo_color", "logoColor":
+		return true
+	}
+	return false
+}
+
+// unknownCounterParam returns the name, still escaped, of the first
+// parameter of query q that the /counter/ routes do not take, and
+// whether there is one. Empty pairs ("a=1&&b=2") are no parameter, as
+// for url.ParseQuery. It allocates nothing.
+func unknownCounterParam(q string) (string, bool) {
+	for q != "" {
+		var pair string
+		if i := strings.IndexByte(q, '&'); i >= 0 {
+			pair, q = q[:i], q[i+1:]
+		} else {
+			pair, q = q, ""
+		}
+		if pair == "" {
+			continue
+		}
+		k := pair
+		if i := strings.IndexByte(pair, '='); i >= 0 {
+			k = pair[:i]
+		}
+		if counterParam(k) {
+			continue
+		}
+		if strings.IndexByte(k, '%') < 0 && strings.IndexByte(k, '+') < 0 {
+			return k, true
+		}
+		var buf [64]byte // longer than any parameter's name, escaped
+		if len(k) > len(buf) {
+			return k, true
+		}
+		u, err := appendUnescape(buf[:0], k)
+		if err != nil || !counterParam(string(u)) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// unknownParam returns the client's error for the unknown parameter
+// whose escaped name is raw: its message quotes the name, in ASCII, and
+// its badge shows at most [maxShownParam] bytes of it, which the badge
+// escapes as any text.
+func unknownParam(raw string) *HTTPError {
+	name := raw
+	if u, err := appendUnescape(nil, raw); err == nil {
+		name = string(u)
+	}
+	shown := name
+	if len(shown) > maxShownParam {
+		cut := maxShownParam
+		for cut > 0 && !utf8.RuneStart(shown[cut]) {
+			cut--
+		}
+		shown = shown[:cut] + "…"
+	}
+	return badRequest(fmt.Sprintf("Unknown parameter %+q: %s", name, msgCounterParams), "unknown parameter "+shown)
+}
