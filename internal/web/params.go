@@ -8,7 +8,7 @@ import (
 
 // msgCounterParams lists the parameters of the /counter/ routes, for the
 // message of an unknown one.
-const msgCounterParams = "the counter routes take label, color, label_color (or labelColor), style, logo, logo_color (or logoColor), abbreviated, show, count and days"
+const msgCounterParams = "the counter routes take label, color, label_color (or labelColor), style, logo, logo_color (or logoColor), abbreviated, show, count and days (and shields.io's cacheSeconds and link, which change nothing here)"
 
 // maxShownParam is the most bytes of an unknown parameter's name an error
 // badge shows; the message quotes it whole.
@@ -16,11 +16,15 @@ const maxShownParam = 32
 
 // counterParam reports whether name is a parameter of the /counter/
 // routes. Every route under /counter/ takes them all, as it did before
-// unknown ones were refused.
+// unknown ones were refused. shields.io's cacheSeconds and link are
+// taken and change nothing, so that a badge URL copied from shields.io
+// works: a counter's badge is never cached (Cache-Control: no-cache),
+// and an image in a README follows no link of its own.
 func counterParam(name string) bool {
 	switch name {
 	case "count", "abbreviated", "show", "days", "label", "color",
-		"label_color", "labelColor", "style", "logo", "logo_color", "logoColor":
+		"label_color", "labelColor", "style", "logo", "logo_color", "logoColor",
+		"cacheSeconds", "link":
 		return true
 	}
 	return false

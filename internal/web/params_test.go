@@ -25,6 +25,7 @@ func TestCounterShieldsAliases(t *testing.T) {
 		{"escaped alias", "label%43olor=purple", []string{`fill="#800080"`}},
 		{"CSS color", "color=Purple", []string{`fill="#800080"`}},
 		{"shields red", "color=red", []string{`fill="#e05d44"`}},
+		{"shields cacheSeconds and link change nothing", "cacheSeconds=3600&link=https://example.com&link=x&color=red", []string{`fill="#e05d44"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +56,7 @@ func TestCounterUnknownParam(t *testing.T) {
 		{"svg", "/counter/u.svg?colour=red", true, `"colour"`, "unknown parameter colour"},
 		{"svg after known", "/counter/u.svg?label=x&color=blue&colour=red", true, `"colour"`, "unknown parameter colour"},
 		{"camel case of a snake name", "/counter/u.svg?labelcolor=red", true, `"labelcolor"`, "unknown parameter labelcolor"},
-		{"shields cacheSeconds", "/counter/u.svg?cacheSeconds=60", true, `"cacheSeconds"`, "unknown parameter cacheSeconds"},
+		{"shields logoSize", "/counter/u.svg?logoSize=auto", true, `"logoSize"`, "unknown parameter logoSize"},
 		{"no value", "/counter/u.svg?nocache", true, `"nocache"`, "unknown parameter nocache"},
 		{"empty name", "/counter/u.svg?=x", true, `""`, "unknown parameter "},
 		{"markup", "/counter/u.svg?%3Cscript%3E=1", true, `"<script>"`, "unknown parameter &lt;script&gt;"},
