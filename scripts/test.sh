@@ -48,9 +48,9 @@ step "the other systems and architecture compile (darwin/arm64, windows/amd64, l
 # go vet type-checks every package and its tests for the target, without
 # linking; the host's own target was vetted above. One target of each
 # other system, and the other architecture: on a fresh build cache each
-# costs about two minutes here (all six took 10m17s), the six release
-# targets are built by the release, and nothing here differs between
-# darwin's or windows' two architectures.
+# costs about two minutes here (all six release targets took 10m17s),
+# and no file here differs between darwin's or windows' two
+# architectures.
 host=$(go env GOOS)/$(go env GOARCH)
 for target in darwin/arm64 windows/amd64 linux/arm64; do
 	[ "$target" != "$host" ] || continue
