@@ -54,7 +54,8 @@ func TestHTTPSFromACME(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer httpFile.Close()
-	ca := startPebble(t, mustPort(t, httpAddr))
+	ca := newPebble(t)
+	ca.start(t, mustPort(t, httpAddr), mustFreePort(t, "tcp")) // nothing listens on the TLS-ALPN-01 port: only HTTP-01 can pass
 	data := t.TempDir()
 	p := servertest.StartFiles(t, bin, rulesOff, []*os.File{httpFile},
 		"-data", data, "-store", "memory", "-tls-domains", testDomain, "-http-addr", "fd:5",
@@ -125,6 +126,28 @@ func TestHTTPSFromACME(t *testing.T) {
 	})
 	if err := p.Stop(syscall.SIGINT, 15*time.Second); err != nil {
 		t.Errorf("stop: %v", err)
+	}
+}
+
+// TestHTTPSFromACMEOverTLSALPN runs the binary with -tls-domains and no
+// -http-addr: pebble can only validate TLS-ALPN-01, on the HTTPS port.
+// It catches a TLS configuration that does not answer the acme-tls/1
+// protocol, so that no certificate is issued without port 80.
+func TestHTTPSFromACMEOverTLSALPN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pebble, an ACME server")
+	}
+	ca := newPebble(t)
+	p := servertest.Start(t, bin, rulesOff, "-data", t.TempDir(), "-store", "memory", "-tls-domains", testDomain, "-http-addr", "",
+		"-acme-ca", ca.dir, "-acme-ca-root", ca.serverRoot)
+	ca.start(t, mustFreePort(t, "tcp"), mustPort(t, p.Addr)) // nothing listens on the HTTP-01 port
+	resp, err := tlsClient(p.Addr, ca.issuerRoots).Get("https://" + testDomain + "/hi")
+	if err != nil {
+		t.Fatalf("GET over HTTPS: %v\nlog:\n%s", err, p.Stdout())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /hi over HTTPS = %d, want 200", resp.StatusCode)
 	}
 }
 
@@ -227,39 +250,49 @@ func TestTLSFlagsRefused(t *testing.T) {
 	}
 }
 
-// pebble is a running test ACME server.
+// pebble is a test ACME server, on ports chosen before it starts, so
+// that the server under test can be told its URL first.
 type pebble struct {
 	dir         string         // ACME directory URL
 	serverRoot  string         // PEM file of the root of pebble's own HTTPS certificate
-	issuerRoots *x509.CertPool // the roots of the certificates pebble issues
+	issuerRoots *x509.CertPool // the roots of the certificates pebble issues; set by start
+
+	tmp                string
+	self               pair // pebble's own HTTPS certificate
+	acmePort, mgmtPort int
 }
 
-// startPebble starts pebble-challtestsrv as a DNS server that answers
-// 127.0.0.1 for every name, and pebble, issuing certificates of
-// pebbleValidity seconds after validating HTTP-01 on httpPort, both on
-// free ports, both built by go tool from the module's tool
-// dependencies. Both are killed when the test ends.
-func startPebble(t *testing.T, httpPort int) pebble {
+// newPebble chooses pebble's ports and writes its HTTPS certificate.
+func newPebble(t *testing.T) *pebble {
 	t.Helper()
-	dir := t.TempDir()
-	self := mustSelfSigned(t, "localhost", "127.0.0.1")
-	certFile, keyFile := filepath.Join(dir, "pebble-cert.pem"), filepath.Join(dir, "pebble-key.pem")
-	self.write(t, certFile, keyFile)
+	p := &pebble{tmp: t.TempDir(), self: mustSelfSigned(t, "localhost", "127.0.0.1")}
+	p.serverRoot = filepath.Join(p.tmp, "pebble-cert.pem")
+	p.self.write(t, p.serverRoot, filepath.Join(p.tmp, "pebble-key.pem"))
+	p.acmePort, p.mgmtPort = mustFreePort(t, "tcp"), mustFreePort(t, "tcp")
+	p.dir = fmt.Sprintf("https://127.0.0.1:%d/dir", p.acmePort)
+	return p
+}
 
+// start starts pebble-challtestsrv as a DNS server that answers
+// 127.0.0.1 for every name, and pebble, which validates HTTP-01 on
+// httpPort and TLS-ALPN-01 on tlsPort and issues certificates of
+// pebbleValidity seconds; both built by go tool from the module's tool
+// dependencies, both killed when the test ends.
+func (p *pebble) start(t *testing.T, httpPort, tlsPort int) {
+	t.Helper()
 	dnsPort, dnsMgmt := mustFreePort(t, "udp"), mustFreePort(t, "tcp")
 	runTool(t, "pebble-challtestsrv", nil,
 		"-dnsserver", fmt.Sprintf("127.0.0.1:%d", dnsPort), "-management", fmt.Sprintf("127.0.0.1:%d", dnsMgmt),
 		"-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-http01", "", "-https01", "", "-doh", "", "-tlsalpn01", "")
 	waitResolves(t, fmt.Sprintf("127.0.0.1:%d", dnsPort))
 
-	acmePort, mgmtPort, closedPort := mustFreePort(t, "tcp"), mustFreePort(t, "tcp"), mustFreePort(t, "tcp")
 	conf := map[string]any{"pebble": map[string]any{
-		"listenAddress":                  fmt.Sprintf("127.0.0.1:%d", acmePort),
-		"managementListenAddress":        fmt.Sprintf("127.0.0.1:%d", mgmtPort),
-		"certificate":                    certFile,
-		"privateKey":                     keyFile,
+		"listenAddress":                  fmt.Sprintf("127.0.0.1:%d", p.acmePort),
+		"managementListenAddress":        fmt.Sprintf("127.0.0.1:%d", p.mgmtPort),
+		"certificate":                    p.serverRoot,
+		"privateKey":                     filepath.Join(p.tmp, "pebble-key.pem"),
 		"httpPort":                       httpPort,
-		"tlsPort":                        closedPort, // nothing listens: only HTTP-01 can pass
+		"tlsPort":                        tlsPort,
 		"ocspResponderURL":               "",
 		"externalAccountBindingRequired": false,
 		"retryAfter":                     map[string]int{"authz": 1, "order": 1},
@@ -267,7 +300,7 @@ func startPebble(t *testing.T, httpPort int) pebble {
 		"profiles":                       map[string]any{"default": map[string]any{"description": "short", "validityPeriod": pebbleValidity}},
 	}}
 	b, _ := json.Marshal(conf)
-	confFile := filepath.Join(dir, "pebble.json")
+	confFile := filepath.Join(p.tmp, "pebble.json")
 	if err := os.WriteFile(confFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -275,12 +308,12 @@ func startPebble(t *testing.T, httpPort int) pebble {
 		"-config", confFile, "-dnsserver", fmt.Sprintf("127.0.0.1:%d", dnsPort))
 
 	pool := x509.NewCertPool()
-	pool.AddCert(self.leaf)
+	pool.AddCert(p.self.leaf)
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 5 * time.Second}
 	var root []byte
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := c.Get(fmt.Sprintf("https://127.0.0.1:%d/roots/0", mgmtPort))
+		resp, err := c.Get(fmt.Sprintf("https://127.0.0.1:%d/roots/0", p.mgmtPort))
 		if err == nil {
 			root, err = io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -293,11 +326,10 @@ func startPebble(t *testing.T, httpPort int) pebble {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	issuer := x509.NewCertPool()
-	if !issuer.AppendCertsFromPEM(root) {
+	p.issuerRoots = x509.NewCertPool()
+	if !p.issuerRoots.AppendCertsFromPEM(root) {
 		t.Fatalf("pebble's /roots/0 is not PEM: %q", root)
 	}
-	return pebble{dir: fmt.Sprintf("https://127.0.0.1:%d/dir", acmePort), serverRoot: certFile, issuerRoots: issuer}
 }
 
 // runTool starts the module's tool dependency name, built by go tool,

@@ -267,7 +267,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			ErrorLog:          zerologStd(log),
 		})
 		listeners = append(listeners, hl)
-		log.Info().Str("http_addr", hl.Addr().String()).Msg("plain HTTP listening: ACME challenges and redirects to HTTPS")
+		log.Info().Str("http_addr", hl.Addr().String()).Bool("acme_http_01", len(cfg.TLS.Domains) > 0).Msg("plain HTTP listening: redirects to HTTPS")
 	}
 
 	errc := make(chan error, len(servers))
