@@ -176,7 +176,7 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	var c Config
 	fs := flag.NewFlagSet("visitors", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on, or fd:N for a listening socket passed as file descriptor N (default "+DefaultTLSAddr+" with -tls-domains or -tls-cert)")
+	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on, or fd:N for a listening socket passed as file descriptor N; "+DefaultTLSAddr+" instead of :8080 when -tls-domains or -tls-cert is set")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:6060", "admin `address` for /debug/pprof/, /debug/vars and /healthz, or fd:N; empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn, error or off")
 	fs.IntVar(&c.MaxKeys, "max-keys", 1_000_000, "most distinct names held; a new name past it gets 503 (0: no limit)")
