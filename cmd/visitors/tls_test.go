@@ -46,9 +46,6 @@ const pebbleValidity = 15
 // challenge not answered, and a certificate not renewed without a
 // restart.
 func TestHTTPSFromACME(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts pebble, an ACME server")
-	}
 	httpFile, httpAddr, err := servertest.ListenFile()
 	if err != nil {
 		t.Fatal(err)
@@ -134,9 +131,6 @@ func TestHTTPSFromACME(t *testing.T) {
 // It catches a TLS configuration that does not answer the acme-tls/1
 // protocol, so that no certificate is issued without port 80.
 func TestHTTPSFromACMEOverTLSALPN(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts pebble, an ACME server")
-	}
 	ca := newPebble(t)
 	p := servertest.Start(t, bin, rulesOff, "-data", t.TempDir(), "-store", "memory", "-tls-domains", testDomain, "-http-addr", "",
 		"-acme-ca", ca.dir, "-acme-ca-root", ca.serverRoot)
