@@ -223,6 +223,8 @@ func TestTLSFlagsRefused(t *testing.T) {
 		{"not PEM", []string{"-tls-cert", garbage, "-tls-key", garbage}, "-tls-cert"},
 		{"missing CA root", []string{"-tls-domains", "a.example", "-acme-ca-root", filepath.Join(dir, "no-root.pem")}, "-acme-ca-root"},
 		{"CA root not PEM", []string{"-tls-domains", "a.example", "-acme-ca-root", garbage}, "no PEM certificate"},
+		{"ACME flag without names", []string{"-acme-email", "ops@a.example"}, "need -tls-domains"},
+		{"CA without names", []string{"-acme-ca", "https://ca.example/dir"}, "need -tls-domains"},
 		{"CA not https", []string{"-tls-domains", "a.example", "-acme-ca", "http://ca.example/dir"}, "-acme-ca"},
 	}
 	for _, tt := range tests {

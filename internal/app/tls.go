@@ -83,6 +83,8 @@ func (t *TLSConfig) check(data string, domainsSet bool) error {
 		return errors.New("-tls-cert needs -tls-key, the file of its private key")
 	case t.KeyFile != "" && t.CertFile == "":
 		return errors.New("-tls-key needs -tls-cert, the file of its certificate")
+	case len(t.Domains) == 0 && (t.CA != certs.LetsEncrypt || t.Email != "" || t.CARoot != ""):
+		return errors.New("-acme-ca, -acme-email and -acme-ca-root need -tls-domains, the names to get certificates for")
 	case len(t.Domains) > 0 && data == "":
 		return errors.New("-tls-domains needs -data, the directory where certificates are kept")
 	}
