@@ -35,7 +35,7 @@ const testDomain = "visitors.test"
 // pebbleValidity is the lifetime, in seconds, of the certificates the
 // test CA issues: short, so that a renewal (at a third of the lifetime
 // left) comes within the test.
-const pebbleValidity = 15
+const pebbleValidity = 30
 
 // TestHTTPSFromACME runs the binary with -tls-domains against pebble, a
 // real ACME server, and a DNS server that sends pebble's validation to
