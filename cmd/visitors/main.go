@@ -22,6 +22,10 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
+	if ue := (*app.UsageError)(nil); errors.As(err, &ue) {
+		fmt.Fprintf(os.Stderr, "visitors: %v\n", err)
+		os.Exit(2)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "visitors: %v\n", err)
 		os.Exit(1)

@@ -103,6 +103,11 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		}
 	}()
 
+	tlsConf, httpHandler, err := cfg.TLS.setup(cfg.Data, log) // before the store: a bad file stops the start at once
+	if err != nil {
+		return err
+	}
+
 	hostname, err := os.Hostname() // once: it is a syscall
 	if err != nil {
 		hostname = "unknown"
@@ -192,11 +197,12 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		MaxHeaderBytes:    to.MaxHeaderBytes,
 		ErrorLog:          zerologStd(log),
 		ConnState:         conns.connState,
+		TLSConfig:         tlsConf,
 	}
 	srv.RegisterOnShutdown(public.Shutdown) // live streams end, so Shutdown need not wait them out
 	servers := []*http.Server{srv}
 	listeners := []net.Listener{pub}
-	log.Info().Str("addr", pub.Addr().String()).Msg("listening")
+	log.Info().Str("addr", pub.Addr().String()).Bool("https", tlsConf != nil).Msg("listening")
 
 	if cfg.AdminAddr != "" {
 		adm, err := Listen(cfg.AdminAddr)
@@ -251,9 +257,30 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 		log.Info().Str("admin_addr", adm.Addr().String()).Msg("admin listening")
 	}
 
+	if httpHandler != nil && cfg.TLS.HTTPAddr != "" {
+		hl, err := Listen(cfg.TLS.HTTPAddr)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return fmt.Errorf("listen on -http-addr %s: %w", cfg.TLS.HTTPAddr, err)
+		}
+		servers = append(servers, &http.Server{
+			Handler:           httpHandler,
+			ReadHeaderTimeout: to.ReadHeader,
+			ReadTimeout:       to.Read,
+			WriteTimeout:      to.Write,
+			IdleTimeout:       to.Idle,
+			MaxHeaderBytes:    to.MaxHeaderBytes,
+			ErrorLog:          zerologStd(log),
+		})
+		listeners = append(listeners, hl)
+		log.Info().Str("http_addr", hl.Addr().String()).Bool("acme_http_01", len(cfg.TLS.Domains) > 0).Msg("plain HTTP listening: redirects to HTTPS")
+	}
+
 	errc := make(chan error, len(servers))
 	for i, s := range servers {
-		go func() { errc <- s.Serve(listeners[i]) }()
+		go func() { errc <- serve(s, listeners[i]) }()
 	}
 
 	select {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"visitors/internal/camo"
+	"visitors/internal/certs"
 	"visitors/internal/client"
 	"visitors/internal/servertest"
 	"visitors/internal/store"
@@ -45,7 +46,8 @@ func TestParseFlags(t *testing.T) {
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
 		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
 		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"},
-		API:   APIConfig{ImportMaxBytes: 256 << 20, AuthFailures: client.Rate{Events: 5, Per: time.Minute}}}
+		API:   APIConfig{ImportMaxBytes: 256 << 20, AuthFailures: client.Rate{Events: 5, Per: time.Minute}},
+		TLS:   TLSConfig{HTTPAddr: ":80", CA: certs.LetsEncrypt}}
 	with := func(f func(*Config)) Config { c := def; f(&c); return c }
 	tests := []struct {
 		name string
@@ -60,7 +62,7 @@ func TestParseFlags(t *testing.T) {
 				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
 					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
 					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
-					Redis: def.Redis, API: def.API}
+					Redis: def.Redis, API: def.API, TLS: def.TLS}
 			})},
 		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,
 			with(func(c *Config) {

@@ -52,6 +52,7 @@ type Config struct {
 	PublicTop            bool             // serve /top.json, the most visited counters
 	AdminAllowRemote     bool             // let -admin-addr listen on an address that is not loopback
 	API                  APIConfig        // the owner API
+	TLS                  TLSConfig        // HTTPS on the public listener
 
 	// Test holds hooks for tests. No flag sets it; it is nil in the
 	// binary.
@@ -175,7 +176,7 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	var c Config
 	fs := flag.NewFlagSet("visitors", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on, or fd:N for a listening socket passed as file descriptor N")
+	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on, or fd:N for a listening socket passed as file descriptor N; "+DefaultTLSAddr+" instead of :8080 when -tls-domains or -tls-cert is set")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:6060", "admin `address` for /debug/pprof/, /debug/vars and /healthz, or fd:N; empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn, error or off")
 	fs.IntVar(&c.MaxKeys, "max-keys", 1_000_000, "most distinct names held; a new name past it gets 503 (0: no limit)")
@@ -203,6 +204,7 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.Int64Var(&c.API.ImportMaxBytes, "import-max-bytes", api.DefaultImportMaxBytes, "largest body of POST /api/v1/import, in `bytes`; past it 413")
 	c.API.AuthFailures = api.DefaultFailures
 	fs.Var(&c.API.AuthFailures, "api-auth-failures", "failed owner-API authentications per client, as N/s, N/m, N/h or N/d; past it 429 (0: no limit)")
+	c.TLS.flags(fs)
 	fs.BoolVar(&c.API.OpenCreate, "open-create", false, "let anyone create a counter that does not exist, with POST /api/v1/counters/{key} and no token, and get a token for that key alone (within -client-new-keys and -max-keys; needs the owner API)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir | -store redis ...]\n                                    write every count as JSON to stdout\n  visitors import [-data dir | -store redis ...] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n  visitors -version                 print the version and the VCS revision\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
@@ -228,6 +230,12 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := c.TLS.check(c.Data, setOnCommandLine(fs, "tls-domains")); err != nil {
+		return c, usage(err)
+	}
+	if c.TLS.On() && getenv(envName("addr")) == "" && !setOnCommandLine(fs, "addr") {
+		c.Addr = DefaultTLSAddr
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return c, err

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -162,6 +163,9 @@ func (g *connGate) sweep() {
 // connState tells the gate which connections are idle: it is the
 // server's ConnState.
 func (g *connGate) connState(c net.Conn, s http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok { // -tls-domains, -tls-cert
+		c = tc.NetConn()
+	}
 	if gc, ok := c.(*gateConn); ok {
 		gc.idle.Store(s == http.StateIdle)
 	}

@@ -99,7 +99,21 @@ func Start(tb testing.TB, bin string, env []string, args ...string) *Proc {
 // such as unshare: wrapper's words come first, then bin and its args.
 func StartWrapped(tb testing.TB, wrapper []string, bin string, env []string, args ...string) *Proc {
 	tb.Helper()
-	p, err := start(wrapper, bin, env, args...)
+	return startTB(tb, wrapper, bin, env, nil, args...)
+}
+
+// StartFiles is [Start] with more listening sockets, such as
+// [ListenFile]'s, passed to the process as file descriptors 5, 6 and on,
+// for flags that take fd:N. The caller may close its copies once
+// StartFiles returns.
+func StartFiles(tb testing.TB, bin string, env []string, files []*os.File, args ...string) *Proc {
+	tb.Helper()
+	return startTB(tb, nil, bin, env, files, args...)
+}
+
+func startTB(tb testing.TB, wrapper []string, bin string, env []string, extra []*os.File, args ...string) *Proc {
+	tb.Helper()
+	p, err := start(wrapper, bin, env, extra, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -113,17 +127,17 @@ func StartWrapped(tb testing.TB, wrapper []string, bin string, env []string, arg
 // StartErr is [Start] for callers without a testing.TB, such as a load
 // test. The caller must stop the process.
 func StartErr(bin string, env []string, args ...string) (*Proc, error) {
-	return start(nil, bin, env, args...)
+	return start(nil, bin, env, nil, args...)
 }
 
 // StartWrappedErr is [StartWrapped] for callers without a testing.TB,
 // such as a load test that pins servers with taskset. The caller must
 // stop the process.
 func StartWrappedErr(wrapper []string, bin string, env []string, args ...string) (*Proc, error) {
-	return start(wrapper, bin, env, args...)
+	return start(wrapper, bin, env, nil, args...)
 }
 
-func start(wrapper []string, bin string, env []string, args ...string) (*Proc, error) {
+func start(wrapper []string, bin string, env []string, extra []*os.File, args ...string) (*Proc, error) {
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
@@ -132,7 +146,7 @@ func start(wrapper []string, bin string, env []string, args ...string) (*Proc, e
 	}()
 	var addrs []string
 	for range 2 {
-		f, addr, err := listenFile()
+		f, addr, err := ListenFile()
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +156,7 @@ func start(wrapper []string, bin string, env []string, args ...string) (*Proc, e
 	argv := append(append(append([]string{}, wrapper...), bin, "-addr", "fd:3", "-admin-addr", "fd:4"), args...)
 	p := &Proc{Cmd: exec.Command(argv[0], argv[1:]...), Addr: addrs[0], AdminAddr: addrs[1], exited: make(chan struct{})}
 	p.Cmd.Env = append(os.Environ(), env...)
-	p.Cmd.ExtraFiles = files // fd 3 and 4 in the process
+	p.Cmd.ExtraFiles = append(files[:2:2], extra...) // fd 3 and 4 in the process, then extra
 	p.Cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 	p.Cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
 	if err := p.Cmd.Start(); err != nil {
@@ -178,9 +192,9 @@ func start(wrapper []string, bin string, env []string, args ...string) (*Proc, e
 	return p, nil
 }
 
-// listenFile listens on a free loopback port and returns the socket as a
+// ListenFile listens on a free loopback port and returns the socket as a
 // file, to be passed to a process, and its address.
-func listenFile() (*os.File, string, error) {
+func ListenFile() (*os.File, string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", fmt.Errorf("listen on a free port: %w", err)
@@ -198,7 +212,7 @@ func listenFile() (*os.File, string, error) {
 // its address. The server owns the descriptor from then on and closes
 // it; the socket listens all along, so no port is closed and reused.
 func ListenFD() (fd int, addr string, err error) {
-	f, addr, err := listenFile()
+	f, addr, err := ListenFile()
 	if err != nil {
 		return -1, "", err
 	}

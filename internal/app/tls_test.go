@@ -1,0 +1,118 @@
+package app
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestTLSAddrDefault: -addr is :443 when HTTPS is on and -addr is not
+// given, by flag or environment, and :8080 otherwise. It catches HTTPS
+// on :8080 by default, and a given -addr overridden.
+func TestTLSAddrDefault(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"plain", nil, nil, ":8080"},
+		{"acme", []string{"-tls-domains", "a.example"}, nil, ":443"},
+		{"files", []string{"-tls-cert", "c.pem", "-tls-key", "k.pem"}, nil, ":443"},
+		{"acme and -addr", []string{"-tls-domains", "a.example", "-addr", ":8443"}, nil, ":8443"},
+		{"acme and env", []string{"-tls-domains", "a.example"}, map[string]string{"VISITORS_ADDR": "fd:3"}, "fd:3"},
+		{"acme by env", nil, map[string]string{"VISITORS_TLS_DOMAINS": "a.example"}, ":443"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"-data", t.TempDir()}, tt.args...)
+			c, err := ParseFlags(args, func(k string) string { return tt.env[k] }, t.Output())
+			if err != nil {
+				t.Fatalf("ParseFlags(%q) = %v", args, err)
+			}
+			if c.Addr != tt.want {
+				t.Errorf("ParseFlags(%q, %v).Addr = %q, want %q", args, tt.env, c.Addr, tt.want)
+			}
+		})
+	}
+}
+
+// TestGateSeesTLSConnsIdle: behind HTTPS, the server's ConnState gets a
+// *tls.Conn, not the gate's connection; the gate must still learn that
+// a keep-alive connection is idle, or a crowded listener never cuts its
+// idle time short. It catches a connState that does not unwrap
+// *tls.Conn.
+func TestGateSeesTLSConnsIdle(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(l, 0, 0, nil)
+	cert := mustTLSCert(t)
+	srv := &http.Server{
+		Handler:   http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }),
+		ConnState: g.connState,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}},
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve(srv, g) }()
+	defer func() {
+		srv.Close()
+		<-done
+	}()
+	c, err := tls.Dial("tcp", l.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	deadline := time.Now().Add(10 * time.Second)
+	for !anyIdle(g) {
+		if time.Now().After(deadline) {
+			t.Fatal("after its answer, the TLS connection is not idle to the gate within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// anyIdle reports whether the gate counts a connection idle.
+func anyIdle(g *connGate) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.conns {
+		if c.idle.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// mustTLSCert returns a self-signed certificate valid from an hour ago.
+func mustTLSCert(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{"x"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}

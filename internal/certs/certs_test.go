@@ -1,0 +1,124 @@
+package certs
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func TestParseDomains(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string // the names joined by commas
+		wantErr string
+	}{
+		{"a.example", "a.example", ""},
+		{" A.Example., b.example ", "a.example,b.example", ""},
+		{"xn--bcher-kva.example", "xn--bcher-kva.example", ""},
+		{"", "", "an empty name"},
+		{"a.example,", "", "an empty name"},
+		{"*.a.example", "", "wildcard"},
+		{"192.0.2.1", "", "an IP address"},
+		{"[2001:db8::1]", "", "an IP address"},
+		{"bücher.example", "", "punycode"},
+		{"a..example", "", "not a DNS name"},
+		{"-a.example", "", "not a DNS name"},
+		{strings.Repeat("a", 64) + ".example", "", "not a DNS name"},
+	}
+	for _, tt := range tests {
+		got, err := ParseDomains(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseDomains(%q) = %q, %v, want an error saying %q", tt.in, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, ",") != tt.want {
+			t.Errorf("ParseDomains(%q) = %q, %v, want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestFilesConcurrent replaces the pair while handshakes ask for it, for
+// the race detector: every answer is one of the pairs written, never nil.
+func TestFilesConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	mustWritePair(t, certFile, keyFile)
+	f, err := LoadFiles(certFile, keyFile, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64
+	f.now = func() time.Time { return time.Unix(clock.Add(int64(ReloadEvery)), 0) } // every handshake looks
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if c, _ := f.GetCertificate(nil); c == nil || c.Leaf == nil {
+					t.Error("GetCertificate = nil")
+					return
+				}
+			}
+		})
+	}
+	for range 20 {
+		mustWritePair(t, certFile, keyFile)
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// mustWritePair writes a new self-signed pair, valid from an hour ago,
+// each file by a rename.
+func mustWritePair(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "a.example"},
+		DNSNames: []string{"a.example"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		certFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+	} {
+		if err := os.WriteFile(name+".tmp", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(name+".tmp", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+		t.Fatal(err)
+	}
+}
