@@ -402,6 +402,14 @@ func (s *Store) Create(ctx context.Context, key []byte, t store.Token) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("create: %w", err)
 	}
+	// Claim the key in the set of every key first. Every instance admits
+	// a key there before it counts the key's first visit (Store.admit),
+	// so a claim that finds it there refuses: the counter may hold a
+	// visit that no round has sent yet, on any instance. Scripts run
+	// alone, so of a first visit and a Create exactly one admits the key.
+	if claimed, err := s.claimKey(ctx, key); err != nil || !claimed {
+		return false, err
+	}
 	cluster := len(s.o.Cluster) > 0
 	made, err := s.createKey(ctx, key, t.ID, b, !cluster)
 	if err != nil || !made || !cluster {
@@ -412,6 +420,27 @@ func (s *Store) Create(ctx context.Context, key []byte, t store.Token) (bool, er
 	if err := s.c.Do(ctx, s.c.B().Hset().Key(s.n.tokens).FieldValue().FieldValue(t.ID, b).Build()).Error(); err != nil {
 		return false, fmt.Errorf("redis: create %q: store its token: %w: %w", key, ErrUnavailable, err)
 	}
+	return true, nil
+}
+
+// claimKey admits key to the set of every key only if it is not there,
+// within the limit, and reports whether it did.
+func (s *Store) claimKey(ctx context.Context, key []byte) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	sc := s.admitScript(string(key))
+	sc.args = append(sc.args, "claim")
+	n, err := s.doScripts(ctx, []script{sc})[0].AsInt64()
+	switch {
+	case err != nil:
+		s.stats.errors[errAdmit].Add(1)
+		return false, fmt.Errorf("redis: create %q: claim the key: %w: %w", key, ErrUnavailable, err)
+	case n == -1:
+		return false, store.ErrTooManyKeys
+	case n == -2:
+		return false, nil
+	}
+	s.seeKeys(n)
 	return true, nil
 }
 

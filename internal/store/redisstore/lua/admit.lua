@@ -2,12 +2,18 @@
 -- has room.
 --
 -- KEYS[1] is the sorted set; ARGV[1] the key; ARGV[2] the most keys (<= 0:
--- no limit). It returns how many keys the set holds with this one, or -1
--- if the key is new and the set is full. Scripts run alone, so of two
+-- no limit); ARGV[3], if 'claim', asks to admit the key only if it is
+-- new (Store.Create). It returns how many keys the set holds with this
+-- one, -1 if the key is new and the set is full, or -2 if a claim finds
+-- the key there: a visit on some instance admitted it (before counting
+-- it), or an owner's call, or another Create. Scripts run alone, so of two
 -- instances racing for the last place exactly one gets it. The numbers
 -- are counts of keys, far below 2^53, where Lua's numbers (doubles) are
 -- exact.
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  if ARGV[3] == 'claim' then
+    return -2
+  end
   return redis.call('ZCARD', KEYS[1])
 end
 local n = redis.call('ZCARD', KEYS[1])
