@@ -15,6 +15,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"visitors/internal/store"
 )
 
 // FileName is the bbolt file inside the data directory.
@@ -249,6 +251,7 @@ type scanTotals struct {
 	hits                  uint64
 	keys, days            int
 	locks, tokens, floors int
+	routeKeys             []string // keys store.KeyIsRoute refuses, made before it did
 }
 
 // scan walks a store: bbolt's page check, the format, and every record.
@@ -319,6 +322,9 @@ func scan(db *bolt.DB, report reportFunc, st *scanTotals) (format string, err er
 				return nil
 			}
 			st.keys++
+			if store.KeyIsRoute(key) {
+				st.routeKeys = append(st.routeKeys, string(key))
+			}
 			return nil
 		})
 		if err != nil {
@@ -579,6 +585,15 @@ func Check(dir string, w io.Writer, max int) error {
 	owned := ""
 	if st.locks > 0 || st.tokens > 0 {
 		owned = fmt.Sprintf(", %d locked keys, %d tokens", st.locks, st.tokens)
+	}
+	// Keys made before the route names were refused (issue 23): an
+	// export writes them and an import refuses them, naming the line.
+	for i, k := range st.routeKeys {
+		if max > 0 && i >= max {
+			fmt.Fprintf(w, "warning: %d more keys end in a route name\n", len(st.routeKeys)-i)
+			break
+		}
+		fmt.Fprintf(w, "warning: key %q ends in a route name (%s): an import refuses it; delete it with the owner API (DELETE /api/v1/counters/{key}, the key's slashes as %%2F) before a backup, or drop its line from the dump\n", k, store.MsgRoute)
 	}
 	fmt.Fprintf(w, "ok: %s: %d keys, %d day records, /hi at %d%s%s\n", path, st.keys, st.days, st.hits, owned, note)
 	return nil

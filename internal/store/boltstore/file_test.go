@@ -390,3 +390,29 @@ func writeFormat1(t *testing.T, dir string, hits uint64, totals map[string]uint6
 		t.Fatal(err)
 	}
 }
+
+// TestCheckNamesKeysEndingInARouteName: a key made before route names
+// were refused (ns/graph: the graph of ns, not a badge) is exported, and
+// an import refuses it, so a backup would not restore; check names each
+// such key and what to do, before the backup is needed (the hostile
+// review of issue 23 found check silent).
+func TestCheckNamesKeysEndingInARouteName(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir})
+	for _, k := range []string{"ns/graph", "daily", "ns/graphs", "a/stream"} {
+		mustIncr(t, s, []byte(k))
+	}
+	mustClose(t, s)
+	var out strings.Builder
+	if err := Check(dir, &out, 0); err != nil {
+		t.Fatalf("Check = %v\n%s", err, out.String())
+	}
+	for _, k := range []string{`"ns/graph"`, `"daily"`, `"a/stream"`} {
+		if !strings.Contains(out.String(), "warning: key "+k+" ends in a route name") {
+			t.Errorf("check does not name %s:\n%s", k, out.String())
+		}
+	}
+	if strings.Contains(out.String(), `"ns/graphs"`) {
+		t.Errorf("check names ns/graphs, a key like any other:\n%s", out.String())
+	}
+}

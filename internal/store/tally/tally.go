@@ -56,6 +56,14 @@ type Visit struct {
 // count of the day is at [store.MaxDay], counts nothing: the Visit says
 // Saturated and holds the counts as they are.
 func (t *Tally) Add(d store.Day) Visit {
+	// A day already at its bound counts nothing, and the total is not
+	// touched: taking it up and then back let a reader see the total
+	// go down (the hostile review of issue 23). The give-back below
+	// remains for a day that reaches its bound between this look and
+	// the total's increment.
+	if od, n := unpack(t.today.Load()); od == d && n >= store.MaxDay {
+		return t.saturated(d)
+	}
 	// The total first, so that it is never below the days' sum as read.
 	var total uint64
 	for {
