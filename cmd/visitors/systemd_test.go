@@ -202,9 +202,9 @@ func copyTree(t *testing.T, from, to string) {
 // on an unknown key or a value it cannot parse (it ignores the line, as
 // systemd does at boot: a hardening setting misspelt is silently lost),
 // so any output fails the test too. It catches such a line (seen failing
-// with ProtectSystem misspelt, and PrivateUsers=maybe in the drop-in),
-// an ExecStart= that is not the installed binary, and a socket unit that
-// names another service.
+// with ProtectSystem misspelt, and PrivateUsers=maybe in the drop-in)
+// and a socket unit that names another service (seen failing with
+// Service=visitor.service).
 func TestSystemdUnitsVerify(t *testing.T) {
 	analyze := mustTool(t, "systemd-analyze")
 	for _, withDropIn := range []bool{false, true} {
@@ -302,10 +302,11 @@ func TestSystemdEnvironmentNamesFlags(t *testing.T) {
 
 // TestSystemdSocketActivation runs the binary as visitors.socket and the
 // socket-activation drop-in do, through systemd-socket-activate: it
-// listens on two ports, and on the first connection execs the binary
-// with them as fd 3 (visitors.socket's first ListenStream, HTTPS) and
-// fd 4 (its second, plain HTTP), LISTEN_FDS=2 and the environment of
-// visitors.service and the drop-in (VISITORS_ADDR=fd:3,
+// listens on two ports, and on the first connection execs the binary,
+// in its own process (LISTEN_PID is the binary's), with them as fd 3
+// (visitors.socket's first ListenStream, HTTPS) and fd 4 (its second,
+// plain HTTP), LISTEN_FDS=2 and the environment of visitors.service and
+// the drop-in (VISITORS_ADDR=fd:3,
 // VISITORS_HTTP_ADDR=fd:4, VISITORS_DATA in the state directory). The
 // certificate is a file pair here instead of ACME. The connection that
 // started the binary is served (a badge over HTTPS), so are later ones
@@ -417,7 +418,7 @@ func mustActivate(t *testing.T, activate string, env []string) *activated {
 	for try := 1; ; try++ {
 		https := "127.0.0.1:" + strconv.Itoa(mustFreePort(t, "tcp"))
 		plain := "127.0.0.1:" + strconv.Itoa(mustFreePort(t, "tcp"))
-		args := []string{"-l", https, "-l", plain, "--fdname=https:http"}
+		args := []string{"-l", https, "-l", plain, "--fdname=visitors:visitors"}
 		for _, e := range env {
 			args = append(args, "-E", e)
 		}
