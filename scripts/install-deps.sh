@@ -3,8 +3,11 @@
 # use: wrk (load generator), util-linux (taskset, unshare for the
 # disk-full test), chromium (renders badges in the browser test),
 # redis-server and redis-cli (the Redis store's tests start their own
-# servers and cluster on free ports; a system Redis is never used). Go
-# modules come through the module proxy on their own.
+# servers and cluster on free ports; a system Redis is never used),
+# systemd's tools systemd-analyze and systemd-socket-activate (the tests
+# of deploy/systemd verify its units and activate the binary by socket;
+# no running systemd is needed). Go modules come through the module
+# proxy on their own.
 set -euo pipefail
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -13,6 +16,8 @@ command -v unshare >/dev/null || need+=(util-linux)
 command -v chromium >/dev/null || need+=(chromium)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
+command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v systemd-socket-activate >/dev/null || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -22,3 +27,4 @@ fi
 wrk --version 2>&1 | head -1 || true
 chromium --version
 redis-server --version
+systemd-analyze --version | head -1
