@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"visitors/internal/servertest"
+	"visitors/internal/store"
 )
 
 // The /hi counter and the dump, on the real binary (issue 23, items 4
@@ -202,4 +203,37 @@ func TestHealthzReportsAStuckHi(t *testing.T) {
 	if code, _, body := mustGet(t, p.AdminURL("/healthz")); code != 200 {
 		t.Errorf("/healthz once /hi answers again = %d %q, want 200", code, body)
 	}
+}
+
+// TestHiStopsAtItsBoundAndStillRestores: an import near the bound, then
+// /hi: the numbers up to store.MaxHits are handed out, the next /hi
+// answers 503 saying why, /healthz says so too, and the export still
+// imports. Before (the hostile review of issue 23), /hi went past 2^62
+// and the export was refused by every import, offline and online.
+func TestHiStopsAtItsBoundAndStillRestores(t *testing.T) {
+	p := servertest.Start(t, bin, apiEnv, "-data", t.TempDir())
+	dump := fmt.Sprintf(`{"format":"visitors-export-1","hits":%d,"keys":[]}`, uint64(store.MaxHits)-1)
+	if r := apiDo(t, p, "POST", "/api/v1/import", apiRoot, dump); r.code != 200 {
+		t.Fatalf("POST /api/v1/import = %d %s", r.code, r.body)
+	}
+	if got := mustHi(t, p); got != store.MaxHits {
+		t.Fatalf("/hi after an import of MaxHits-1 = %d, want %d", got, uint64(store.MaxHits))
+	}
+	code, _, body := mustGet(t, p.URL("/hi"))
+	if code != 503 || !strings.Contains(body, "every number it may") {
+		t.Errorf("/hi past the bound = %d %q, want 503 saying the counter is spent", code, body)
+	}
+	if code, _, body := mustGet(t, p.AdminURL("/healthz")); code != 503 || !strings.Contains(body, "/hi counter") {
+		t.Errorf("/healthz with /hi spent = %d %q, want 503 naming the /hi counter", code, body)
+	}
+	r := apiDo(t, p, "GET", "/api/v1/export", apiRoot, "")
+	if r.code != 200 {
+		t.Fatalf("GET /api/v1/export = %d %s", r.code, r.body)
+	}
+	q := servertest.Start(t, bin, apiEnv, "-data", t.TempDir())
+	if r := apiDo(t, q, "POST", "/api/v1/import", apiRoot, r.body); r.code != 200 {
+		t.Errorf("the export of a spent /hi does not import: %d %s", r.code, r.body)
+	}
+	stop(t, q)
+	stop(t, p)
 }

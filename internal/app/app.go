@@ -219,7 +219,12 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			log.Warn().Str("admin_addr", remote).Msg("the admin listener is not on loopback (-admin-allow-remote): keep it behind a firewall, its profiles show keys, names and flags")
 		}
 		ao := admin.Options{
-			Health:   st.Health,
+			Health: func() error {
+				if err := st.Health(); err != nil {
+					return err
+				}
+				return public.HiExhausted()
+			},
 			Warnings: func() []string { return warnings(public) },
 			Stats: func() map[string]any {
 				vars := map[string]any{"log_lines_written": sink.Written(), "log_lines_dropped": sink.Dropped(), "keys": st.Keys()}

@@ -28,6 +28,10 @@ var ErrOutcomeUnknown = errors.New("the store did not answer: the visit may have
 // ErrKeyTooLong is returned for a key of more than [MaxKeyBytes] bytes.
 var ErrKeyTooLong = fmt.Errorf("key longer than %d bytes", MaxKeyBytes)
 
+// ErrHiExhausted is returned by [Store.Hit] once the /hi counter has
+// handed out [MaxHits]: only an import near the bound brings it there.
+var ErrHiExhausted = fmt.Errorf("the /hi counter has handed out every number it may, up to %d", uint64(MaxHits))
+
 // ErrRange is returned by [Store.Add] for an n that would take a
 // key's total past [MaxTotal] or today's count past [MaxDay].
 var ErrRange = fmt.Errorf("the count would pass its limit: a total of at most %d, %d a day", uint64(MaxTotal), uint64(MaxDay))
@@ -47,9 +51,14 @@ const (
 	// MaxDay is the largest count of one day Add makes, as an import
 	// takes.
 	MaxDay = 1 << 39
-	// MaxHits is the largest /hi counter an import takes: room is left
-	// for 2^62 more numbers, so the counter never wraps.
+	// MaxHits is the largest number /hi hands out: past it every /hi
+	// is refused with [ErrHiExhausted], and the counter stays where it
+	// is, so it never wraps.
 	MaxHits = 1 << 62
+	// MaxImportHits is the largest /hi counter an import takes: MaxHits
+	// and room for the blocks of numbers instances reserve ahead on
+	// Redis, so that whatever /hi leaves behind imports again.
+	MaxImportHits = MaxHits + 1<<32
 )
 
 // ValidKey reports whether key is one that the web layer may hand to a

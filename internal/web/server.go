@@ -44,6 +44,7 @@ const (
 	msgFormat       = "Optional format must be text or json"
 	msgTooManyKeys  = "Too many distinct names: a new name cannot be counted now; names already seen still count"
 	msgStore        = "The counter store is unavailable; the visit was not counted"
+	msgHiExhausted  = "The /hi counter has handed out every number it may (2^62); no number was given"
 	msgStoreUnknown = "The counter store did not answer in time; the visit may have counted"
 	msgNotFound     = "404 page not found"
 	msgMethod       = "Method not allowed: use GET or HEAD"
@@ -106,6 +107,7 @@ type Server struct {
 	api      http.Handler    // nil: no /api/
 	cal      *tally.Calendar // top's calendar, or nil
 
+	hiExhausted   atomic.Bool                // the last /hi was refused with store.ErrHiExhausted
 	untrusted     atomic.Uint64              // requests with forwarding headers from an untrusted peer
 	untrustedPeer atomic.Pointer[netip.Addr] // the first such peer; set once
 }
@@ -466,4 +468,13 @@ func writeError(w http.ResponseWriter, code int, msg string) int {
 	w.WriteHeader(code)
 	io.WriteString(w, msg)
 	return code
+}
+
+// HiExhausted reports whether /hi answers 503 because its counter has
+// handed out store.MaxHits, for /healthz: the last /hi said so.
+func (s *Server) HiExhausted() error {
+	if s.hiExhausted.Load() {
+		return store.ErrHiExhausted
+	}
+	return nil
 }

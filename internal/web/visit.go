@@ -128,8 +128,18 @@ func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 	ctx := v.r.Context()
 	if v.global {
 		n, err := s.store.Hit(ctx)
+		if errors.Is(err, store.ErrHiExhausted) {
+			if !s.hiExhausted.Swap(true) {
+				s.log.Error().Err(err).Msg("/hi answers 503 from now on")
+			}
+			s.notCounted(metrics.StoreError)
+			return o, &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgHiExhausted, Badge: "exhausted", Err: err}
+		}
 		if err != nil {
 			return o, s.storeFailed(err)
+		}
+		if s.hiExhausted.Load() { // an import of a lower /hi cannot do it; a replace of the store can
+			s.hiExhausted.Store(false)
 		}
 		o.number, o.visit = n, metrics.Visit
 		return o, nil

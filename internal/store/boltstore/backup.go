@@ -662,8 +662,8 @@ func decodeDump(r io.Reader, write func([]KeyDump, []span) error) (hits uint64, 
 			if err := dec.Decode(&hits); err != nil {
 				return 0, syntax(err)
 			}
-			if hits > store.MaxHits {
-				return 0, at(dec.InputOffset(), "hits %d is above the most the /hi counter holds, %d", hits, uint64(store.MaxHits))
+			if hits > store.MaxImportHits {
+				return 0, at(dec.InputOffset(), "hits %d is above the most the /hi counter holds, %d", hits, uint64(store.MaxImportHits))
 			}
 		case "keys":
 			if err := expect('['); err != nil {

@@ -324,7 +324,17 @@ func (s *Store) Rollover() { s.cal.Rollover() }
 
 // Hit implements [store.Store].
 func (s *Store) Hit(ctx context.Context) (uint64, error) {
-	n := s.hits.Add(1)
+	var n uint64
+	for { // past MaxHits the counter stays, so what it holds imports
+		h := s.hits.Load()
+		if h >= store.MaxHits {
+			return 0, store.ErrHiExhausted
+		}
+		if s.hits.CompareAndSwap(h, h+1) {
+			n = h + 1
+			break
+		}
+	}
 	if s.o.Durability == store.Sync {
 		return n, s.wait(ctx, s.join(nil))
 	}

@@ -59,7 +59,15 @@ func (s *Store) Rollover() { s.cal.Rollover() }
 
 // Hit implements [store.Store].
 func (s *Store) Hit(context.Context) (uint64, error) {
-	return s.hits.Add(1), nil
+	for { // past MaxHits the counter stays
+		h := s.hits.Load()
+		if h >= store.MaxHits {
+			return 0, store.ErrHiExhausted
+		}
+		if s.hits.CompareAndSwap(h, h+1) {
+			return h + 1, nil
+		}
+	}
 }
 
 // Incr implements [store.Store].

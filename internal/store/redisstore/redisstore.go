@@ -270,6 +270,8 @@ var (
 	tokenDelSrc string
 	//go:embed lua/create.lua
 	createSrc string
+	//go:embed lua/hit.lua
+	hitSrc string
 
 	applySHA    = sha(applySrc)
 	admitSHA    = sha(admitSrc)
@@ -279,6 +281,7 @@ var (
 	migrateSHA  = sha(migrateSrc)
 	tokenDelSHA = sha(tokenDelSrc)
 	createSHA   = sha(createSrc)
+	hitSHA      = sha(hitSrc)
 )
 
 func sha(s string) string {
@@ -476,17 +479,23 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 	if s.o.Durability == store.Sync {
 		ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 		defer cancel()
-		n, err := s.c.Do(ctx, s.c.B().Incr().Key(s.n.hi).Build()).AsUint64()
+		n, err := s.hitScript(ctx, 1)
 		s.noteHi(err)
 		if err != nil {
 			return 0, fmt.Errorf("redis: /hi: %w: %w", ErrUnavailable, err)
 		}
-		return n, nil
+		if n < 0 || n > store.MaxHits {
+			return 0, store.ErrHiExhausted
+		}
+		return uint64(n), nil
 	}
 	for {
 		b := s.block.Load()
 		if b != nil {
 			n := b.next.Add(1)
+			if n > store.MaxHits {
+				return 0, store.ErrHiExhausted // the last block passed the bound
+			}
 			if n <= b.end {
 				if n == b.end-s.o.HiBlock/2 {
 					s.reserveAhead()
@@ -556,14 +565,33 @@ func (s *Store) nextBlock(ctx context.Context, old *block) error {
 func (s *Store) reserve(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
-	end, err := s.c.Do(ctx, s.c.B().Incrby().Key(s.n.hi).Increment(int64(s.o.HiBlock)).Build()).AsUint64()
+	end, err := s.hitScript(ctx, s.o.HiBlock)
 	s.noteHi(err)
 	if err != nil {
 		s.stats.errors[errReserve].Add(1)
 		return 0, fmt.Errorf("redis: reserve /hi numbers: %w: %w", ErrUnavailable, err)
 	}
+	if end < 0 {
+		return 0, store.ErrHiExhausted
+	}
 	s.stats.reserves.Add(1)
-	return end, nil
+	return uint64(end), nil
+}
+
+// hitScript adds n to the /hi counter, unless it is at store.MaxHits
+// (lua/hit.lua): it returns the counter after the add, or -1.
+func (s *Store) hitScript(ctx context.Context, n uint64) (int64, error) {
+	sc := script{src: hitSrc, sha: hitSHA, keys: []string{s.n.hi},
+		args: []string{strconv.FormatUint(store.MaxHits, 10), strconv.FormatUint(n, 10)}}
+	res := s.doScripts(ctx, []script{sc})[0]
+	if n, err := res.AsInt64(); err == nil {
+		return n, nil // -1: at the bound
+	}
+	v, err := res.ToString()
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
 
 // noteHi keeps, for Health, the error of a /hi reservation that Redis

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ type StrictDump struct{ Name, Dump, Want string }
 
 // StrictDumps returns the dumps that break the format's rules of
 // strictness beyond its syntax: a field, a key or a date given twice,
-// and a /hi counter above [store.MaxHits]. day is a date in the dump's
+// and a /hi counter above [store.MaxImportHits]. day is a date in the dump's
 // form (2006-01-02) for the days they hold.
 func StrictDumps(day string) []StrictDump {
 	const head = `{"format":"visitors-export-1","hits":1,"keys":[` + "\n"
@@ -34,8 +35,8 @@ func StrictDumps(day string) []StrictDump {
 		{"the empty key given twice", head + `{"key":"","total":5},` + "\n" + `{"key":"","total":7}` + "\n]}", `line 3: a key given twice (first on line 2)`},
 		{"a date given twice", head + `{"key":"a","total":2,"days":{"` + day + `":1,` + "\n" + `"` + day + `":1}}` + "\n]}", `line 3: key "a": day ` + day + ` given twice`},
 		{"a date given twice, escaped", head + `{"key":"a","total":2,"days":{"` + day + `":1,"` + day[:len(day)-1] + `\u00` + fmt.Sprintf("%x", day[len(day)-1]) + `":1}}` + "\n]}", `line 2: key "a": day ` + day + ` given twice`},
-		{"hits of 64 bits", `{"format":"visitors-export-1",` + "\n" + `"hits":18446744073709551615,"keys":[]}`, fmt.Sprintf("line 2: hits 18446744073709551615 is above the most the /hi counter holds, %d", uint64(store.MaxHits))},
-		{"hits just past the bound", fmt.Sprintf(`{"format":"visitors-export-1","hits":%d,"keys":[]}`, uint64(store.MaxHits)+1), "line 1: hits"},
+		{"hits of 64 bits", `{"format":"visitors-export-1",` + "\n" + `"hits":18446744073709551615,"keys":[]}`, fmt.Sprintf("line 2: hits 18446744073709551615 is above the most the /hi counter holds, %d", uint64(store.MaxImportHits))},
+		{"hits just past the bound", fmt.Sprintf(`{"format":"visitors-export-1","hits":%d,"keys":[]}`, uint64(store.MaxImportHits)+1), "line 1: hits"},
 	}
 }
 
@@ -47,6 +48,7 @@ func dumpClock() *Clock { return NewClock(At(0, "12:00")) }
 func (s suite) runDump(t *testing.T) {
 	t.Run("StrictDumps", s.strictDumps)
 	t.Run("ImportNeverLowersHi", s.importNeverLowersHi)
+	t.Run("HiStopsAtItsBound", s.hiStopsAtItsBound)
 	t.Run("ImportMaxKeys", s.importMaxKeys)
 	t.Run("Saturates", s.saturates)
 	t.Run("RoundTrip", s.roundTrip)
@@ -137,6 +139,50 @@ func (s suite) importNeverLowersHi(t *testing.T) {
 		}
 	}
 	mustClose(t, st)
+}
+
+// hiStopsAtItsBound: /hi hands out numbers up to store.MaxHits and then
+// refuses with store.ErrHiExhausted, and the counter a refused /hi
+// leaves still imports: an import at the bound followed by /hi made an
+// export no import took (the hostile review of issue 23: one /hi past
+// 2^62, exported, refused by every import).
+func (s suite) hiStopsAtItsBound(t *testing.T) {
+	for _, at := range []uint64{store.MaxHits - 2, store.MaxImportHits} {
+		t.Run(strconv.FormatUint(at, 10), func(t *testing.T) {
+			st, b := s.backup(t, Config{Dir: t.TempDir()})
+			defer mustClose(t, st)
+			if err := b.Import(ctx, strings.NewReader(fmt.Sprintf(`{"format":"visitors-export-1","hits":%d,"keys":[]}`, at)), false); err != nil {
+				t.Fatalf("Import(hits %d): %v", at, err)
+			}
+			var got []uint64
+			for range 3 {
+				n, err := st.Hit(ctx)
+				if errors.Is(err, store.ErrHiExhausted) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Hit: %v", err)
+				}
+				got = append(got, n)
+			}
+			var want []uint64
+			for n := at + 1; n <= store.MaxHits; n++ {
+				want = append(want, n)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("after an import of hits %d, Hit handed out %v, then ErrHiExhausted; want %v", at, got, want)
+			}
+			if _, err := st.Hit(ctx); !errors.Is(err, store.ErrHiExhausted) {
+				t.Errorf("Hit past the bound = %v, want ErrHiExhausted", err)
+			}
+			dump := mustExport(t, b)
+			st2, b2 := s.backup(t, Config{Dir: t.TempDir()})
+			defer mustClose(t, st2)
+			if err := b2.Import(ctx, strings.NewReader(dump), false); err != nil {
+				t.Errorf("the export of a /hi at its bound does not import: %v", err)
+			}
+		})
+	}
 }
 
 // keysDump is a dump of the keys named, each with a total of 1.
