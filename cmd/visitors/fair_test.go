@@ -461,3 +461,19 @@ func TestUntrustedForwardedIsVisible(t *testing.T) {
 		t.Errorf("with -trusted-proxies 127.0.0.1: /healthz = %d %q, want 200 \"ok\\n\"", code, body)
 	}
 }
+
+// TestHealthzWarnsAtMaxKeys: a store at -max-keys answers every new name
+// 503 while /healthz stays ok (each such 503 concerns one request); the
+// operator learns it from a warning line of /healthz (the hostile review
+// of issue 23 found /healthz silent).
+func TestHealthzWarnsAtMaxKeys(t *testing.T) {
+	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off", "-max-keys", "2")
+	for _, k := range []string{"a", "b"} {
+		if code, _, body := fetch(t, p.URL("/counter/"+k+".json"), browserUA, ""); code != 200 {
+			t.Fatalf("/counter/%s.json = %d %s", k, code, body)
+		}
+	}
+	if code, _, body := mustGet(t, p.AdminURL("/healthz")); code != 200 || !strings.Contains(body, "warning: the store holds 2 keys, -max-keys 2") {
+		t.Errorf("/healthz at -max-keys = %d %q, want 200 with a warning naming the limit", code, body)
+	}
+}

@@ -540,6 +540,9 @@ func Check(dir string, w io.Writer, max int) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("check %s: %w", path, err)
 	}
+	if fi, err := os.Stat(path + ".import"); err == nil {
+		fmt.Fprintf(w, "warning: %s.import (%d bytes) is what an offline import left when it was stopped: the store is as it was before that import; remove the file, and run the import again\n", path, fi.Size())
+	}
 	if err := checkMetaPages(path); err != nil {
 		return err
 	}

@@ -416,3 +416,21 @@ func TestCheckNamesKeysEndingInARouteName(t *testing.T) {
 		t.Errorf("check names ns/graphs, a key like any other:\n%s", out.String())
 	}
 }
+
+// TestCheckNamesALeftoverImport: an offline import stopped (SIGKILL)
+// leaves its temporary file; the store is as it was, and check says so
+// and what to do with the file (before, it said only ok).
+func TestCheckNamesALeftoverImport(t *testing.T) {
+	dir := t.TempDir()
+	mustClose(t, mustOpen(t, Options{Dir: dir}))
+	if err := os.WriteFile(filepath.Join(dir, FileName+".import"), []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := Check(dir, &out, 0); err != nil {
+		t.Fatalf("Check = %v", err)
+	}
+	if !strings.Contains(out.String(), "warning: "+filepath.Join(dir, FileName)+".import (7 bytes) is what an offline import left") {
+		t.Errorf("check does not name the leftover import:\n%s", out.String())
+	}
+}
