@@ -3,8 +3,10 @@
 # use: wrk (load generator), util-linux (taskset, unshare for the
 # disk-full test), chromium (renders badges in the browser test),
 # redis-server and redis-cli (the Redis store's tests start their own
-# servers and cluster on free ports; a system Redis is never used). Go
-# modules come through the module proxy on their own.
+# servers and cluster on free ports; a system Redis is never used), nginx
+# and caddy (./deploy's tests run each, with its own configuration, in
+# front of the binary; no system service is used). Go modules come
+# through the module proxy on their own.
 set -euo pipefail
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -13,6 +15,8 @@ command -v unshare >/dev/null || need+=(util-linux)
 command -v chromium >/dev/null || need+=(chromium)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
+{ command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || need+=(nginx)
+command -v caddy >/dev/null || need+=(caddy)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -22,3 +26,5 @@ fi
 wrk --version 2>&1 | head -1 || true
 chromium --version
 redis-server --version
+PATH=$PATH:/usr/sbin nginx -v
+caddy version
