@@ -212,8 +212,13 @@ func testStream(t *testing.T, px proxied, roots *x509.CertPool) {
 			if err != nil {
 				return
 			}
-			if ev.Comment == "" {
-				events <- ev
+			if ev.Comment != "" {
+				continue
+			}
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}()
