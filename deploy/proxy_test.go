@@ -473,7 +473,7 @@ func mustTemplate(t *testing.T, conf string, repl ...string) string {
 
 // freePort returns a loopback port that was free a moment ago. The
 // proxies bind their own ports, so another process could take it in
-// between; the proxy then fails to start, saying so.
+// between: withFreePorts tries again.
 func freePort(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -507,27 +507,28 @@ func mustLookPath(t *testing.T, name string) string {
 func startNginx(t *testing.T, conf, upstream string, c certFiles) proxied {
 	t.Helper()
 	nginx := mustLookPath(t, "nginx")
-	dir := t.TempDir()
-	tlsPort, plainPort := freePort(t), freePort(t)
-	conf = mustTemplate(t, conf,
-		"listen 80;", "listen 127.0.0.1:"+plainPort+";",
-		"listen [::]:80;", "listen [::1]:"+plainPort+";",
-		"listen 443 ssl http2;", "listen 127.0.0.1:"+tlsPort+" ssl http2;",
-		"listen [::]:443 ssl http2;", "listen [::1]:"+tlsPort+" ssl http2;",
-		"/etc/letsencrypt/live/visitors.example.org/fullchain.pem", c.cert,
-		"/etc/letsencrypt/live/visitors.example.org/privkey.pem", c.key,
-		"proxy_pass http://127.0.0.1:8080;", "proxy_pass http://"+upstream+";",
-	)
-	if err := os.WriteFile(filepath.Join(dir, "visitors.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	u, err := user.Current()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Workers run as the current user (nginx ignores "user" unless run
-	// as root), who can read the temporary folder.
-	main := fmt.Sprintf(`daemon off;
+	return withFreePorts(t, func() (proxied, error) {
+		dir := t.TempDir()
+		tlsPort, plainPort := freePort(t), freePort(t)
+		conf := mustTemplate(t, conf,
+			"listen 80;", "listen 127.0.0.1:"+plainPort+";",
+			"listen [::]:80;", "listen [::1]:"+plainPort+";",
+			"listen 443 ssl http2;", "listen 127.0.0.1:"+tlsPort+" ssl http2;",
+			"listen [::]:443 ssl http2;", "listen [::1]:"+tlsPort+" ssl http2;",
+			"/etc/letsencrypt/live/visitors.example.org/fullchain.pem", c.cert,
+			"/etc/letsencrypt/live/visitors.example.org/privkey.pem", c.key,
+			"proxy_pass http://127.0.0.1:8080;", "proxy_pass http://"+upstream+";",
+		)
+		if err := os.WriteFile(filepath.Join(dir, "visitors.conf"), []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Workers run as the current user (nginx ignores "user" unless
+		// run as root), who can read the temporary folder.
+		main := fmt.Sprintf(`daemon off;
 user %s;
 worker_processes 1;
 pid %[2]s/nginx.pid;
@@ -543,19 +544,23 @@ http {
 	include %[2]s/visitors.conf;
 }
 `, u.Username, dir)
-	mainFile := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(mainFile, []byte(main), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(nginx, "-p", dir, "-c", mainFile, "-e", filepath.Join(dir, "error.log"))
-	p := mustRun(t, cmd, "127.0.0.1:"+tlsPort, c.roots)
-	return proxied{
-		https: "127.0.0.1:" + tlsPort, http: "127.0.0.1:" + plainPort, proto: "HTTP/2.0",
-		log: func() string {
-			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			return "nginx output:\n" + p.output() + "\nnginx error.log:\n" + string(b)
-		},
-	}
+		mainFile := filepath.Join(dir, "nginx.conf")
+		if err := os.WriteFile(mainFile, []byte(main), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(nginx, "-p", dir, "-c", mainFile, "-e", filepath.Join(dir, "error.log"))
+		p, err := run(t, cmd, "127.0.0.1:"+tlsPort, c.roots)
+		if err != nil {
+			return proxied{}, err
+		}
+		return proxied{
+			https: "127.0.0.1:" + tlsPort, http: "127.0.0.1:" + plainPort, proto: "HTTP/2.0",
+			log: func() string {
+				b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+				return "nginx output:\n" + p.output() + "\nnginx error.log:\n" + string(b)
+			},
+		}, nil
+	})
 }
 
 // startCaddy runs caddy with conf, caddy/Caddyfile, with its home, data
@@ -563,30 +568,54 @@ http {
 func startCaddy(t *testing.T, conf, upstream string, c certFiles) proxied {
 	t.Helper()
 	caddy := mustLookPath(t, "caddy")
-	dir := t.TempDir()
-	tlsPort, plainPort, admin := freePort(t), freePort(t), freePort(t)
-	conf = mustTemplate(t, conf,
-		"admin localhost:2019", "admin 127.0.0.1:"+admin,
-		"http_port 80", "http_port "+plainPort,
-		"https_port 443", "https_port "+tlsPort,
-		"tls ops@visitors.example.org", "tls "+c.cert+" "+c.key,
-		"reverse_proxy 127.0.0.1:8080", "reverse_proxy "+upstream,
-	)
-	file := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(caddy, "run", "--config", file, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(),
-		"HOME="+dir,
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-	)
-	cmd.Dir = dir
-	p := mustRun(t, cmd, "127.0.0.1:"+tlsPort, c.roots)
-	return proxied{
-		https: "127.0.0.1:" + tlsPort, http: "127.0.0.1:" + plainPort, proto: "HTTP/2.0",
-		log: func() string { return "caddy output:\n" + p.output() },
+	return withFreePorts(t, func() (proxied, error) {
+		dir := t.TempDir()
+		tlsPort, plainPort, admin := freePort(t), freePort(t), freePort(t)
+		conf := mustTemplate(t, conf,
+			"admin localhost:2019", "admin 127.0.0.1:"+admin,
+			"http_port 80", "http_port "+plainPort,
+			"https_port 443", "https_port "+tlsPort,
+			"tls ops@visitors.example.org", "tls "+c.cert+" "+c.key,
+			"reverse_proxy 127.0.0.1:8080", "reverse_proxy "+upstream,
+		)
+		file := filepath.Join(dir, "Caddyfile")
+		if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(caddy, "run", "--config", file, "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(),
+			"HOME="+dir,
+			"XDG_DATA_HOME="+filepath.Join(dir, "data"),
+			"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		)
+		cmd.Dir = dir
+		p, err := run(t, cmd, "127.0.0.1:"+tlsPort, c.roots)
+		if err != nil {
+			return proxied{}, err
+		}
+		return proxied{
+			https: "127.0.0.1:" + tlsPort, http: "127.0.0.1:" + plainPort, proto: "HTTP/2.0",
+			log: func() string { return "caddy output:\n" + p.output() },
+		}, nil
+	})
+}
+
+// withFreePorts returns what start returns, calling it again, up to
+// three times in all, while its error is errAddrInUse: a proxy binds
+// the ports freePort found free, and another process may take one in
+// between.
+func withFreePorts(t *testing.T, start func() (proxied, error)) proxied {
+	t.Helper()
+	const tries = 3
+	for i := 1; ; i++ {
+		px, err := start()
+		if err == nil {
+			return px
+		}
+		if !errors.Is(err, errAddrInUse) || i == tries {
+			t.Fatal(err)
+		}
+		t.Logf("try %d of %d: %v", i, tries, err)
 	}
 }
 
@@ -608,15 +637,21 @@ func (p *proc) output() string {
 	return p.out.String()
 }
 
-// mustRun starts cmd and waits until it completes a TLS handshake on
-// addr with a certificate roots trust. When the test ends it is sent
-// SIGTERM, and killed if it has not exited within webtest.Deadline.
-func mustRun(t *testing.T, cmd *exec.Cmd, addr string, roots *x509.CertPool) *proc {
+// errAddrInUse is run's error when the proxy could not bind a port:
+// another process took it after freePort saw it free.
+var errAddrInUse = errors.New("a port was taken by another process")
+
+// run starts cmd and waits until it completes a TLS handshake on addr
+// with a certificate roots trust. When the test ends it is sent SIGTERM,
+// and killed if it has not exited within webtest.Deadline. If it does
+// not serve, it is stopped and the error says why, wrapping
+// errAddrInUse if it could not bind a port.
+func run(t *testing.T, cmd *exec.Cmd, addr string, roots *x509.CertPool) (*proc, error) {
 	t.Helper()
 	p := &proc{}
 	cmd.Stdout, cmd.Stderr = p, p
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	exited := make(chan struct{})
 	var waitErr error
@@ -624,6 +659,27 @@ func mustRun(t *testing.T, cmd *exec.Cmd, addr string, roots *x509.CertPool) *pr
 		waitErr = cmd.Wait()
 		close(exited)
 	}()
+	deadline := time.Now().Add(webtest.Deadline)
+	for {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, ServerName: siteName})
+		if err == nil {
+			conn.Close()
+			break
+		}
+		select {
+		case <-exited:
+			if strings.Contains(strings.ToLower(p.output()), "address already in use") {
+				err = errAddrInUse
+			}
+			return nil, fmt.Errorf("%s exited before serving HTTPS on %s: %v: %w\n%s", cmd.Path, addr, waitErr, err, p.output())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-exited
+			return nil, fmt.Errorf("%s does not serve HTTPS on %s within %v: %w\n%s", cmd.Path, addr, webtest.Deadline, err, p.output())
+		}
+	}
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -631,27 +687,8 @@ func mustRun(t *testing.T, cmd *exec.Cmd, addr string, roots *x509.CertPool) *pr
 		case <-time.After(webtest.Deadline):
 			cmd.Process.Kill()
 			<-exited
-			t.Errorf("%s did not exit within %v of SIGTERM: killed", cmd.Path, webtest.Deadline)
+			t.Errorf("%s did not exit within %v of SIGTERM: killed\n%s", cmd.Path, webtest.Deadline, p.output())
 		}
 	})
-	deadline := time.Now().Add(webtest.Deadline)
-	for {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, ServerName: siteName})
-		if err == nil {
-			conn.Close()
-			return p
-		}
-		select {
-		case <-exited:
-			t.Fatalf("%s exited before serving HTTPS on %s: %v\n%s", cmd.Path, addr, waitErr, p.output())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			var hint string
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				hint = " (not listening)"
-			}
-			t.Fatalf("%s does not serve HTTPS on %s within %v%s: %v\n%s", cmd.Path, addr, webtest.Deadline, hint, err, p.output())
-		}
-	}
+	return p, nil
 }
