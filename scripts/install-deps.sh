@@ -6,8 +6,10 @@
 # servers and cluster on free ports; a system Redis is never used),
 # systemd's tools systemd-analyze and systemd-socket-activate (the tests
 # of deploy/systemd verify its units and activate the binary by socket;
-# no running systemd is needed). Go modules come through the module
-# proxy on their own.
+# no running systemd is needed), nginx and caddy (./deploy's tests run
+# each, with its own configuration, in front of the binary; no system
+# service is used). Go modules come through the module proxy on their
+# own.
 set -euo pipefail
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -18,6 +20,8 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v systemd-socket-activate >/dev/null || need+=(systemd)
+{ command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || need+=(nginx)
+command -v caddy >/dev/null || need+=(caddy)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -28,3 +32,5 @@ wrk --version 2>&1 | head -1 || true
 chromium --version
 redis-server --version
 systemd-analyze --version | head -1
+PATH=$PATH:/usr/sbin nginx -v
+caddy version
