@@ -1,14 +1,7 @@
 package certs
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"visitors/internal/servertest"
 
 	"github.com/rs/zerolog"
 )
@@ -93,23 +88,10 @@ func TestFilesConcurrent(t *testing.T) {
 // each file by a rename.
 func mustWritePair(t *testing.T, certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "a.example"},
-		DNSNames: []string{"a.example"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := servertest.SelfSigned(t, "a.example")
 	for name, b := range map[string][]byte{
-		certFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+		certFile: c.Cert,
+		keyFile:  c.Key,
 	} {
 		if err := os.WriteFile(name+".tmp", b, 0o600); err != nil {
 			t.Fatal(err)
