@@ -57,26 +57,29 @@ var DefaultTimeouts = Timeouts{
 }
 
 // Main parses args, then runs the service until ctx is done; with
-// -version, it prints what the binary was built from and returns. Logs go to
-// stdout as JSON lines; usage and fatal errors to stderr.
-func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// -version, it prints what the binary was built from and returns; with
+// export, import or check, it runs that subcommand. Logs go to stdout as
+// JSON lines, and so does the usage asked for with -h (then Main returns
+// flag.ErrHelp). A command line it refuses is a [UsageError]: one line,
+// for stderr.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "export":
-			return Export(args[1:], getenv, stdout, stderr)
+			return Export(args[1:], getenv, stdout)
 		case "import":
-			return Import(args[1:], getenv, stdin, stderr)
+			return Import(args[1:], getenv, stdin, stdout)
 		case "check":
-			return Check(args[1:], getenv, stdout, stderr)
+			return Check(args[1:], getenv, stdout)
 		case "-version", "--version":
 			if len(args) > 1 {
-				return fmt.Errorf("%s takes no argument, not %q", args[0], args[1])
+				return &UsageError{Err: fmt.Errorf("%s takes no argument, not %q", args[0], args[1]), Help: "visitors"}
 			}
 			_, err := fmt.Fprintln(stdout, buildinfo.Read())
 			return err
 		}
 	}
-	cfg, err := ParseFlags(args, getenv, stderr)
+	cfg, err := ParseFlags(args, getenv, stdout)
 	if err != nil {
 		return err
 	}
