@@ -16,6 +16,7 @@ import (
 // each other, an unreadable -tls-cert. The binary prints it on one line
 // to stderr and exits with status 2.
 type UsageError struct {
+	// Err is what is refused and why, naming the flag or variable.
 	Err error
 	// Help is the command whose -h tells more, such as "visitors" or
 	// "visitors check"; "" when the message says all there is.
