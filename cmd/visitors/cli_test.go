@@ -171,23 +171,26 @@ func TestBinaryRefusesNegativeLimits(t *testing.T) {
 }
 
 // TestBinaryHelpGoesToStdout: -h, -help and --help print the usage to
-// stdout and exit 0, for the service and each subcommand. Before (issue
+// stdout and exit 0, for the service and each subcommand, even beside a
+// bad VISITORS_* variable (the help is how to mend it). Before (issue
 // 24) the usage went to stderr.
 func TestBinaryHelpGoesToStdout(t *testing.T) {
 	tests := []struct {
 		args  []string
+		env   []string
 		wants []string
 	}{
-		{[]string{"-h"}, []string{"Usage:", "visitors export", "-max-keys", "VISITORS_MAX_KEYS", "(0: no limit)"}},
-		{[]string{"-help"}, []string{"Usage:", "-flush-interval"}},
-		{[]string{"--help"}, []string{"Usage:", "-flush-interval"}},
-		{[]string{"check", "-h"}, []string{"Usage:", "visitors check", "-data", "VISITORS_DATA"}},
-		{[]string{"export", "--help"}, []string{"Usage:", "visitors export", "-store", "-redis-url"}},
-		{[]string{"import", "-help"}, []string{"Usage:", "visitors import", "-replace", "-max-keys", "VISITORS_MAX_KEYS"}},
+		{[]string{"-h"}, nil, []string{"Usage:", "visitors export", "-max-keys", "VISITORS_MAX_KEYS", "(0: no limit)"}},
+		{[]string{"-help"}, nil, []string{"Usage:", "-flush-interval"}},
+		{[]string{"--help"}, nil, []string{"Usage:", "-flush-interval"}},
+		{[]string{"-max-keys", "5", "-h"}, []string{"VISITORS_MAX_KEYS=many"}, []string{"Usage:"}}, // help to mend a bad variable
+		{[]string{"check", "-h"}, nil, []string{"Usage:", "visitors check", "-data", "VISITORS_DATA"}},
+		{[]string{"export", "--help"}, nil, []string{"Usage:", "visitors export", "-store", "-redis-url"}},
+		{[]string{"import", "-help"}, []string{"VISITORS_STORE=postgres"}, []string{"Usage:", "visitors import", "-replace", "-max-keys", "VISITORS_MAX_KEYS"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			stdout, stderr, code := run(t, nil, tt.args...)
+			stdout, stderr, code := run(t, tt.env, tt.args...)
 			if code != 0 || stderr != "" {
 				t.Fatalf("visitors %s: exit status %d, stderr %q; want 0 and nothing on stderr", strings.Join(tt.args, " "), code, stderr)
 			}

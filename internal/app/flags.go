@@ -203,17 +203,16 @@ func (cl *commandLine) parse(args []string, forms map[string]form, getenv func(s
 			}
 		}
 	})
-	if envErr != nil {
-		return nil, envErr
-	}
 	cl.bad = nil
 	err := cl.fs.Parse(args)
 	switch {
-	case err == nil:
-		return cl.fs.Args(), nil
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, flag.ErrHelp): // even beside a bad variable: the help says how to mend it
 		cl.usage(stdout)
 		return nil, err
+	case envErr != nil: // refused even if a flag overrides it: it is a bad configuration
+		return nil, envErr
+	case err == nil:
+		return cl.fs.Args(), nil
 	case cl.bad != nil:
 		return nil, cl.bad
 	}
