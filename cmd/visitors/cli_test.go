@@ -63,7 +63,9 @@ func serveArgs(t *testing.T) []string {
 // is one line on stderr that names it and the form wanted, and exit
 // status 2. Before (issue 24), a bad value printed the flag package's
 // "parse error" and then the whole usage (109 lines), with status 1; a
-// bad -store or -log-level and contradicting flags exited 1.
+// bad -store or -log-level and contradicting flags exited 1; an
+// -admin-addr not on loopback exited 1 after the store had opened and
+// logged to stdout.
 func TestBinaryRefusesBadCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
@@ -90,6 +92,7 @@ func TestBinaryRefusesBadCommandLine(t *testing.T) {
 		{"redis prefix", []string{"-store", "redis", "-redis-prefix", "a{b}"}, nil, false, []string{`-redis-prefix "a{b}"`}},
 		{"open create without the API", []string{"-open-create"}, nil, false, []string{"-open-create needs the owner API"}},
 		{"no data directory", []string{"-data", ""}, nil, false, []string{"-data must name a directory"}},
+		{"admin not on loopback", []string{"-admin-addr", "0.0.0.0:0"}, nil, false, []string{"visitors: -admin-addr 0.0.0.0:0 listens on ", "is not loopback", "-admin-allow-remote"}},
 		{"token file missing", []string{"-admin-token-file", filepath.Join(dir, "nope")}, nil, false, []string{"-admin-token-file: open"}},
 		{"env duration", nil, []string{"VISITORS_FLUSH_INTERVAL=100"}, false, []string{"visitors: VISITORS_FLUSH_INTERVAL=100: want a positive duration such as 100ms or 2s; see visitors -h\n"}},
 		{"env integer", nil, []string{"VISITORS_MAX_KEYS=many"}, false, []string{"VISITORS_MAX_KEYS=many: want a whole number"}},
