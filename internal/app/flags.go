@@ -216,7 +216,8 @@ func (cl *commandLine) parse(args []string, forms map[string]form, getenv func(s
 	case cl.bad != nil:
 		return nil, cl.bad
 	}
-	// The flag package's own refusals (go doc flag, failf).
+	// The flag package's own refusals, by their text (TestParseFlagsErrors
+	// and TestBinaryRefusesBadCommandLine catch a change of it).
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
 		return nil, cl.refuse(errors.New("unknown flag " + name))
