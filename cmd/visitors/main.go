@@ -17,7 +17,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := app.Main(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	err := app.Main(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout)
 	stop()
 	if errors.Is(err, flag.ErrHelp) {
 		return

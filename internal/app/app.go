@@ -57,26 +57,29 @@ var DefaultTimeouts = Timeouts{
 }
 
 // Main parses args, then runs the service until ctx is done; with
-// -version, it prints what the binary was built from and returns. Logs go to
-// stdout as JSON lines; usage and fatal errors to stderr.
-func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// -version, it prints what the binary was built from and returns; with
+// export, import or check, it runs that subcommand. Logs go to stdout as
+// JSON lines, and so does the usage asked for with -h (then Main returns
+// flag.ErrHelp). A command line it refuses is a [UsageError]: one line,
+// for stderr.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "export":
-			return Export(args[1:], getenv, stdout, stderr)
+			return Export(args[1:], getenv, stdout)
 		case "import":
-			return Import(args[1:], getenv, stdin, stderr)
+			return Import(args[1:], getenv, stdin, stdout)
 		case "check":
-			return Check(args[1:], getenv, stdout, stderr)
+			return Check(args[1:], getenv, stdout)
 		case "-version", "--version":
 			if len(args) > 1 {
-				return fmt.Errorf("%s takes no argument, not %q", args[0], args[1])
+				return &UsageError{Err: fmt.Errorf("%s takes no argument, not %q", args[0], args[1]), Help: "visitors"}
 			}
 			_, err := fmt.Fprintln(stdout, buildinfo.Read())
 			return err
 		}
 	}
-	cfg, err := ParseFlags(args, getenv, stderr)
+	cfg, err := ParseFlags(args, getenv, stdout)
 	if err != nil {
 		return err
 	}
@@ -107,6 +110,16 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	adm, err := listenAdmin(cfg) // before the store too: a refused address stops the start before anything is opened or logged
+	if err != nil {
+		return err
+	}
+	serving := false // from then on the servers own the listeners
+	defer func() {
+		if adm != nil && !serving {
+			adm.Close()
+		}
+	}()
 
 	hostname, err := os.Hostname() // once: it is a syscall
 	if err != nil {
@@ -204,18 +217,8 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	listeners := []net.Listener{pub}
 	log.Info().Str("addr", pub.Addr().String()).Bool("https", tlsConf != nil).Msg("listening")
 
-	if cfg.AdminAddr != "" {
-		adm, err := Listen(cfg.AdminAddr)
-		if err != nil {
-			pub.Close()
-			return fmt.Errorf("listen on -admin-addr %s: %w", cfg.AdminAddr, err)
-		}
-		if remote := notLoopback(adm.Addr()); remote != "" {
-			if !cfg.AdminAllowRemote {
-				pub.Close()
-				adm.Close()
-				return fmt.Errorf("-admin-addr %s listens on %s, which is not loopback: pprof, /debug/vars and the flight recorder show keys, names and flags to whoever reaches it; listen on 127.0.0.1 or [::1], or add -admin-allow-remote to mean it", cfg.AdminAddr, remote)
-			}
+	if adm != nil {
+		if remote := notLoopback(adm.Addr()); remote != "" { // and -admin-allow-remote, or listenAdmin refused it
 			log.Warn().Str("admin_addr", remote).Msg("the admin listener is not on loopback (-admin-allow-remote): keep it behind a firewall, its profiles show keys, names and flags")
 		}
 		ao := admin.Options{
@@ -241,7 +244,6 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			reg, err := registry(cfg, requests, st, flushes, rounds, sink, fr, conns, public)
 			if err != nil {
 				pub.Close()
-				adm.Close()
 				return err
 			}
 			ao.Metrics = metrics.Handler(reg)
@@ -265,9 +267,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if httpHandler != nil && cfg.TLS.HTTPAddr != "" {
 		hl, err := Listen(cfg.TLS.HTTPAddr)
 		if err != nil {
-			for _, l := range listeners {
-				l.Close()
-			}
+			pub.Close() // and adm, when Run returns
 			return fmt.Errorf("listen on -http-addr %s: %w", cfg.TLS.HTTPAddr, err)
 		}
 		servers = append(servers, &http.Server{
@@ -284,6 +284,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	}
 
 	errc := make(chan error, len(servers))
+	serving = true
 	for i, s := range servers {
 		go func() { errc <- serve(s, listeners[i]) }()
 	}
@@ -301,6 +302,25 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// listenAdmin listens on cfg.AdminAddr, or returns nil if it is empty.
+// An address that is not loopback is a [UsageError] unless
+// cfg.AdminAllowRemote: pprof, /debug/vars and the flight recorder show
+// keys, names and flags to whoever reaches it.
+func listenAdmin(cfg Config) (net.Listener, error) {
+	if cfg.AdminAddr == "" {
+		return nil, nil
+	}
+	adm, err := Listen(cfg.AdminAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on -admin-addr %s: %w", cfg.AdminAddr, err)
+	}
+	if remote := notLoopback(adm.Addr()); remote != "" && !cfg.AdminAllowRemote {
+		adm.Close()
+		return nil, usage(fmt.Errorf("-admin-addr %s listens on %s, which is not loopback: pprof, /debug/vars and the flight recorder show keys, names and flags to whoever reaches it; listen on 127.0.0.1 or [::1], or add -admin-allow-remote to mean it", cfg.AdminAddr, remote))
+	}
+	return adm, nil
 }
 
 // registry returns the Prometheus registry of /metrics: the requests,

@@ -2,6 +2,7 @@ package app
 
 import (
 	"crypto/sha256"
+	"errors"
 	"flag"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +113,11 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) { c.API.TokenFile, c.API.RootHash = tokenFile, &rootHash })},
 		{"flag beats env", []string{"-addr", ":6"}, map[string]string{"VISITORS_ADDR": ":7"}, with(func(c *Config) { c.Addr = ":6" })},
 		{"no wait at shutdown", []string{"-shutdown-timeout", "0s"}, nil, with(func(c *Config) { c.ShutdownTimeout = 0 })},
+		{"zero is no limit or off", []string{"-max-keys", "0", "-max-conns", "0", "-block-profile-rate", "0", "-mutex-profile-fraction", "0", "-repeat-window", "0", "-client-rate", "0", "-camo-key-rate", "0"},
+			map[string]string{"VISITORS_MAX_CONNS_PER_CLIENT": "0", "VISITORS_API_AUTH_FAILURES": "0"},
+			with(func(c *Config) {
+				c.MaxKeys, c.Fair.MaxConns, c.Fair.MaxConnsPerClient, c.Fair.ClientRate, c.Fair.CamoKeyRate, c.API.AuthFailures = 0, 0, 0, client.Rate{}, client.Rate{}, client.Rate{}
+			})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,31 +146,40 @@ func TestParseFlagsErrors(t *testing.T) {
 		want string
 	}{
 		{"help", []string{"-h"}, nil, flag.ErrHelp.Error()},
-		{"level", []string{"-log-level", "verbose"}, nil, `-log-level "verbose"`},
-		{"env level", nil, map[string]string{"VISITORS_LOG_LEVEL": "loud"}, `-log-level "loud"`},
-		{"env int", nil, map[string]string{"VISITORS_MAX_KEYS": "lots"}, "VISITORS_MAX_KEYS"},
-		{"negative timeout", []string{"-shutdown-timeout", "-1s"}, nil, "must not be negative"},
-		{"unknown flag", []string{"-port", "80"}, nil, "flag provided but not defined"},
-		{"argument", []string{"extra"}, nil, `unexpected argument "extra"`},
-		{"store", []string{"-store", "etcd"}, nil, `-store "etcd": want embedded, redis or memory`},
+		{"level", []string{"-log-level", "verbose"}, nil, "-log-level verbose: want debug, info, warn, error or off; see visitors -h"},
+		{"env level", nil, map[string]string{"VISITORS_LOG_LEVEL": "loud"}, "VISITORS_LOG_LEVEL=loud: want debug"},
+		{"env int", nil, map[string]string{"VISITORS_MAX_KEYS": "lots"}, "VISITORS_MAX_KEYS=lots: want a whole number, 0 or more (0: no limit)"},
+		{"negative timeout", []string{"-shutdown-timeout", "-1s"}, nil, "-shutdown-timeout -1s: want a duration such as 10s or 1m, 0 or more"},
+		{"unknown flag", []string{"-port", "80"}, nil, "unknown flag -port; see visitors -h"},
+		{"argument", []string{"extra"}, nil, `unexpected argument "extra"; see visitors -h`},
+		{"store", []string{"-store", "etcd"}, nil, "-store etcd: want embedded, redis or memory"},
 		{"redis prefix", []string{"-store", "redis", "-redis-prefix", "a{b}"}, nil, `-redis-prefix "a{b}"`},
-		{"durability", []string{"-durability", "often"}, nil, `durability "often"`},
-		{"flush interval", []string{"-flush-interval", "0s"}, nil, "-flush-interval must be positive"},
+		{"durability", []string{"-durability", "often"}, nil, "-durability often: want batch or sync"},
+		{"flush interval", []string{"-flush-interval", "0s"}, nil, "-flush-interval 0s: want a positive duration"},
 		{"no data dir", []string{"-data", ""}, nil, "-data must name a directory"},
-		{"slow request under the clock's tick", []string{"-slow-request", "500us"}, nil, "-slow-request 500µs: want at least 1ms"},
-		{"window", []string{"-flight-recorder-window", "0s"}, nil, "-flight-recorder-window must be positive"},
-		{"trace every", []string{"-trace-every", "0s"}, nil, "-trace-every must be positive"},
-		{"trace keep", []string{"-trace-keep", "0"}, nil, "-trace-keep must be at least 1"},
+		{"slow request under the clock's tick", []string{"-slow-request", "500us"}, nil, "-slow-request 500us: want a duration of at least 1ms"},
+		{"window", []string{"-flight-recorder-window", "0s"}, nil, "-flight-recorder-window 0s: want a positive duration"},
+		{"trace every", []string{"-trace-every", "0s"}, nil, "-trace-every 0s: want a positive duration"},
+		{"trace keep", []string{"-trace-keep", "0"}, nil, "-trace-keep 0: want a whole number, at least 1"},
 		{"no trace dir", []string{"-store", "memory", "-data", ""}, nil, "-trace-dir or -data must name a directory"},
-		{"proxy range", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, `-trusted-proxies: "10.0.0.0/33"`},
-		{"proxy name", []string{"-trusted-proxies", "proxy.local"}, nil, `-trusted-proxies: "proxy.local"`},
-		{"rate unit", []string{"-client-rate", "10/week"}, nil, `rate "10/week"`},
-		{"rate negative", []string{"-client-rate", "-1/s"}, nil, `rate "-1/s"`},
-		{"rate NaN", []string{"-client-new-keys", "NaN/h"}, nil, `rate "NaN/h"`},
-		{"burst", []string{"-client-burst", "0"}, nil, "-client-burst must be at least 1"},
-		{"repeat window", []string{"-repeat-window", "-1s"}, nil, "-repeat-window must not be negative"},
-		{"max conns", []string{"-max-conns", "-1"}, nil, "-max-conns must not be negative"},
-		{"max conns per client", []string{"-max-conns-per-client", "-1"}, nil, "-max-conns-per-client must not be negative"},
+		{"proxy range", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, `-trusted-proxies 10.0.0.0/33: "10.0.0.0/33": want a CIDR range`},
+		{"proxy name", []string{"-trusted-proxies", "proxy.local"}, nil, `-trusted-proxies proxy.local: "proxy.local": want a CIDR range`},
+		{"rate unit", []string{"-client-rate", "10/week"}, nil, "-client-rate 10/week: want N/s, N/m, N/h or N/d"},
+		{"rate negative", []string{"-client-rate", "-1/s"}, nil, "-client-rate -1/s: want"},
+		{"rate NaN", []string{"-client-new-keys", "NaN/h"}, nil, "-client-new-keys NaN/h: want"},
+		{"burst", []string{"-client-burst", "0"}, nil, "-client-burst 0: want a whole number, at least 1"},
+		{"repeat window", []string{"-repeat-window", "-1s"}, nil, "-repeat-window -1s: want a duration such as 30m or 24h, 0 or more"},
+		{"max conns", []string{"-max-conns", "-1"}, nil, "-max-conns -1: want a whole number, 0 or more (0: no limit)"},
+		{"max conns per client", []string{"-max-conns-per-client", "-1"}, nil, "-max-conns-per-client -1: want a whole number, 0 or more (0: no limit)"},
+		{"max keys", []string{"-max-keys", "-5"}, nil, "-max-keys -5: want a whole number, 0 or more (0: no limit)"},
+		{"block profile rate", []string{"-block-profile-rate", "-1"}, nil, "-block-profile-rate -1: want a whole number of nanoseconds, 0 or more (0: off)"},
+		{"mutex profile fraction", []string{"-mutex-profile-fraction", "-1"}, nil, "-mutex-profile-fraction -1: want a whole number, 0 or more (0: off)"},
+		{"flight recorder bytes", []string{"-flight-recorder-max-bytes", "0"}, nil, "-flight-recorder-max-bytes 0: want a number of bytes, at least 1"},
+		{"max streams", []string{"-max-streams", "0"}, nil, "-max-streams 0: want a whole number, at least 1"},
+		{"env negative", nil, map[string]string{"VISITORS_MAX_CONNS": "-1"}, "VISITORS_MAX_CONNS=-1: want a whole number, 0 or more (0: no limit); see visitors -h"},
+		{"no value", []string{"-addr"}, nil, "-addr needs a value; see visitors -h"},
+		{"bool", []string{"-unique=perhaps"}, nil, "-unique perhaps: want true or false; see visitors -h"},
+		{"env quoted", nil, map[string]string{"VISITORS_STORE": "two words"}, `VISITORS_STORE="two words": want embedded`},
 		{"token file missing", []string{"-admin-token-file", filepath.Join(dir, "nope")}, nil, "-admin-token-file: open"},
 		{"token file empty", []string{"-admin-token-file", empty}, nil, "-admin-token-file " + empty + ": the root token is empty"},
 		{"token file a newline", []string{"-admin-token-file", newline}, nil, "the root token is empty"},
@@ -172,14 +188,17 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"token file too big", []string{"-admin-token-file", big}, nil, "longer than 4096 bytes"},
 		{"token env short", nil, map[string]string{"VISITORS_ADMIN_TOKEN": "short"}, "VISITORS_ADMIN_TOKEN: the root token is 5 bytes"},
 		{"token twice", []string{"-admin-token-file", short}, map[string]string{"VISITORS_ADMIN_TOKEN": testRoot}, "not both"},
-		{"import max bytes", []string{"-import-max-bytes", "0"}, nil, "-import-max-bytes must be at least 1"},
-		{"auth failures", []string{"-api-auth-failures", "5"}, nil, `rate "5"`},
+		{"import max bytes", []string{"-import-max-bytes", "0"}, nil, "-import-max-bytes 0: want a number of bytes, at least 1"},
+		{"auth failures", []string{"-api-auth-failures", "5"}, nil, "-api-auth-failures 5: want N/s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseFlags(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ParseFlags(%q, %v) error = %v, want one containing %q", tt.args, tt.env, err, tt.want)
+			}
+			if ue := (*UsageError)(nil); err != flag.ErrHelp && !errors.As(err, &ue) {
+				t.Errorf("ParseFlags(%q, %v) error = %T, want a *UsageError (exit status 2)", tt.args, tt.env, err)
 			}
 		})
 	}
@@ -278,5 +297,43 @@ func TestREADMEFlagsTable(t *testing.T) {
 	}
 	if len(want) < 30 {
 		t.Errorf("visitors -h lists %d flags: the usage was not parsed", len(want))
+	}
+}
+
+// TestFlagDefaultsTakeTheirForms: every flag visitors -h lists takes its
+// own default when given it: a form stricter than the default, or one
+// that expects a value of another type than its flag's, fails here
+// rather than in an operator's hands.
+func TestFlagDefaultsTakeTheirForms(t *testing.T) {
+	var usage strings.Builder
+	if _, err := ParseFlags([]string{"-h"}, func(string) string { return "" }, &usage); err != flag.ErrHelp {
+		t.Fatalf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
+	}
+	var args []string
+	var name string
+	for line := range strings.Lines(usage.String()) {
+		if n, ok := strings.CutPrefix(line, "  -"); ok {
+			name, _, _ = strings.Cut(strings.TrimSpace(n), " ")
+			continue
+		}
+		i := strings.LastIndex(line, "(default ")
+		if i < 0 || name == "" || name == "tls-domains" { // "" is a list of no names, refused when given
+			continue
+		}
+		def := line[i+len("(default "):]
+		q, err := strconv.QuotedPrefix(def)
+		if err != nil {
+			t.Fatalf("-%s: default %s: %v", name, def, err)
+		}
+		v, _ := strconv.Unquote(q)
+		args = append(args, "-"+name+"="+v)
+	}
+	if len(args) < 30 {
+		t.Fatalf("visitors -h gave %d defaults: the usage was not parsed", len(args))
+	}
+	for _, a := range args {
+		if _, err := ParseFlags([]string{a}, func(string) string { return "" }, io.Discard); err != nil {
+			t.Errorf("ParseFlags(%q) = %v, want its default taken", a, err)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,46 +10,62 @@ import (
 	"visitors/internal/store/redisstore"
 )
 
-// backupFlags parses the flags export, import and check share.
-func backupFlags(name string, args []string, getenv func(string) string, stderr io.Writer) (*flag.FlagSet, *string) {
-	fs, data, _, _ := storeFlags(name, getenv, stderr)
-	return fs, data
+// subcommandEnv are the flags of export, import and check that have a
+// VISITORS_* variable: the service's, so that a subcommand finds the
+// store the service uses. -replace has none.
+var subcommandEnv = map[string]bool{"data": true, "store": true, "redis-url": true, "redis-cluster": true, "redis-prefix": true, "max-keys": true}
+
+// subcommandForms are the values the subcommands' flags take.
+var subcommandForms = map[string]form{
+	"store":    oneOf("embedded", "redis"),
+	"max-keys": wholeNoLimit,
 }
 
-// storeFlags defines the flags that say which store export and import
-// use: -store, -data and the Redis flags, with their environment
-// variables as defaults.
-func storeFlags(name string, getenv func(string) string, stderr io.Writer) (*flag.FlagSet, *string, *string, *RedisConfig) {
-	fs := flag.NewFlagSet("visitors "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	data := fs.String("data", "./data", "data `directory` of the embedded store (env "+envName("data")+")")
-	if v := getenv(envName("data")); v != "" {
-		*data = v
-	}
-	kind := fs.String("store", "embedded", "the store: embedded (in -data) or redis (env "+envName("store")+")")
-	if v := getenv(envName("store")); v != "" {
-		*kind = v
-	}
+// storeFlags returns the flag set of the subcommand name, whose usage
+// begins with synopsis, with the flags that say which store it uses:
+// -store, -data and the Redis flags.
+func storeFlags(name, synopsis string, getenv func(string) string) (*commandLine, *string, *string, *RedisConfig) {
+	cl := newCommandLine("visitors "+name, synopsis+"\nWith the embedded store the service must be stopped: its lock is taken.\nA flag with a variable named beside it can also be set by that variable.\n\nFlags:\n", func(f string) bool { return subcommandEnv[f] })
+	data := cl.fs.String("data", "./data", "data `directory` of the embedded store")
+	kind := cl.fs.String("store", "embedded", "the store: embedded (in -data) or redis")
 	r := new(RedisConfig)
-	redisFlags(fs, r, getenv)
-	for _, f := range []string{"redis-url", "redis-cluster", "redis-prefix"} {
-		if v := getenv(envName(f)); v != "" {
-			fs.Set(f, v)
-		}
-	}
-	return fs, data, kind, r
+	redisFlags(cl.fs, r, getenv)
+	return cl, data, kind, r
 }
+
+// The usages of the subcommands, before their flags.
+const (
+	exportUsage = `Usage:
+  visitors export [-data dir | -store redis ...]
+
+export writes every count, totals and daily counts, as JSON to stdout.
+`
+	importUsage = `Usage:
+  visitors import [-data dir | -store redis ...] [-replace] [file]
+
+import reads counts from a JSON export, from file or else stdin, and adds
+them to the store's, or with -replace replaces every count.
+`
+	checkUsage = `Usage:
+  visitors check [-data dir]
+
+check verifies the embedded store in -data without changing it (bbolt's
+page check, the format, every record's checksum), prints what it found,
+and exits 1 if the store is damaged.
+`
+)
 
 // Export runs "visitors export": every count of the embedded store in
 // -data, totals and daily counts, as JSON to stdout. The service must be
 // stopped: the store's lock is taken.
-func Export(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs, data, kind, r := storeFlags("export", getenv, stderr)
-	if err := fs.Parse(args); err != nil {
+func Export(args []string, getenv func(string) string, stdout io.Writer) error {
+	cl, data, kind, r := storeFlags("export", exportUsage, getenv)
+	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("export: unexpected argument %q", fs.Arg(0))
+	if len(rest) > 0 {
+		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
 	}
 	switch *kind {
 	case "embedded":
@@ -58,36 +73,32 @@ func Export(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	case "redis":
 		return redisstore.Export(redisOptions(*r, redisstore.Options{}), stdout, time.Now())
 	}
-	return fmt.Errorf("export: -store %q: want embedded or redis", *kind)
+	return fmt.Errorf("export: -store %q: want embedded or redis", *kind) // not past its form
 }
 
 // Import runs "visitors import": it reads a JSON export from the named
 // file, or stdin, into the embedded store in -data, adding to the counts
 // there or, with -replace, replacing them. The service must be stopped.
-func Import(args []string, getenv func(string) string, stdin io.Reader, stderr io.Writer) error {
-	fs, data, kind, r := storeFlags("import", getenv, stderr)
-	replace := fs.Bool("replace", false, "replace every count instead of adding to them")
-	maxKeys := fs.Int("max-keys", 1_000_000, "most distinct names the store may hold after the import; past it the import is refused (0: no limit) (env "+envName("max-keys")+")")
-	if v := getenv(envName("max-keys")); v != "" {
-		if err := fs.Set("max-keys", v); err != nil {
-			return fmt.Errorf("import: %s: %w", envName("max-keys"), err)
-		}
-	}
-	if err := fs.Parse(args); err != nil {
+func Import(args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+	cl, data, kind, r := storeFlags("import", importUsage, getenv)
+	replace := cl.fs.Bool("replace", false, "replace every count instead of adding to them")
+	maxKeys := cl.fs.Int("max-keys", 1_000_000, "most distinct names the store may hold after the import; past it the import is refused (0: no limit)")
+	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
+	if err != nil {
 		return err
 	}
 	in := stdin
-	switch fs.NArg() {
+	switch len(rest) {
 	case 0:
 	case 1:
-		f, err := os.Open(fs.Arg(0))
+		f, err := os.Open(rest[0])
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
 		defer f.Close()
 		in = f
 	default:
-		return fmt.Errorf("import: unexpected argument %q", fs.Arg(1))
+		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[1]))
 	}
 	switch *kind {
 	case "embedded":
@@ -95,20 +106,21 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stderr i
 	case "redis":
 		return redisstore.Import(redisOptions(*r, redisstore.Options{MaxKeys: *maxKeys}), in, *replace, "", time.Now())
 	}
-	return fmt.Errorf("import: -store %q: want embedded or redis", *kind)
+	return fmt.Errorf("import: -store %q: want embedded or redis", *kind) // not past its form
 }
 
 // Check runs "visitors check": it verifies the embedded store in -data
 // without changing it (bbolt's page check, the format, every record's
 // checksum), prints what it found, and fails if the store is damaged.
 // The service must be stopped.
-func Check(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs, data := backupFlags("check", args, getenv, stderr)
-	if err := fs.Parse(args); err != nil {
+func Check(args []string, getenv func(string) string, stdout io.Writer) error {
+	cl, data, _, _ := storeFlags("check", checkUsage, getenv)
+	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("check: unexpected argument %q", fs.Arg(0))
+	if len(rest) > 0 {
+		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
 	}
 	return boltstore.Check(*data, stdout, 100)
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,18 +170,58 @@ func envName(name string) string {
 	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
+// serveUsage is what visitors -h prints before the flags.
+const serveUsage = `Usage:
+  visitors [flags]                  serve
+  visitors export [-data dir | -store redis ...]
+                                    write every count as JSON to stdout
+  visitors import [-data dir | -store redis ...] [-replace] [file]
+                                    read counts from a JSON export (stdin if no file)
+  visitors check [-data dir]        verify the embedded store without changing it
+  visitors -version                 print the version and the VCS revision
+  visitors COMMAND -h               the flags of export, import or check
+
+visitors counts visitors. Each flag can also be set by the environment
+variable named beside it.
+
+Flags:
+`
+
+// serveForms are the values the service's flags take, where their type
+// takes more: a negative limit has no meaning, nor does a zero
+// interval. Fair's are [fairForms].
+var serveForms = map[string]form{
+	"log-level":                 oneOf("debug", "info", "warn", "error", "off"),
+	"max-keys":                  wholeNoLimit,
+	"shutdown-timeout":          {"a duration such as 10s or 1m, 0 or more (0: do not wait)", atLeast(time.Duration(0))},
+	"block-profile-rate":        {"a whole number of nanoseconds, 0 or more (0: off)", atLeast(0)},
+	"mutex-profile-fraction":    {"a whole number, 0 or more (0: off)", atLeast(0)},
+	"store":                     oneOf("embedded", "redis", "memory"),
+	"durability":                {"batch or sync", nil},
+	"flush-interval":            positiveDur,
+	"flight-recorder-window":    positiveDur,
+	"flight-recorder-max-bytes": {"a number of bytes, at least 1", atLeast(uint64(1))},
+	"slow-request":              {"a duration of at least " + MinSlowRequest.String() + ", the resolution of the request clock, such as 250ms or 2s", atLeast(MinSlowRequest)},
+	"trace-every":               positiveDur,
+	"trace-keep":                wholeAtLeast1,
+	"max-streams":               wholeAtLeast1,
+	"import-max-bytes":          bytesAtLeast1,
+	"api-auth-failures":         rateForm,
+}
+
 // ParseFlags parses the command-line args, with getenv supplying the
-// defaults each VISITORS_* variable sets. It returns flag.ErrHelp after
-// writing the usage to stderr when asked for help.
-func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+// defaults each VISITORS_* variable sets. When asked for help it writes
+// the usage to stdout and returns flag.ErrHelp. A value or a
+// combination it refuses is a [UsageError].
+func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Config, error) {
 	var c Config
-	fs := flag.NewFlagSet("visitors", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	cl := newCommandLine("visitors", serveUsage, func(string) bool { return true })
+	fs := cl.fs
 	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on, or fd:N for a listening socket passed as file descriptor N; "+DefaultTLSAddr+" instead of :8080 when -tls-domains or -tls-cert is set")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:6060", "admin `address` for /debug/pprof/, /debug/vars and /healthz, or fd:N; empty disables it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn, error or off")
 	fs.IntVar(&c.MaxKeys, "max-keys", 1_000_000, "most distinct names held; a new name past it gets 503 (0: no limit)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish at shutdown")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish at shutdown (0: do not wait)")
 	fs.IntVar(&c.BlockProfileRate, "block-profile-rate", 0, "runtime.SetBlockProfileRate `rate` in ns for the block profile (0: off)")
 	fs.IntVar(&c.MutexProfileFraction, "mutex-profile-fraction", 0, "runtime.SetMutexProfileFraction `fraction` for the mutex profile (0: off)")
 	fs.StringVar(&c.Store, "store", "embedded", "where counts live: embedded (a durable file in -data), redis (shared by instances; see -redis-url) or memory (kept nowhere)")
@@ -206,88 +247,50 @@ func ParseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.Var(&c.API.AuthFailures, "api-auth-failures", "failed owner-API authentications per client, as N/s, N/m, N/h or N/d; past it 429 (0: no limit)")
 	c.TLS.flags(fs)
 	fs.BoolVar(&c.API.OpenCreate, "open-create", false, "let anyone create a counter that does not exist, with POST /api/v1/counters/{key} and no token, and get a token for that key alone (within -client-new-keys and -max-keys; needs the owner API)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  visitors [flags]                  serve\n  visitors export [-data dir | -store redis ...]\n                                    write every count as JSON to stdout\n  visitors import [-data dir | -store redis ...] [-replace] [file]\n                                    read counts from a JSON export (stdin if no file)\n  visitors check [-data dir]        verify the embedded store without changing it\n  visitors -version                 print the version and the VCS revision\n\nvisitors counts visitors. Each flag can also be set by the environment\nvariable named beside it.\n\nFlags:\n")
-		fs.VisitAll(func(f *flag.Flag) {
-			name, usage := flag.UnquoteUsage(f)
-			fmt.Fprintf(stderr, "  -%s %s\n    \t%s (default %q; env %s)\n", f.Name, name, usage, f.DefValue, envName(f.Name))
-		})
-	}
 
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v := getenv(envName(f.Name)); v != "" && envErr == nil {
-			if err := f.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("environment variable %s=%q: %w", envName(f.Name), v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return c, envErr
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err := c.TLS.check(c.Data, setOnCommandLine(fs, "tls-domains")); err != nil {
-		return c, usage(err)
-	}
-	if c.TLS.On() && getenv(envName("addr")) == "" && !setOnCommandLine(fs, "addr") {
-		c.Addr = DefaultTLSAddr
-	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
-		return c, err
-	}
-	if c.ShutdownTimeout < 0 {
-		return c, errors.New("-shutdown-timeout must not be negative")
-	}
-	if c.Store != "embedded" && c.Store != "memory" && c.Store != "redis" {
-		return c, fmt.Errorf("-store %q: want embedded, redis or memory", c.Store)
-	}
-	if c.FlushInterval <= 0 {
-		return c, errors.New("-flush-interval must be positive")
-	}
-	if c.Store == "redis" && strings.ContainsAny(c.Redis.Prefix, "{}") {
-		return c, fmt.Errorf("-redis-prefix %q: it may not hold { or }, which would move keys between cluster slots", c.Redis.Prefix)
-	}
-	if c.SlowRequest < MinSlowRequest {
-		return c, fmt.Errorf("-slow-request %v: want at least %v, the resolution of the request clock", c.SlowRequest, MinSlowRequest)
-	}
-	if c.FlightRecorderWindow <= 0 {
-		return c, errors.New("-flight-recorder-window must be positive")
-	}
-	if c.TraceEvery <= 0 {
-		return c, errors.New("-trace-every must be positive")
-	}
-	if c.MaxStreams < 1 {
-		return c, errors.New("-max-streams must be at least 1")
-	}
-	if c.TraceKeep < 1 {
-		return c, errors.New("-trace-keep must be at least 1")
-	}
-	if c.FlightRecorder && c.TraceDir == "" && c.Data == "" {
-		return c, errors.New("-trace-dir or -data must name a directory for flight-recorder snapshots")
-	}
-	if c.Store == "embedded" && c.Data == "" {
-		return c, errors.New("-data must name a directory for the embedded store")
-	}
-	if err := c.Fair.check(); err != nil {
-		return c, err
-	}
-	if c.API.ImportMaxBytes < 1 {
-		return c, errors.New("-import-max-bytes must be at least 1")
-	}
-	root, err := rootToken(c.API.TokenFile, getenv)
+	forms := maps.Clone(serveForms)
+	maps.Copy(forms, fairForms)
+	rest, err := cl.parse(args, forms, getenv, stdout)
 	if err != nil {
 		return c, err
 	}
-	c.API.RootHash = root
-	if c.API.OpenCreate && root == nil {
-		return c, errors.New("-open-create needs the owner API: give a root token with -admin-token-file or " + EnvPrefix + "ADMIN_TOKEN")
+	if len(rest) > 0 {
+		return c, cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
+	}
+	if err := c.check(getenv, setOnCommandLine(fs, "tls-domains"), setOnCommandLine(fs, "addr")); err != nil {
+		return c, usage(err)
 	}
 	return c, nil
+}
+
+// check refuses flags that contradict each other or name what cannot
+// be read, and completes c: the -addr of HTTPS unless addrSet, the root
+// token's hash. Each flag's own range is its form's (serveForms).
+func (c *Config) check(getenv func(string) string, domainsSet, addrSet bool) error {
+	if err := c.TLS.check(c.Data, domainsSet); err != nil {
+		return err
+	}
+	if c.TLS.On() && getenv(envName("addr")) == "" && !addrSet {
+		c.Addr = DefaultTLSAddr
+	}
+	if c.Store == "redis" && strings.ContainsAny(c.Redis.Prefix, "{}") {
+		return fmt.Errorf("-redis-prefix %q: it may not hold { or }, which would move keys between cluster slots", c.Redis.Prefix)
+	}
+	if c.FlightRecorder && c.TraceDir == "" && c.Data == "" {
+		return errors.New("-trace-dir or -data must name a directory for flight-recorder snapshots")
+	}
+	if c.Store == "embedded" && c.Data == "" {
+		return errors.New("-data must name a directory for the embedded store")
+	}
+	root, err := rootToken(c.API.TokenFile, getenv)
+	if err != nil {
+		return err
+	}
+	c.API.RootHash = root
+	if c.API.OpenCreate && root == nil {
+		return errors.New("-open-create needs the owner API: give a root token with -admin-token-file or " + EnvPrefix + "ADMIN_TOKEN")
+	}
+	return nil
 }
 
 // parseLevel maps a -log-level value to zerolog's level.

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"flag"
 	"time"
 
@@ -56,19 +55,15 @@ func (f *Fair) flags(fs *flag.FlagSet) {
 // make, and a bound on what one person can make camo fetch.
 var DefaultCamoKeyRate = client.Rate{Events: 600, Per: time.Minute}
 
-// check reports a value of f that makes no sense.
-func (f *Fair) check() error {
-	switch {
-	case f.ClientBurst < 1:
-		return errors.New("-client-burst must be at least 1")
-	case f.RepeatWindow < 0:
-		return errors.New("-repeat-window must not be negative")
-	case f.MaxConns < 0:
-		return errors.New("-max-conns must not be negative")
-	case f.MaxConnsPerClient < 0:
-		return errors.New("-max-conns-per-client must not be negative")
-	}
-	return nil
+// fairForms are the values Fair's flags take: no negative limit.
+var fairForms = map[string]form{
+	"camo-key-rate":        rateForm,
+	"client-rate":          rateForm,
+	"client-new-keys":      rateForm,
+	"client-burst":         wholeAtLeast1,
+	"repeat-window":        {"a duration such as 30m or 24h, 0 or more (0: every view counts)", atLeast(time.Duration(0))},
+	"max-conns":            wholeNoLimit,
+	"max-conns-per-client": wholeNoLimit,
 }
 
 // fairRules returns the web layer's rules for cfg, and a func that

@@ -296,8 +296,8 @@ func TestBackupCommands(t *testing.T) {
 	}
 	env := map[string]string{"VISITORS_DATA": dir}
 	main := func(stdin string, args ...string) (string, error) {
-		var out, errOut bytes.Buffer
-		err := Main(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errOut)
+		var out bytes.Buffer
+		err := Main(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out)
 		return out.String(), err
 	}
 
@@ -333,13 +333,15 @@ func TestBackupCommands(t *testing.T) {
 		{[]string{"import", dumpFile, "extra"}, nil, `import: unexpected argument "extra"`},
 		{[]string{"check", "extra"}, nil, `check: unexpected argument "extra"`},
 		{[]string{"import", filepath.Join(dir, "missing.json")}, nil, "import: open"},
-		{[]string{"export", "-store", "etcd"}, nil, `export: -store "etcd": want embedded or redis`},
-		{[]string{"import", "-store", "etcd"}, nil, `import: -store "etcd": want embedded or redis`},
-		{[]string{"export"}, map[string]string{"VISITORS_STORE": "etcd"}, `-store "etcd"`},
+		{[]string{"export", "-store", "etcd"}, nil, "export: -store etcd: want embedded or redis; see visitors export -h"},
+		{[]string{"import", "-store", "etcd"}, nil, "import: -store etcd: want embedded or redis; see visitors import -h"},
+		{[]string{"export"}, map[string]string{"VISITORS_STORE": "etcd"}, "export: VISITORS_STORE=etcd: want embedded or redis"},
 		{[]string{"check"}, map[string]string{"VISITORS_DATA": filepath.Join(dir, "nowhere")}, "nowhere"},
-		{[]string{"export", "-nope"}, nil, "flag provided but not defined"},
-		{[]string{"import", "-nope"}, nil, "flag provided but not defined"},
-		{[]string{"check", "-nope"}, nil, "flag provided but not defined"},
+		{[]string{"export", "-nope"}, nil, "export: unknown flag -nope; see visitors export -h"},
+		{[]string{"import", "-nope"}, nil, "import: unknown flag -nope; see visitors import -h"},
+		{[]string{"check", "-nope"}, nil, "check: unknown flag -nope; see visitors check -h"},
+		{[]string{"import", "-max-keys", "-1"}, nil, "import: -max-keys -1: want a whole number, 0 or more (0: no limit); see visitors import -h"},
+		{[]string{"import"}, map[string]string{"VISITORS_MAX_KEYS": "-1"}, "import: VISITORS_MAX_KEYS=-1: want a whole number, 0 or more"},
 	} {
 		env = tt.env
 		if _, err := main("", tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -17,25 +17,6 @@ import (
 	"visitors/internal/certs"
 )
 
-// UsageError is a configuration the service refuses before it starts,
-// such as a bad -tls-domains or an unreadable -tls-cert: the binary says
-// so on one line and exits with status 2.
-type UsageError struct{ Err error }
-
-// Error returns the refusal's message.
-func (e *UsageError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the refusal's cause.
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// usage wraps err in a [UsageError], or returns nil.
-func usage(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &UsageError{Err: err}
-}
-
 // TLSConfig says how the public listener serves HTTPS: off, with
 // certificates from ACME (Domains), or from files (CertFile, KeyFile).
 type TLSConfig struct {
