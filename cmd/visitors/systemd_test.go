@@ -269,18 +269,18 @@ var envNameRE = regexp.MustCompile(`env (VISITORS_[A-Z0-9_]+)\)`)
 // so a misspelt one would be a setting silently lost. It catches such a
 // name (seen failing with VISITORS_TLS_DOMAIN in visitors.env).
 func TestSystemdEnvironmentNamesFlags(t *testing.T) {
-	var stderr bytes.Buffer
+	var stdout, stderr bytes.Buffer
 	cmd := command(t, bin, "-h")
-	cmd.Stderr = &stderr
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr // -h goes to stdout
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("visitors -h: %v\n%s", err, stderr.String())
 	}
 	known := map[string]bool{"VISITORS_ADMIN_TOKEN": true, "VISITORS_REDIS_PASSWORD": true} // read, but no flag's
-	for _, m := range envNameRE.FindAllStringSubmatch(stderr.String(), -1) {
+	for _, m := range envNameRE.FindAllStringSubmatch(stdout.String(), -1) {
 		known[m[1]] = true
 	}
 	if len(known) < 10 {
-		t.Fatalf("visitors -h names %d variables; its format changed?\n%s", len(known), stderr.String())
+		t.Fatalf("visitors -h names %d variables; its format changed?\n%s", len(known), stdout.String())
 	}
 	for _, file := range []string{"visitors.service", dropIn, "visitors.env"} {
 		b, err := os.ReadFile(filepath.Join(unitDir, file))
