@@ -122,7 +122,9 @@ type outcome struct {
 // a rule refuses is still answered, with the counts as they are. A key
 // its owner locked (the store answers Counts.Locked), or one at its
 // bound (Counts.Saturated), counts nothing: the visit is answered as
-// refused, adds no unique visitor and is not shown to the top list. The global counter of /hi counts every visit.
+// refused, adds no unique visitor and is not shown to the top list. The
+// global counter of /hi counts every visit until it has handed out
+// store.MaxHits; then /hi answers 503 and /healthz says why.
 func (s *Server) record(v *countReq) (outcome, *HTTPError) {
 	var o outcome
 	ctx := v.r.Context()
