@@ -466,6 +466,10 @@ func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 	if err := <-flushed; err != nil {
 		t.Fatalf("Flush once Redis is back: %v", err)
 	}
+	// The outage is the one that ended here. A later round may still
+	// meet a connection the restart cut (EOF) and log a short outage of
+	// its own: seen once under load, and not what this test is about.
+	out := log.String()
 	for range 3 {
 		m.c(st.Incr(t.Context(), []byte("a")))
 		flushed := st.Flush()
@@ -476,12 +480,11 @@ func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 	if got := m.c(st.Get(t.Context(), []byte("a"))); got.Total != 4 {
 		t.Errorf("Get(a) after the outage = %+v, want total 4", got)
 	}
-	out := log.String()
 	if n := strings.Count(out, "redis unreachable"); n != 1 {
 		t.Errorf("an outage logged %d lines of \"redis unreachable\", want 1:\n%s", n, out)
 	}
 	if n := strings.Count(out, "redis answers again"); n != 1 {
-		t.Errorf("an outage and four rounds logged %d lines of \"redis answers again\", want 1:\n%s", n, out)
+		t.Errorf("an outage logged %d lines of \"redis answers again\", want 1:\n%s", n, out)
 	}
 }
 
