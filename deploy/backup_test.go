@@ -46,8 +46,8 @@ type drill struct {
 }
 
 // run runs the doc's command cmd, which must be in doc, under bash, and
-// returns its exit status and output.
-func (d *drill) run(t *testing.T, doc, cmd string) (error, string) {
+// returns its output and exit status.
+func (d *drill) run(t *testing.T, doc, cmd string) (string, error) {
 	t.Helper()
 	if !strings.Contains(doc, cmd) {
 		t.Fatalf("docs/deploy.md does not show the command the drill runs:\n%s", cmd)
@@ -55,13 +55,13 @@ func (d *drill) run(t *testing.T, doc, cmd string) (error, string) {
 	c := exec.Command("bash", "-c", "set -o pipefail; "+d.repl.Replace(cmd))
 	c.Env = append(os.Environ(), d.env...)
 	out, err := c.CombinedOutput()
-	return err, string(out)
+	return string(out), err
 }
 
 // mustRun is run that fails the test unless the command succeeds.
 func (d *drill) mustRun(t *testing.T, doc, cmd string) string {
 	t.Helper()
-	err, out := d.run(t, doc, cmd)
+	out, err := d.run(t, doc, cmd)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", d.repl.Replace(cmd), err, out)
 	}
@@ -208,7 +208,7 @@ func TestBackupDrill(t *testing.T) {
 	bad := &drill{env: d.env, repl: strings.NewReplacer(
 		"http://127.0.0.1:8080", a.URL(""), "/usr/local/bin/visitors-backup.sh", "bash "+script,
 		"/etc/visitors/backup.token", tokenFile+".bad", "/var/backups/visitors", dir)}
-	if err, out := bad.run(t, doc, docBackup); err == nil || !strings.Contains(out, "answered 401") {
+	if out, err := bad.run(t, doc, docBackup); err == nil || !strings.Contains(out, "answered 401") {
 		t.Errorf("a backup with a wrong token: %v %s, want a failure that says 401", err, out)
 	}
 	for _, body := range []string{"", `{"format":"visitors-export-1","hits":3,"keys":[`, `{"error":"not a dump"}`} {
@@ -216,7 +216,7 @@ func TestBackupDrill(t *testing.T) {
 		wrong := &drill{env: d.env, repl: strings.NewReplacer(
 			"http://127.0.0.1:8080", fake.URL, "/usr/local/bin/visitors-backup.sh", "bash "+script,
 			"/etc/visitors/backup.token", tokenFile, "/var/backups/visitors", dir)}
-		if err, out := wrong.run(t, doc, docBackup); err == nil || !strings.Contains(out, "visitors-backup: the export from") {
+		if out, err := wrong.run(t, doc, docBackup); err == nil || !strings.Contains(out, "visitors-backup: the export from") {
 			t.Errorf("a backup of the answer %q: %v %s, want a failure", body, err, out)
 		}
 		fake.Close()
