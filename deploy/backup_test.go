@@ -129,6 +129,9 @@ func TestBackupDrill(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(docb)
+	for _, prog := range []string{"bash", "curl", "find"} {
+		mustLookPath(t, prog)
+	}
 	if !strings.Contains(doc, "\n## Backups\n") || !strings.Contains(doc, docCron) {
 		t.Fatalf("docs/deploy.md has no section ## Backups with the crontab line:\n%s", docCron)
 	}
