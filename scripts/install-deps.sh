@@ -8,8 +8,9 @@
 # of deploy/systemd verify its units and activate the binary by socket;
 # no running systemd is needed), nginx and caddy (./deploy's tests run
 # each, with its own configuration, in front of the binary; no system
-# service is used). Go modules come through the module proxy on their
-# own.
+# service is used), curl (deploy/backup/visitors-backup.sh, which
+# ./deploy's backup drill runs). Go modules come through the module
+# proxy on their own.
 set -euo pipefail
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -22,6 +23,7 @@ command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v systemd-socket-activate >/dev/null || need+=(systemd)
 { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || need+=(nginx)
 command -v caddy >/dev/null || need+=(caddy)
+command -v curl >/dev/null || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -10,7 +10,8 @@
 // the secret names, so that a token revoked through one instance is
 // refused by every instance at once. A token acts only on keys that
 // start with its prefix; the empty prefix, every key, is the root
-// token's alone.
+// token's alone. A backup token (scope "backup") acts on no key: it may
+// only export, and every other call is a 403.
 //
 // With Config.OpenCreate anyone may create a counter that does not
 // exist, without a token (POST /api/v1/counters/{key}), and gets an
@@ -194,6 +195,7 @@ type principal struct {
 	name   string
 	prefix string
 	exact  bool // the key prefix alone
+	backup bool // may only export
 	root   bool
 }
 
@@ -246,6 +248,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt != &routeCounter || r.Method != http.MethodPost { // open creation takes no token
 		if who, err = h.authenticate(r); err != nil {
 			h.fail(w, r, err)
+			return
+		}
+		if who.backup && rt != &routeExport {
+			h.fail(w, r, errBackupOnly)
 			return
 		}
 	}
@@ -322,7 +328,8 @@ var (
 		Authenticate: `Bearer realm="visitors"`}
 	errBadToken = &Error{Code: http.StatusUnauthorized, Msg: "invalid or revoked token",
 		Authenticate: `Bearer realm="visitors", error="invalid_token"`}
-	errRootOnly = &Error{Code: http.StatusForbidden, Msg: "only the root token may do this"}
+	errRootOnly   = &Error{Code: http.StatusForbidden, Msg: "only the root token may do this"}
+	errBackupOnly = &Error{Code: http.StatusForbidden, Msg: "a backup token may only export: GET /api/v1/export"}
 )
 
 // authenticate returns who sent r, or the error to answer: 429 for a
@@ -437,7 +444,7 @@ func (h *Handler) legacyTokens(ctx context.Context) ([]store.Token, error) {
 
 // principalOf returns the principal of stored token t.
 func principalOf(t *store.Token) *principal {
-	return &principal{id: t.ID, name: t.Name, prefix: t.Prefix, exact: t.Exact}
+	return &principal{id: t.ID, name: t.Name, prefix: t.Prefix, exact: t.Exact, backup: t.Backup()}
 }
 
 // secretID returns the token id a secret made by newSecret names.

@@ -17,6 +17,7 @@ type TokenInfo struct {
 	Name    string    `json:"name"`
 	Prefix  string    `json:"prefix"`
 	Exact   bool      `json:"exact,omitempty"` // the key prefix alone: made by open creation
+	Scope   string    `json:"scope,omitempty"` // ScopeBackup: it may only export
 	Created time.Time `json:"created"`
 }
 
@@ -28,11 +29,18 @@ type NewToken struct {
 	Name    string    `json:"name"`
 	Prefix  string    `json:"prefix"`
 	Exact   bool      `json:"exact,omitempty"`
+	Scope   string    `json:"scope,omitempty"`
 	Created time.Time `json:"created"`
 }
 
+// ScopeBackup is the scope of a backup token: it may only export the
+// store (GET /api/v1/export), and acts on no key.
+const ScopeBackup = "backup"
+
 // createToken serves POST /api/v1/tokens {"name":N,"prefix":P}, root
 // only: P must not be empty (the empty prefix, every key, is root's).
+// {"name":N,"scope":"backup"} makes a backup token, which may only
+// export.
 func (h *Handler) createToken(c *call) error {
 	if !c.who.root {
 		return errRootOnly
@@ -40,24 +48,32 @@ func (h *Handler) createToken(c *call) error {
 	if err := c.only(); err != nil {
 		return err
 	}
-	m, err := c.body("name", "prefix")
+	m, err := c.body("name", "prefix", "scope")
 	if err != nil {
 		return err
 	}
-	var name, prefix string
+	var name, prefix, scope string
 	if err := field(m["name"], "name", "a string", &name); err != nil {
 		return badRequest("field \"name\": want a string of 1 to %d bytes", MaxNameBytes)
 	}
 	if err := checkName(name); err != nil {
 		return err
 	}
-	if err := field(m["prefix"], "prefix", "a string", &prefix); err != nil {
+	if raw, ok := m["scope"]; ok {
+		if err := field(raw, "scope", "a string", &scope); err != nil || scope != ScopeBackup {
+			return badRequest("field \"scope\": want \"backup\", or no scope")
+		}
+		if _, ok := m["prefix"]; ok {
+			return badRequest("a backup token acts on no key; send no \"prefix\"")
+		}
+		prefix = store.BackupPrefix
+	} else if err := field(m["prefix"], "prefix", "a string", &prefix); err != nil {
 		return badRequest("field \"prefix\": want a non-empty string: the keys the token may act on start with it")
 	}
 	if prefix == "" {
 		return badRequest("field \"prefix\": want a non-empty string; the empty prefix, every key, is the root token's alone")
 	}
-	if !store.ValidKey([]byte(prefix)) {
+	if scope == "" && !store.ValidKey([]byte(prefix)) {
 		return badRequest("field \"prefix\": at most %d bytes of valid UTF-8", store.MaxKeyBytes)
 	}
 	ctx := c.r.Context()
@@ -83,7 +99,11 @@ func (h *Handler) createToken(c *call) error {
 		return h.storeError(err, "store the token")
 	}
 	h.audit(c, "create token", "").Dict("after", tokenLog(t)).Msg("api change")
-	writeJSON(c.w, http.StatusCreated, NewToken{ID: id, Token: secret, Name: name, Prefix: prefix, Created: t.Created})
+	nt := NewToken{ID: id, Token: secret, Name: name, Prefix: prefix, Created: t.Created}
+	if t.Backup() {
+		nt.Prefix, nt.Scope = "", ScopeBackup
+	}
+	writeJSON(c.w, http.StatusCreated, nt)
 	return nil
 }
 
@@ -104,6 +124,9 @@ func (h *Handler) listTokens(c *call) error {
 	}{make([]TokenInfo, len(tokens))}
 	for i, t := range tokens {
 		out.Tokens[i] = TokenInfo{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Exact: t.Exact, Created: t.Created}
+		if t.Backup() {
+			out.Tokens[i].Prefix, out.Tokens[i].Scope = "", ScopeBackup
+		}
 	}
 	writeJSON(c.w, http.StatusOK, out)
 	return nil
@@ -165,7 +188,11 @@ func (c countsLog) MarshalZerologObject(e *zerolog.Event) {
 
 // tokenLog is a token in the audit log: never its hash.
 func tokenLog(t store.Token) *zerolog.Event {
-	e := zerolog.Dict().Str("id", t.ID).Str("name", t.Name).Str("prefix", t.Prefix)
+	e := zerolog.Dict().Str("id", t.ID).Str("name", t.Name)
+	if t.Backup() {
+		return e.Str("scope", ScopeBackup)
+	}
+	e = e.Str("prefix", t.Prefix)
 	if t.Exact {
 		e = e.Bool("exact", true)
 	}

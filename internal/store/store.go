@@ -151,6 +151,15 @@ type Token struct {
 	Created time.Time // when it was made, UTC
 }
 
+// BackupPrefix is the prefix of a backup token: one that may only
+// export the store. It is longer than [MaxKeyBytes], so that no key
+// starts with it and the token acts on no key, in this visitors and in
+// any older one that reads it from a store it shares.
+const BackupPrefix = "(backup token: it may export the whole store and act on no key; no key is this long, for a key has at most 128 bytes, and this prefix is longer than that)."
+
+// Backup reports whether t is a backup token: one that may only export.
+func (t *Token) Backup() bool { return t.Prefix == BackupPrefix }
+
 // Covers reports whether t may act on key: key is t's Prefix if t is
 // exact, else key starts with it.
 func (t *Token) Covers(key string) bool {

@@ -32,3 +32,20 @@ func TestKeyIsRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupPrefixCoversNoKey: a backup token acts on no key, even the
+// longest, in any visitors that reads it.
+func TestBackupPrefixCoversNoKey(t *testing.T) {
+	if len(BackupPrefix) <= MaxKeyBytes {
+		t.Fatalf("len(BackupPrefix) = %d, want more than MaxKeyBytes (%d): a key could start with it", len(BackupPrefix), MaxKeyBytes)
+	}
+	tok := Token{Prefix: BackupPrefix}
+	for _, key := range []string{"", "a", BackupPrefix[:MaxKeyBytes]} {
+		if tok.Covers(key) {
+			t.Errorf("a backup token covers %q", key)
+		}
+	}
+	if !tok.Backup() || (&Token{Prefix: ""}).Backup() {
+		t.Errorf("Backup() is wrong")
+	}
+}

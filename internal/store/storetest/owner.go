@@ -859,7 +859,7 @@ func (s suite) tokens(t *testing.T) {
 	if ts, err := st.Tokens(ctx); err != nil || len(ts) != 0 {
 		t.Fatalf("Tokens() of a new store = %v, %v; want none", ts, err)
 	}
-	want := []store.Token{mk("b2", "ci", "octocat/"), mk("a1", "日本 \x00", ""), mk("c3", "", "p")}
+	want := []store.Token{mk("b2", "ci", "octocat/"), mk("a1", "日本 \x00", ""), mk("c3", "", "p"), mk("d4", "nightly backup", store.BackupPrefix)}
 	for _, tk := range want {
 		if err := st.PutToken(ctx, tk); err != nil {
 			t.Fatalf("PutToken(%s): %v", tk.ID, err)
