@@ -31,24 +31,49 @@
   }).catch(function () {});
 })();
 (function () {
+  // The badge builder: every option of the /counter/ routes. What it
+  // builds goes into the page only as text (textarea values) or as a
+  // property (the preview's src), never as markup.
   var f = document.getElementById('maker');
   function val(id) { return document.getElementById(id); }
+  function text(id) { return val(id).value.trim(); }
   function esc(s) { return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;'); }
-  function update() {
-    var key = val('key').value.trim() || 'your/key';
+  function build() {
+    var key = text('key') || 'your/key';
     var q = [];
+    function add(name, v) { if (v) q.push(name + '=' + encodeURIComponent(v)); }
     if (val('label').value !== 'visitors') q.push('label=' + encodeURIComponent(val('label').value));
-    if (val('style').value !== 'flat') q.push('style=' + val('style').value);
-    if (val('color').value && val('color').value !== 'brightgreen') q.push('color=' + encodeURIComponent(val('color').value));
-    if (val('logo').value.trim()) q.push('logo=' + encodeURIComponent(val('logo').value.trim()));
-    if (val('logo').value.trim() && val('logo_color').value.trim()) q.push('logo_color=' + encodeURIComponent(val('logo_color').value.trim()));
+    if (text('color') !== 'brightgreen') add('color', text('color'));
+    add('label_color', text('label_color'));
+    if (val('style').value !== 'flat') add('style', val('style').value);
+    add('logo', text('logo'));
+    if (text('logo')) add('logo_color', text('logo_color'));
     if (val('abbr').checked) q.push('abbreviated=true');
-    var url = location.origin + '/counter/' + key + '.svg' + (q.length ? '?' + q.join('&') : '');
+    add('show', val('show').value);
+    if (val('nocount').checked) q.push('count=false');
+    var path = '/counter/' + key.split('/').map(encodeURIComponent).join('/') + '.svg';
+    return {path: path, q: q};
+  }
+  var preview = val('builder-preview'), timer = 0;
+  function showPreview() {
+    // The preview reads the counter without counting a visit.
+    var b = build(), q = b.q.slice();
+    if (q.indexOf('count=false') < 0) q.push('count=false');
+    var src = location.origin + b.path + '?' + q.join('&');
+    if (preview.src !== src) preview.src = src;
+  }
+  function update() {
+    var b = build();
+    var url = location.origin + b.path + (b.q.length ? '?' + b.q.join('&') : '');
     var alt = val('label').value || 'visitors';
     val('md').value = '![' + alt.replace(/[\[\]]/g, '') + '](' + url + ')';
     val('html').value = '<img src="' + esc(url) + '" alt="' + esc(alt) + '">';
+    clearTimeout(timer);
+    timer = setTimeout(showPreview, 300);
   }
   f.addEventListener('input', update);
   f.addEventListener('change', update);
+  f.addEventListener('submit', function (e) { e.preventDefault(); });
   update();
+  showPreview();
 })();
