@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
