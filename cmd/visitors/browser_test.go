@@ -21,9 +21,9 @@ import (
 var chromiumArgs = []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 	"--no-first-run", "--disable-quic", "--disable-component-update", "--disable-sync", "--hide-scrollbars"}
 
-// screenshot renders url in headless Chromium at the given window size
-// and returns the decoded PNG.
-func screenshot(t *testing.T, url string, w, h int) image.Image {
+// screenshot renders url in headless Chromium at the given window size,
+// with extra arguments, and returns the decoded PNG.
+func screenshot(t *testing.T, url string, w, h int, extra ...string) image.Image {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
@@ -32,7 +32,8 @@ func screenshot(t *testing.T, url string, w, h int) image.Image {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "shot.png")
 	args := append(append([]string{}, chromiumArgs...),
-		"--user-data-dir="+filepath.Join(dir, "profile"), fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+out, url)
+		"--user-data-dir="+filepath.Join(dir, "profile"), fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+out)
+	args = append(append(args, extra...), url)
 	if b, err := runChromium(bin, args, true); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, b)
 	}
@@ -196,4 +197,36 @@ func darkPixels(img image.Image) int {
 		}
 	}
 	return n
+}
+
+// TestGraphFollowsThemeInChromium: in real Chromium, graph.svg draws on
+// white for a reader with a light theme and on dark grey for one with a
+// dark theme (--blink-settings=preferredColorScheme=0 is Blink's "dark"),
+// its bars green in both. It catches a chart that ignores the reader's
+// theme, and a dark rule the browser does not apply.
+func TestGraphFollowsThemeInChromium(t *testing.T) {
+	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off")
+	for range 3 {
+		mustGet(t, p.URL("/counter/theme-test.svg"))
+	}
+	tests := []struct {
+		name  string
+		extra []string
+		bg    color.RGBA
+	}{
+		{"light", nil, rgb(0xffffff)},
+		{"dark", []string{"--blink-settings=preferredColorScheme=0"}, rgb(0x0d1117)},
+	}
+	const area = 480 * 160
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img := screenshot(t, p.URL("/counter/theme-test/graph.svg?days=7"), 480, 160, tt.extra...)
+			if n := coverage(img, tt.bg); n < area/2 {
+				t.Errorf("background #%02x%02x%02x covers %d of %d pixels, want at least half", tt.bg.R, tt.bg.G, tt.bg.B, n, area)
+			}
+			if n := coverage(img, rgb(0x2da44e)); n < 150 {
+				t.Errorf("the bar's green covers %d pixels, want at least 150", n)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -177,6 +178,17 @@ func TestLanding(t *testing.T) {
 		if strings.Contains(w.Body.String(), external) {
 			t.Errorf("landing page refers to an external asset (%s)", external)
 		}
+	}
+	csp := w.Header().Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-eval") || strings.Contains(csp, "script-src 'unsafe-inline'") {
+		t.Errorf("landing page CSP = %q, want script-src 'self' and no inline script", csp)
+	}
+	if strings.Contains(w.Body.String(), "<script>") || regexp.MustCompile(`\son[a-z]+=`).MatchString(w.Body.String()) {
+		t.Errorf("landing page holds an inline script or event handler, which its CSP refuses")
+	}
+	js := get(s, "GET", "/landing.js")
+	if js.Code != 200 || !strings.HasPrefix(js.Header().Get("Content-Type"), "text/javascript") || !strings.Contains(js.Body.String(), "getElementById('maker')") {
+		t.Errorf("GET /landing.js = %d %q", js.Code, js.Header().Get("Content-Type"))
 	}
 }
 

@@ -54,6 +54,7 @@ const (
 // map assignment and not an allocation. They are never mutated.
 var (
 	ctHTML       = []string{"text/html; charset=utf-8"}
+	ctJS         = []string{"text/javascript; charset=utf-8"}
 	ctText       = []string{"text/plain; charset=utf-8"}
 	ctJSON       = []string{"application/json"}
 	nosniff      = []string{"nosniff"}
@@ -173,7 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h, route = (*Server).handleHello, metrics.Hello
 	case "/whoami":
 		h, route = (*Server).handleWhoami, metrics.Whoami
-	case "/":
+	case "/", "/landing.js":
 		h, route = (*Server).handleLanding, metrics.Landing
 	case "/top.json":
 		h, route = (*Server).handleTop, metrics.Top

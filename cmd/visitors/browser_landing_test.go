@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"visitors/internal/servertest"
+	"visitors/internal/webtest"
+)
+
+// landingTestJS runs in the landing page, after the page's own script,
+// from the same origin (the page's CSP runs no inline script). It
+// records the page's width, fills every field of the badge builder and
+// fires input events, waits for the preview to show the badge being
+// built, and posts what it saw as JSON to /landing-test-result. It gives
+// up after 5 s.
+const landingTestJS = `(function () {
+  var r = {innerWidth: innerWidth, scrollWidth: document.documentElement.scrollWidth};
+  function done() {
+    r.scrollWidthAfter = document.documentElement.scrollWidth;
+    fetch('/landing-test-result', {method: 'POST', body: JSON.stringify(r)});
+  }
+  var img = document.getElementById('builder-preview');
+  if (!img) { r.error = 'no #builder-preview'; done(); return; }
+  r.before = img.src;
+  var set = {key: 'browser/landing', label: 'page views', color: 'blue', label_color: 'purple',
+    style: 'for-the-badge', logo: 'github', logo_color: 'white', show: 'today'};
+  Object.keys(set).forEach(function (id) {
+    var el = document.getElementById(id);
+    if (!el) { r.error = 'no #' + id; return; }
+    el.value = set[id];
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+  });
+  ['abbr', 'nocount'].forEach(function (id) {
+    var el = document.getElementById(id);
+    if (!el) { r.error = 'no #' + id; return; }
+    el.checked = true;
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+  });
+  if (r.error) { done(); return; }
+  var start = Date.now();
+  (function poll() {
+    if (img.src !== r.before && img.complete && img.naturalWidth > 0) {
+      r.after = img.src;
+      r.naturalWidth = img.naturalWidth;
+      r.md = document.getElementById('md').value;
+      done();
+    } else if (Date.now() - start > 5000) {
+      r.error = 'timeout: preview src ' + img.src + ', complete ' + img.complete + ', naturalWidth ' + img.naturalWidth;
+      done();
+    } else {
+      setTimeout(poll, 50);
+    }
+  })();
+})();
+`
+
+// landingResult is what landingTestJS saw.
+type landingResult struct {
+	InnerWidth, ScrollWidth, ScrollWidthAfter int
+	Before, After, MD, Error                  string
+	NaturalWidth                              int
+}
+
+// mustLandingProxy returns the URL of a server in front of p, and the
+// channel on which it passes on what landingTestJS posts. It serves the
+// landing page with landingTestJS added at its end, and holds the page's
+// last bytes back until the script has posted (at most a minute), since
+// Chromium's --dump-dom and --screenshot act once the page has loaded.
+// It passes every other request, and the page's own headers (its CSP),
+// on to p.
+func mustLandingProxy(t *testing.T, p *servertest.Proc) (string, <-chan []byte) {
+	t.Helper()
+	target, _ := url.Parse(p.URL("/"))
+	rp := httputil.NewSingleHostReverseProxy(target)
+	results := make(chan []byte, 1)
+	posted := make(chan struct{}, 1)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/frame":
+			// Headless Chromium's window is at least 500 px wide: a page
+			// narrower than that is framed.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			width, _ := strconv.Atoi(r.URL.Query().Get("w"))
+			fmt.Fprintf(w, `<!doctype html><body style="margin:0"><iframe src="/" width="%d" height="800" style="border:0;display:block"></iframe>`, width)
+		case "/landing-test.js":
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			io.WriteString(w, landingTestJS)
+		case "/landing-test-result":
+			b, _ := io.ReadAll(r.Body)
+			select {
+			case results <- b:
+			default:
+			}
+			select {
+			case posted <- struct{}{}:
+			default:
+			}
+		case "/":
+			resp, err := webtest.Client.Get(p.URL("/")) // not mustGet: this is not the test's goroutine
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for k, v := range resp.Header {
+				if k != "Content-Length" {
+					w.Header()[k] = v
+				}
+			}
+			page := string(b)
+			cut := strings.LastIndex(page, "</body>")
+			io.WriteString(w, page[:cut]+`<script src="/landing-test.js"></script>`)
+			w.(http.Flusher).Flush()
+			select {
+			case <-posted:
+			case <-time.After(time.Minute):
+			}
+			io.WriteString(w, page[cut:])
+		default:
+			rp.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy.URL, results
+}
+
+// chromiumLanding runs Chromium on url at width x 800 with extra
+// arguments, and returns its stdout.
+func chromiumLanding(t *testing.T, url string, width int, extra ...string) []byte {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is needed for this test: ./scripts/install-deps.sh installs it")
+	}
+	args := append(append([]string{}, chromiumArgs...), "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
+		fmt.Sprintf("--window-size=%d,800", width))
+	args = append(append(args, extra...), url)
+	out, err := runChromium(chromium, args, false)
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", extra, err, out)
+	}
+	return out
+}
+
+// TestLandingBuilderInChromium: in real Chromium, at 360 and 1280 px
+// wide, the landing page fits the window (no horizontal scroll) before
+// and after the builder is filled in, and filling every field of the
+// builder turns its preview <img> into the badge being built (the
+// Markdown's URL, plus count=false so that a preview counts nothing),
+// which loads. It catches a builder with no preview, a preview that
+// does not follow the fields, an option the builder lacks, and a page
+// wider than a phone. Screenshots are left in the test's temporary
+// directory, or in $LANDING_SHOTS if set, to be looked at.
+func TestLandingBuilderInChromium(t *testing.T) {
+	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off")
+	origin, results := mustLandingProxy(t, p)
+	shots := t.TempDir()
+	if dir := os.Getenv("LANDING_SHOTS"); dir != "" {
+		shots = dir // to keep the screenshots
+	}
+	for _, width := range []int{360, 1280} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			raw := filepath.Join(t.TempDir(), "shot.png")
+			chromiumLanding(t, fmt.Sprintf("%s/frame?w=%d", origin, width), max(width, 500), "--screenshot="+raw)
+			f, err := os.Open(raw)
+			if err != nil {
+				t.Fatalf("chromium wrote no screenshot: %v", err)
+			}
+			defer f.Close()
+			img, err := png.Decode(f)
+			if err != nil {
+				t.Fatalf("screenshot is not a PNG: %v", err)
+			}
+			frame := image.Rect(0, 0, width, 800)
+			if !frame.In(img.Bounds()) {
+				t.Fatalf("screenshot is %v, want at least %v", img.Bounds(), frame)
+			}
+			out := filepath.Join(shots, fmt.Sprintf("landing-%d.png", width))
+			var b bytes.Buffer
+			if err := png.Encode(&b, img.(interface {
+				SubImage(image.Rectangle) image.Image
+			}).SubImage(frame)); err != nil {
+				t.Fatalf("encode screenshot: %v", err)
+			}
+			if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", out)
+			var posted []byte
+			select {
+			case posted = <-results:
+			default:
+				t.Fatal("the page loaded without running the test script to its end")
+			}
+			var got landingResult
+			if err := json.Unmarshal(posted, &got); err != nil {
+				t.Fatalf("test script result %s: %v", posted, err)
+			}
+			if got.InnerWidth != width {
+				t.Errorf("window is %d px wide, want %d: the check cannot tell", got.InnerWidth, width)
+			}
+			if got.ScrollWidth > got.InnerWidth || got.ScrollWidthAfter > got.InnerWidth {
+				t.Errorf("page is %d px wide (%d once filled in) in a %d px window: it scrolls sideways", got.ScrollWidth, got.ScrollWidthAfter, got.InnerWidth)
+			}
+			if got.Error != "" {
+				t.Fatalf("builder: %s", got.Error)
+			}
+			const built = "/counter/browser/landing.svg?label=page%20views&color=blue&label_color=purple&style=for-the-badge&logo=github&logo_color=white&abbreviated=true&show=today&count=false"
+			if want := "![page views](" + origin + built + ")"; got.MD != want {
+				t.Errorf("Markdown = %q, want %q", got.MD, want)
+			}
+			if want := origin + built; got.After != want {
+				t.Errorf("preview src = %q, want %q (the built URL)", got.After, want)
+			}
+			if got.NaturalWidth < 100 {
+				t.Errorf("preview is %d px wide, want a loaded for-the-badge badge", got.NaturalWidth)
+			}
+
+		})
+	}
+}
