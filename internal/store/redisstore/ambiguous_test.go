@@ -27,6 +27,7 @@ type lossyProxy struct {
 	blocking atomic.Bool
 	lost     atomic.Int64  // answers swallowed
 	lostc    chan struct{} // closed at the first answer swallowed
+	cut      atomic.Value  // a string: a request holding it is cut before Redis sees it
 	lostOnce sync.Once
 	wg       sync.WaitGroup
 }
@@ -79,6 +80,10 @@ func (p *lossyProxy) serve(c net.Conn) {
 		for {
 			n, err := c.Read(buf)
 			if n > 0 {
+				if cut, _ := p.cut.Load().(string); cut != "" && bytes.Contains(buf[:n], []byte(cut)) {
+					c.Close()
+					return
+				}
 				script := bytes.Contains(bytes.ToUpper(buf[:n]), []byte("EVAL")) // EVAL and EVALSHA
 				if script && p.blocking.Load() && !p.armed.Load() {
 					c.Close()

@@ -412,6 +412,9 @@ func (s *Store) Create(ctx context.Context, key []byte, t store.Token) (bool, er
 	}
 	cluster := len(s.o.Cluster) > 0
 	made, err := s.createKey(ctx, key, t.ID, b, !cluster)
+	if err != nil {
+		s.unclaim(key)
+	}
 	if err != nil || !made || !cluster {
 		return made, err
 	}
@@ -421,6 +424,24 @@ func (s *Store) Create(ctx context.Context, key []byte, t store.Token) (bool, er
 		return false, fmt.Errorf("redis: create %q: store its token: %w: %w", key, ErrUnavailable, err)
 	}
 	return true, nil
+}
+
+// unclaim takes back the claim of a Create that failed, unless the
+// counter exists: the name would refuse every later Create (409) and
+// hold a place of -max-keys, with no counter and no owner (the second
+// hostile review of issue 23, a cluster node paused between the two
+// steps). A first visit another instance admitted in between and has
+// not sent yet keeps its counts, but its key is left out of the set
+// (List, -max-keys) until it is admitted again: a window of one round
+// trip after a failure.
+func (s *Store) unclaim(key []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	defer cancel()
+	n, err := s.c.Do(ctx, s.c.B().Exists().Key(total(s.n.tag(key))).Build()).AsInt64()
+	if err != nil || n != 0 {
+		return
+	}
+	s.c.Do(ctx, s.c.B().Zrem().Key(s.n.index).Member(string(key)).Build())
 }
 
 // claimKey admits key to the set of every key only if it is not there,

@@ -608,3 +608,29 @@ func TestCreateSeesUnsentVisits(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateThatFailsLeavesTheNameFree: a Create whose claim landed and
+// whose creation then failed (Redis cut it: on a cluster the two are on
+// different nodes, and one was paused) takes its claim back: the name
+// was left taken for good, every later Create answered 409, with no
+// counter and no owner (the second hostile review of issue 23).
+func TestCreateThatFailsLeavesTheNameFree(t *testing.T) {
+	p := startLossyProxy(t, standalone.Addr)
+	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tok := store.Token{ID: "key-free", Name: "open-create", Prefix: "free", Exact: true, Hash: sha256.Sum256([]byte("s"))}
+	p.cut.Store(createSHA) // the claim passes, the creation is cut
+	if made, err := st.Create(t.Context(), []byte("free"), tok); err == nil || made {
+		t.Fatalf("Create with its creation cut = %v, %v; want an error", made, err)
+	}
+	p.cut.Store("")
+	if made, err := st.Create(t.Context(), []byte("free"), tok); err != nil || !made {
+		t.Errorf("Create after a failed one = %v, %v; want it made", made, err)
+	}
+	if n := st.Keys(); n != 1 {
+		t.Errorf("Keys() = %d, want 1", n)
+	}
+}
