@@ -102,6 +102,9 @@ func TestBinaryRefusesBadCommandLine(t *testing.T) {
 		{"version with an argument", []string{"-version", "x"}, nil, true, []string{`-version takes no argument, not "x"`}},
 		{"check unknown flag", []string{"check", "-colour"}, nil, true, []string{"visitors: check: unknown flag -colour; see visitors check -h\n"}},
 		{"check argument", []string{"check", "-data", dir, "extra"}, nil, true, []string{`check: unexpected argument "extra"; see visitors check -h`}},
+		// check read ./data without a word when asked about Redis.
+		{"check of redis", []string{"check", "-store", "redis"}, nil, true, []string{"visitors: check: -store redis: check verifies only the embedded store, its file in -data; Redis keeps no file of ours to check; see visitors check -h\n"}},
+		{"check env redis", []string{"check"}, []string{"VISITORS_STORE=redis"}, true, []string{"check verifies only the embedded store"}},
 		{"export store", []string{"export", "-store", "memory"}, nil, true, []string{"export: -store memory: want embedded or redis; see visitors export -h"}},
 		{"export env store", []string{"export"}, []string{"VISITORS_STORE=memory"}, true, []string{"export: VISITORS_STORE=memory: want embedded or redis"}},
 		{"export no value", []string{"export", "-data"}, nil, true, []string{"export: -data needs a value; see visitors export -h"}},

@@ -114,13 +114,18 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 // checksum), prints what it found, and fails if the store is damaged.
 // The service must be stopped.
 func Check(args []string, getenv func(string) string, stdout io.Writer) error {
-	cl, data, _, _ := storeFlags("check", checkUsage, getenv)
+	cl, data, kind, _ := storeFlags("check", checkUsage, getenv)
 	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
 		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
+	}
+	if *kind != "embedded" {
+		// It checked ./data without a word: a report on a store
+		// nobody asked about.
+		return cl.refuse(fmt.Errorf("-store %s: check verifies only the embedded store, its file in -data; Redis keeps no file of ours to check", *kind))
 	}
 	return boltstore.Check(*data, stdout, 100)
 }
