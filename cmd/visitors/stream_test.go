@@ -93,6 +93,10 @@ func TestBinaryStreamsLiveCounts(t *testing.T) {
 	if code != 503 || hdr.Get("Retry-After") == "" || !strings.HasPrefix(body, "Too many live streams") {
 		t.Errorf("third stream = %d %q (Retry-After %q), want 503", code, body, hdr.Get("Retry-After"))
 	}
+	// /healthz says why, as a warning: the service serves the rest.
+	if code, _, body := mustGet(t, p.AdminURL("/healthz")); code != 200 || !strings.Contains(body, "warning: 2 live streams are open, -max-streams 2") {
+		t.Errorf("/healthz at -max-streams = %d %q, want 200 with a warning naming the limit", code, body)
+	}
 	if _, _, body := mustGet(t, p.URL("/counter/live/key.json?count=false")); !strings.Contains(body, `"total":50`) {
 		t.Errorf("after streaming, %s: reading streams counted", body)
 	}

@@ -228,7 +228,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 				}
 				return public.HiExhausted()
 			},
-			Warnings: func() []string { return warnings(public, st, cfg.MaxKeys) },
+			Warnings: func() []string { return warnings(public, st, cfg) },
 			Stats: func() map[string]any {
 				vars := map[string]any{"log_lines_written": sink.Written(), "log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
 				switch b := st.(type) {
@@ -367,10 +367,17 @@ func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *m
 
 // warnings returns the lines /healthz adds to its status: what the
 // operator should know and fix that does not make the service unhealthy.
-func warnings(public *web.Server, st store.Store, maxKeys int) []string {
+//
+// A 503 that concerns one request (a new name past -max-keys, a stream
+// past -max-streams) is a warning, not unhealthy: a load balancer would
+// take away an instance that serves every other request.
+func warnings(public *web.Server, st store.Store, cfg Config) []string {
 	var ws []string
-	if maxKeys > 0 && st.Keys() >= maxKeys {
-		ws = append(ws, fmt.Sprintf("the store holds %d keys, -max-keys %d: every new name is answered 503 until an owner deletes keys or the limit is raised", st.Keys(), maxKeys))
+	if cfg.MaxKeys > 0 && st.Keys() >= cfg.MaxKeys {
+		ws = append(ws, fmt.Sprintf("the store holds %d keys, -max-keys %d: every new name is answered 503 until an owner deletes keys or the limit is raised", st.Keys(), cfg.MaxKeys))
+	}
+	if n := public.Streams(); cfg.MaxStreams > 0 && n >= cfg.MaxStreams {
+		ws = append(ws, fmt.Sprintf("%d live streams are open, -max-streams %d: a new stream is answered 503 until one ends or the limit is raised", n, cfg.MaxStreams))
 	}
 	if n, peer := public.UntrustedForwarded(); n > 0 {
 		ws = append(ws, fmt.Sprintf("requests with X-Forwarded-For or Forwarded from a peer not in -trusted-proxies: %d, the first from %s; the header was ignored: if that is your reverse proxy, list it in -trusted-proxies, or every visitor behind it counts as one client", n, peer))
