@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -521,7 +520,7 @@ http {
 			https: "127.0.0.1:" + tlsPort, http: "127.0.0.1:" + plainPort, proto: "HTTP/2.0",
 			log: func() string {
 				b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-				return "nginx output:\n" + p.output() + "\nnginx error.log:\n" + string(b)
+				return "nginx output:\n" + p.String() + "\nnginx error.log:\n" + string(b)
 			},
 		}, nil
 	})
@@ -559,7 +558,7 @@ func startCaddy(t *testing.T, conf, upstream string, c certFiles) proxied {
 		}
 		return proxied{
 			https: "127.0.0.1:" + tlsPort, http: "127.0.0.1:" + plainPort, proto: "HTTP/2.0",
-			log: func() string { return "caddy output:\n" + p.output() },
+			log: func() string { return "caddy output:\n" + p.String() },
 		}, nil
 	})
 }
@@ -583,24 +582,6 @@ func withFreePorts(t *testing.T, start func() (proxied, error)) proxied {
 	}
 }
 
-// proc is a proxy's process.
-type proc struct {
-	mu  sync.Mutex // guards out
-	out bytes.Buffer
-}
-
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
 // errAddrInUse is run's error when the proxy could not bind a port:
 // another process took it after freePort saw it free.
 var errAddrInUse = errors.New("a port was taken by another process")
@@ -610,9 +591,9 @@ var errAddrInUse = errors.New("a port was taken by another process")
 // and killed if it has not exited within webtest.Deadline. If it does
 // not serve, it is stopped and the error says why, wrapping
 // errAddrInUse if it could not bind a port.
-func run(t *testing.T, cmd *exec.Cmd, addr string, roots *x509.CertPool) (*proc, error) {
+func run(t *testing.T, cmd *exec.Cmd, addr string, roots *x509.CertPool) (*servertest.Buffer, error) {
 	t.Helper()
-	p := &proc{}
+	p := new(servertest.Buffer) // what the proxy writes
 	cmd.Stdout, cmd.Stderr = p, p
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
@@ -632,16 +613,16 @@ func run(t *testing.T, cmd *exec.Cmd, addr string, roots *x509.CertPool) (*proc,
 		}
 		select {
 		case <-exited:
-			if strings.Contains(strings.ToLower(p.output()), "address already in use") {
+			if strings.Contains(strings.ToLower(p.String()), "address already in use") {
 				err = errAddrInUse
 			}
-			return nil, fmt.Errorf("%s exited before serving HTTPS on %s: %v: %w\n%s", cmd.Path, addr, waitErr, err, p.output())
+			return nil, fmt.Errorf("%s exited before serving HTTPS on %s: %v: %w\n%s", cmd.Path, addr, waitErr, err, p.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			<-exited
-			return nil, fmt.Errorf("%s does not serve HTTPS on %s within %v: %w\n%s", cmd.Path, addr, webtest.Deadline, err, p.output())
+			return nil, fmt.Errorf("%s does not serve HTTPS on %s within %v: %w\n%s", cmd.Path, addr, webtest.Deadline, err, p.String())
 		}
 	}
 	t.Cleanup(func() {
@@ -651,7 +632,7 @@ func run(t *testing.T, cmd *exec.Cmd, addr string, roots *x509.CertPool) (*proc,
 		case <-time.After(webtest.Deadline):
 			cmd.Process.Kill()
 			<-exited
-			t.Errorf("%s did not exit within %v of SIGTERM: killed\n%s", cmd.Path, webtest.Deadline, p.output())
+			t.Errorf("%s did not exit within %v of SIGTERM: killed\n%s", cmd.Path, webtest.Deadline, p.String())
 		}
 	})
 	return p, nil

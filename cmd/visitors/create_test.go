@@ -71,12 +71,6 @@ var openKeys = []string{"self/service", strings.Repeat("k", 128), "A-Z_a.z~0-9/x
 // sync mode, after a flush interval in batch mode); a deleted key
 // created anew by someone else is not the first creator's.
 func TestOpenCreate(t *testing.T) {
-	embedded := func(durability string) func(t *testing.T) []string {
-		return func(t *testing.T) []string { return []string{"-data", t.TempDir(), "-durability", durability} }
-	}
-	redis := func(cluster bool, durability string) func(t *testing.T) []string {
-		return func(t *testing.T) []string { return append(redisArgs(t, cluster), "-durability", durability) }
-	}
 	tests := []struct {
 		name    string
 		args    func(t *testing.T) []string
@@ -84,11 +78,11 @@ func TestOpenCreate(t *testing.T) {
 		batch   bool
 	}{
 		{"memory", func(*testing.T) []string { return []string{"-store", "memory"} }, false, false},
-		{"embedded-sync", embedded("sync"), true, false},
-		{"embedded-batch", embedded("batch"), true, true},
-		{"redis-batch", redis(false, "batch"), true, false},
-		{"redis-sync", redis(false, "sync"), true, false},
-		{"cluster-batch", redis(true, "batch"), true, false},
+		{"embedded-sync", embeddedStore("sync"), true, false},
+		{"embedded-batch", embeddedStore("batch"), true, true},
+		{"redis-batch", redisStore(false, "batch"), true, false},
+		{"redis-sync", redisStore(false, "sync"), true, false},
+		{"cluster-batch", redisStore(true, "batch"), true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -304,22 +298,16 @@ func TestOpenCreateImportReplace(t *testing.T) {
 // creation answered 201 with a token for a counter that already held
 // the visit (77 of 300 rounds on the embedded store).
 func TestOpenCreateRacesFirstVisit(t *testing.T) {
-	embedded := func(durability string) func(t *testing.T) []string {
-		return func(t *testing.T) []string { return []string{"-data", t.TempDir(), "-durability", durability} }
-	}
-	redis := func(cluster bool, durability string) func(t *testing.T) []string {
-		return func(t *testing.T) []string { return append(redisArgs(t, cluster), "-durability", durability) }
-	}
 	tests := []struct {
 		name string
 		args func(t *testing.T) []string
 	}{
 		{"memory", func(*testing.T) []string { return []string{"-store", "memory"} }},
-		{"embedded-batch", embedded("batch")},
-		{"embedded-sync", embedded("sync")},
-		{"redis-batch", redis(false, "batch")},
-		{"redis-sync", redis(false, "sync")},
-		{"cluster-batch", redis(true, "batch")},
+		{"embedded-batch", embeddedStore("batch")},
+		{"embedded-sync", embeddedStore("sync")},
+		{"redis-batch", redisStore(false, "batch")},
+		{"redis-sync", redisStore(false, "sync")},
+		{"cluster-batch", redisStore(true, "batch")},
 	}
 	const rounds = 150
 	for _, tt := range tests {
@@ -356,4 +344,15 @@ func TestOpenCreateRacesFirstVisit(t *testing.T) {
 			t.Logf("%d rounds: %d created (%d of them holding a visit), %d refused", rounds, made, held, rounds-made)
 		})
 	}
+}
+
+// embeddedStore and redisStore are the flags of a store a test of every
+// backend starts the binary on: the embedded one in a directory of the
+// test's, or Redis (standalone or cluster) under a prefix of its own.
+func embeddedStore(durability string) func(t *testing.T) []string {
+	return func(t *testing.T) []string { return []string{"-data", t.TempDir(), "-durability", durability} }
+}
+
+func redisStore(cluster bool, durability string) func(t *testing.T) []string {
+	return func(t *testing.T) []string { return append(redisArgs(t, cluster), "-durability", durability) }
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/servertest"
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
@@ -190,11 +191,10 @@ func TestUniquesSeedLostByRedis(t *testing.T) {
 // logWaiter is a log's writer that tells when a line holding want is
 // written. It is safe for concurrent use.
 type logWaiter struct {
-	want string
-	seen chan struct{}
-	once sync.Once
-	mu   sync.Mutex // guards buf
-	buf  bytes.Buffer
+	servertest.Buffer // what was logged
+	want              string
+	seen              chan struct{}
+	once              sync.Once
 }
 
 func newLogWaiter(want string) *logWaiter {
@@ -202,20 +202,11 @@ func newLogWaiter(want string) *logWaiter {
 }
 
 func (w *logWaiter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	w.buf.Write(p)
-	w.mu.Unlock()
+	w.Buffer.Write(p)
 	if bytes.Contains(p, []byte(w.want)) {
 		w.once.Do(func() { close(w.seen) })
 	}
 	return len(p), nil
-}
-
-// String returns what was logged.
-func (w *logWaiter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 // wait waits for the line, or fails the test with msg at timeout.

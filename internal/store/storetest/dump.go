@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -299,23 +297,16 @@ func (s suite) saturates(t *testing.T) {
 // API reach is one an export holds and an import takes. The seed is
 // STORETEST_SEED if set, and printed on failure.
 func (s suite) roundTrip(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("STORETEST_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("STORETEST_SEED=%q: %v", v, err)
-		}
-	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("seed: STORETEST_SEED=%d", seed)
-		}
-	}()
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := seededRand(t)
 	clock := dumpClock()
 	st, b := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
 	defer func() { mustClose(t, st) }()
-	keys := [][]byte{{}, []byte("a"), []byte("b/c"), []byte("😀")}
+	// The empty key, the longest keys of bytes and of runes, and JSON
+	// in a key, besides plain ones: the input classes an export writes
+	// with escapes or at its limits.
+	keys := [][]byte{{}, []byte("a"), []byte("b/c"), []byte("😀"),
+		[]byte(strings.Repeat("k", store.MaxKeyBytes)), []byte(strings.Repeat("é", store.MaxKeyBytes/2)),
+		[]byte("{\"key\":\"x\"}\n")}
 	near := func(bound, now uint64) uint64 { // a value at or just below bound, or small
 		switch rng.IntN(3) {
 		case 0:

@@ -45,6 +45,26 @@ type Holder interface{ Held(key []byte) int }
 // Flush writes everything counted so far.
 type Flusher interface{ Flush() error }
 
+// seededRand returns the random source of a property test: seeded by
+// STORETEST_SEED if set, else by the time, and the seed printed if t
+// fails, so that a failing run can be replayed.
+func seededRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("STORETEST_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("STORETEST_SEED=%q: %v", v, err)
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed: STORETEST_SEED=%d", seed)
+		}
+	})
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
 // HostileKeys are keys every store must take and give back unchanged:
 // each input class the web layer accepts (the empty name, the longest
 // key, odd UTF-8, bytes that look like the stores' own encodings).
@@ -507,19 +527,7 @@ func (s suite) memoryBounded(t *testing.T) {
 // among them) against a model, checked after every reopen. The seed is
 // STORETEST_SEED if set, and printed on failure.
 func (s suite) property(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("STORETEST_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("STORETEST_SEED=%q: %v", v, err)
-		}
-	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("seed: STORETEST_SEED=%d", seed)
-		}
-	}()
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := seededRand(t)
 	keys := HostileKeys()
 	for range 24 {
 		keys = append(keys, randomKey(rng))
