@@ -39,6 +39,10 @@ type Config struct {
 	// in X-Forwarded-For (visitors trusts loopback as its proxy), with a
 	// browser's User-Agent: the fairness rules then do real work.
 	Clients bool
+	// Ablation runs visitors with every feature on, then with each
+	// feature off in turn, and then with all off (ablationKinds), and
+	// writes what each feature costs a request (WriteAblation).
+	Ablation bool
 }
 
 // clientsScript is the wrk script of Config.Clients: the n-th request
@@ -69,6 +73,8 @@ var Kinds = map[string]string{
 	"classic":             "(a) the lab's greeting step 0 behind net/http: the classic unoptimised server",
 	"bare":                "(b) net/http with a handler that only increments an atomic: the ceiling",
 	"bare-badge":          "net/http answering a fixed badge (visitors' SVG and headers) and nothing else: the ceiling for a badge",
+	"bare-badge-set":      "bare-badge with its headers set by Header().Set, as a handler usually sets them",
+	"bare-json":           "net/http answering a fixed /counter/{key}.json body (visitors' JSON and headers) and nothing else: the ceiling for the JSON API",
 	"visitors":            "(c) visitors with every default: embedded store, batch durability, access log",
 	"visitors-nopgo":      "visitors built with -pgo=off",
 	"visitors-memory":     "visitors with -store memory",
@@ -80,6 +86,14 @@ var Kinds = map[string]string{
 	"visitors-redis-sync": "visitors with -store redis -durability sync on that redis-server",
 	"visitors-rules0":     "visitors with every fairness rule off: -client-rate 0 -client-new-keys 0 -unique=false -count-bots",
 	"visitors-hi":         "visitors with every default, asked for /hi whatever -path says",
+	"ablate-all":          "visitors with every feature of an ablation run on (-ablation)",
+	"ablate-none":         "visitors with every feature of an ablation run off (-ablation)",
+}
+
+func init() {
+	for _, f := range features {
+		Kinds[f.kind] = "visitors with every feature of an ablation run on but " + f.name + " (-ablation)"
+	}
 }
 
 // Result is one server's measurements.
@@ -155,10 +169,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.SVG, "svg", "", "write a bar chart of req/s to this `file`")
 	fs.StringVar(&c.RedisCPU, "redis-cpu", "", "taskset CPU list for the redis-server that visitors-redis* use (default: -load-cpu)")
 	fs.BoolVar(&c.Clients, "clients", false, "each request from a distinct client address, through X-Forwarded-For from a trusted proxy (a wrk Lua script)")
+	fs.BoolVar(&c.Ablation, "ablation", false, "measure what each feature costs a request: visitors with every feature on, with each off in turn, and with all off; implies -clients, and -servers is ignored")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	c.Servers = strings.Split(*servers, ",")
+	if c.Ablation {
+		c.Servers, c.Clients = ablationKinds(), true
+	}
 	for _, s := range c.Servers {
 		if _, ok := Kinds[s]; !ok {
 			return fmt.Errorf("unknown server %q", s)
@@ -170,6 +188,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := WriteTable(stdout, c, results); err != nil {
 		return err
+	}
+	if c.Ablation {
+		if err := WriteAblation(stdout, c, results); err != nil {
+			return err
+		}
 	}
 	if c.SVG != "" {
 		f, err := os.Create(c.SVG)
@@ -258,6 +281,9 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 		p.path = c.Path
 		if name == "visitors-hi" {
 			p.path = "/hi"
+		}
+		if _, path, ok := ablationArgs(name, c.Path); ok {
+			p.path = path
 		}
 		procs[i] = p
 		fmt.Fprintf(log, "loadtest: started %s on %s (cpu %s)\n", name, p.Addr, c.ServerCPU)
@@ -380,7 +406,7 @@ func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
 	var argv, env []string
 	admin := true
 	switch name {
-	case "classic", "bare", "bare-badge":
+	case "classic", "bare", "bare-badge", "bare-badge-set", "bare-json":
 		self, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("find the loadtest binary: %w", err)
@@ -421,6 +447,10 @@ func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
 			argv = append(argv, "-store", "redis", "-redis-url", redisURL, "-redis-prefix", name+":")
 		case "visitors-redis-sync":
 			argv = append(argv, "-store", "redis", "-redis-url", redisURL, "-redis-prefix", name+":", "-durability", "sync")
+		default:
+			if flags, _, ok := ablationArgs(name, ""); ok {
+				argv = append(argv, flags...)
+			}
 		}
 	}
 	// The access log goes to the process's output, kept in memory by

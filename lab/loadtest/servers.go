@@ -61,6 +61,45 @@ func (h *bareBadge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(h.svg)
 }
 
+// bareBadgeSet is bareBadge with its headers set as a handler usually
+// sets them, by Header().Set, which canonicalises each name and makes a
+// slice for each value: what the twin of a badge costs written the
+// plain way.
+type bareBadgeSet struct{ bareBadge }
+
+func (h *bareBadgeSet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.n.Add(1)
+	hd := w.Header()
+	hd.Set("Cache-Control", badgeCacheControl[0])
+	hd.Set("Content-Type", badgeContentType[0])
+	hd.Set("Expires", badgeExpires[0])
+	hd.Set("X-Content-Type-Options", badgeNoSniff[0])
+	w.Write(h.svg)
+}
+
+// bareJSON is the ceiling for the JSON API: net/http answering what
+// visitors answers for /counter/{key}.json, the same body (the key's
+// counts with numbers of the size a load test reaches) and the same five
+// headers, with no work at all.
+type bareJSON struct{ n atomic.Int64 }
+
+var (
+	bareJSONBody    = []byte(`{"key":"load","total":1234567,"today":1234567,"unique_today":123456}` + "\n")
+	jsonContentType = []string{"application/json"}
+	corsAny         = []string{"*"}
+)
+
+func (h *bareJSON) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.n.Add(1)
+	hd := w.Header()
+	hd["Access-Control-Allow-Origin"] = corsAny
+	hd["Cache-Control"] = badgeCacheControl
+	hd["Content-Type"] = jsonContentType
+	hd["Expires"] = badgeExpires
+	hd["X-Content-Type-Options"] = badgeNoSniff
+	w.Write(bareJSONBody)
+}
+
 // Serve runs "loadtest serve": the classic unoptimised server (the lab's
 // greeting and hello steps 0 behind net/http's ServeMux, at /hi and
 // /hello) or the bare net/http server, until ctx is done. Like visitors
@@ -69,7 +108,7 @@ func (h *bareBadge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func Serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadtest serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kind := fs.String("kind", "classic", "classic, bare or bare-badge")
+	kind := fs.String("kind", "classic", "classic, bare, bare-badge, bare-badge-set or bare-json")
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
 	adminAddr := fs.String("admin-addr", "", "address to serve net/http/pprof on; empty: none")
 	if err := fs.Parse(args); err != nil {
@@ -86,8 +125,12 @@ func Serve(ctx context.Context, args []string, stderr io.Writer) error {
 		h = new(bareHandler)
 	case "bare-badge":
 		h = newBareBadge()
+	case "bare-badge-set":
+		h = &bareBadgeSet{bareBadge{svg: newBareBadge().svg}}
+	case "bare-json":
+		h = new(bareJSON)
 	default:
-		return fmt.Errorf("serve: -kind %q: want classic, bare or bare-badge", *kind)
+		return fmt.Errorf("serve: -kind %q: want classic, bare, bare-badge, bare-badge-set or bare-json", *kind)
 	}
 	l, err := app.Listen(*addr) // fd:N from servertest, or an address
 	if err != nil {
