@@ -323,7 +323,7 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 		}
 	}
 	if c.Profile != "" {
-		if err := profile(c, procs, c.Profile, log); err != nil {
+		if err := profile(c, procs, c.Profile, script, log); err != nil {
 			return nil, err
 		}
 	}
@@ -352,8 +352,9 @@ func attack(ctx context.Context, c Config, url string, rate float64) (RateResult
 }
 
 // profile takes a CPU profile of the first visitors server from its admin
-// listener while wrk loads it, and saves it to file.
-func profile(c Config, procs []*proc, file string, log io.Writer) error {
+// listener while wrk loads it as the run did (with the clients' script,
+// if any), and saves it to file.
+func profile(c Config, procs []*proc, file, script string, log io.Writer) error {
 	var p *proc
 	for _, q := range procs {
 		if q.admin != "" {
@@ -367,7 +368,7 @@ func profile(c Config, procs []*proc, file string, log io.Writer) error {
 	secs := max(1, int(c.ProfileFor/time.Second))
 	wrkErr := make(chan error, 1)
 	go func() {
-		_, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, time.Duration(secs+2)*time.Second, "")
+		_, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, time.Duration(secs+2)*time.Second, script)
 		wrkErr <- err
 	}()
 	time.Sleep(time.Second) // let the load reach steady state
