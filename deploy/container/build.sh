@@ -30,7 +30,7 @@ ldflags="-s -w -buildid= -X $pkg.Revision=$(git rev-parse HEAD) -X $pkg.Time=$(g
 CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$ctx/visitors" ./cmd/visitors
 cp deploy/container/Dockerfile deploy/container/passwd deploy/container/group "$ctx/"
 cp "$certs" "$ctx/ca-certificates.crt"
-mkdir -m 700 "$ctx/data"
+mkdir "$ctx/data"
 
 format=()
 # podman and buildah write OCI images unless told, and OCI has no
