@@ -58,10 +58,10 @@ var DefaultTimeouts = Timeouts{
 
 // Main parses args, then runs the service until ctx is done; with
 // -version, it prints what the binary was built from and returns; with
-// export, import, check or health, it runs that subcommand. Logs go to stdout as
-// JSON lines, and so does the usage asked for with -h (then Main returns
-// flag.ErrHelp). A command line it refuses is a [UsageError]: one line,
-// for stderr.
+// export, import, check or health, it runs that subcommand. Logs go to
+// stdout as JSON lines, and so does the usage asked for with -h (then
+// Main returns flag.ErrHelp). A command line it refuses is a
+// [UsageError]: one line, for stderr.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
