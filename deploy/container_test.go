@@ -17,7 +17,8 @@ import (
 
 // The commands of docs/deploy.md#in-a-container, as the doc writes them;
 // TestContainer runs each from the repository's root, with the host's
-// port 8080 replaced by a free one.
+// ports 8080 and 8081 replaced by free ones and /srv/visitors by a
+// directory of the test's.
 const (
 	docImageBuild = `./deploy/container/build.sh visitors`
 	docVolume     = `podman volume create visitors-data`
@@ -28,6 +29,8 @@ const (
 	docStop       = `podman stop visitors && podman rm visitors`
 	docImageUser  = `podman image inspect --format '{{.Config.User}} {{.Config.Volumes}} {{.Config.Healthcheck.Test}}' visitors`
 	docVersion    = `podman run --rm visitors -version`
+	docBindDir    = `mkdir /srv/visitors && chown 10001:10001 /srv/visitors`
+	docBindRun    = `podman run -d --name visitors-bound -p 8081:8080 -v /srv/visitors:/data visitors`
 )
 
 // podman is the podman of the test: its images, containers and volumes
@@ -41,7 +44,7 @@ type podman struct {
 
 // newPodman writes the test's storage.conf and containers.conf and
 // removes every container it made when the test ends.
-func newPodman(t *testing.T, port string) *podman {
+func newPodman(t *testing.T, port, boundPort, srv string) *podman {
 	t.Helper()
 	if _, err := exec.LookPath("podman"); err != nil {
 		t.Fatalf("podman is missing (./scripts/install-deps.sh installs it): %v", err)
@@ -73,7 +76,8 @@ func newPodman(t *testing.T, port string) *podman {
 			"CONTAINERS_CONF=" + filepath.Join(dir, "containers.conf"),
 			"CONTAINERS_STORAGE_CONF=" + filepath.Join(dir, "storage.conf"),
 		},
-		repl: strings.NewReplacer("8080:8080", port+":8080", "127.0.0.1:8080", "127.0.0.1:"+port),
+		repl: strings.NewReplacer("8080:8080", port+":8080", "127.0.0.1:8080", "127.0.0.1:"+port,
+			"8081:8080", boundPort+":8080", "127.0.0.1:8081", "127.0.0.1:"+boundPort, "/srv/visitors", srv),
 	}
 	t.Cleanup(func() {
 		// Before the TempDir goes: the containers' network namespaces
@@ -138,8 +142,8 @@ func TestContainer(t *testing.T) {
 		t.Fatal("docs/deploy.md has no section ## In a container")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	port := freePort(t)
-	p := newPodman(t, port)
+	srv := filepath.Join(t.TempDir(), "visitors")
+	p := newPodman(t, freePort(t), freePort(t), srv)
 
 	start := time.Now()
 	p.run(t, section, docImageBuild)
@@ -156,13 +160,13 @@ func TestContainer(t *testing.T) {
 
 	p.run(t, section, docVolume)
 	p.run(t, section, docRun)
-	badge := func() int {
+	badge := func(line string) int {
 		t.Helper()
 		var out string
 		// The container answers once visitors listens, a moment
 		// after podman run returns.
 		for deadline := time.Now().Add(20 * time.Second); ; {
-			c := p.cmd(p.repl.Replace(docBadge))
+			c := p.cmd(p.repl.Replace(line))
 			b, err := c.Output()
 			out = string(b)
 			if err == nil || time.Now().After(deadline) {
@@ -172,7 +176,7 @@ func TestContainer(t *testing.T) {
 		}
 		m := badgeCount.FindStringSubmatch(out)
 		if m == nil {
-			t.Fatalf("%s answered no badge:\n%s\ncontainer's log:\n%s", docBadge, out, p.logs())
+			t.Fatalf("%s answered no badge:\n%s\ncontainer's log:\n%s", line, out, p.logs())
 		}
 		n, _ := strconv.Atoi(m[1])
 		return n
@@ -180,10 +184,10 @@ func TestContainer(t *testing.T) {
 	if !strings.Contains(section, docBadge) {
 		t.Fatalf("docs/deploy.md does not show the command the test runs:\n%s", docBadge)
 	}
-	if n := badge(); n != 1 {
+	if n := badge(docBadge); n != 1 {
 		t.Errorf("first visit: badge shows %d, want 1", n)
 	}
-	if n := badge(); n != 2 {
+	if n := badge(docBadge); n != 2 {
 		t.Errorf("second visit: badge shows %d, want 2", n)
 	}
 	// curl's own User-Agent is a bot's: answered, not counted.
@@ -200,8 +204,18 @@ func TestContainer(t *testing.T) {
 	// the counts are in the volume, not in the container.
 	p.run(t, section, docStop)
 	p.run(t, section, docRun)
-	if n := badge(); n != 3 {
+	if n := badge(docBadge); n != 3 {
 		t.Errorf("first visit to the new container on the volume: badge shows %d, want 3\ncontainer's log:\n%s", n, p.logs())
+	}
+
+	// A host directory given to uid 10001 holds the store as well.
+	p.run(t, section, docBindDir)
+	p.run(t, section, docBindRun)
+	if n := badge(strings.ReplaceAll(docBadge, "8080", "8081")); n != 1 {
+		t.Errorf("first visit to the container on a bind-mounted directory: badge shows %d, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(srv, "visitors")); err != nil {
+		t.Errorf("the bind-mounted directory holds no store: %v", err)
 	}
 
 	// The health check fails when /healthz does not answer: a container
