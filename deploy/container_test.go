@@ -158,7 +158,9 @@ func TestContainer(t *testing.T) {
 		t.Errorf("%s printed %q, want visitors VERSION revision ... linux/ARCH", docVersion, got)
 	}
 
-	p.run(t, section, docVolume)
+	if got := p.run(t, section, docVolume); got != "visitors-data\n" {
+		t.Errorf("%s printed %q, want visitors-data", docVolume, got)
+	}
 	p.run(t, section, docRun)
 	badge := func(line string) int {
 		t.Helper()
@@ -202,7 +204,9 @@ func TestContainer(t *testing.T) {
 
 	// A new container on the same volume goes on from the old count:
 	// the counts are in the volume, not in the container.
-	p.run(t, section, docStop)
+	if got := p.run(t, section, docStop); got != "visitors\nvisitors\n" {
+		t.Errorf("%s printed %q, want the name twice", docStop, got)
+	}
 	p.run(t, section, docRun)
 	if n := badge(docBadge); n != 3 {
 		t.Errorf("first visit to the new container on the volume: badge shows %d, want 3\ncontainer's log:\n%s", n, p.logs())
