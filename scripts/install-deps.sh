@@ -9,8 +9,11 @@
 # no running systemd is needed), nginx and caddy (./deploy's tests run
 # each, with its own configuration, in front of the binary; no system
 # service is used), curl (deploy/backup/visitors-backup.sh, which
-# ./deploy's backup drill runs). Go modules come through the module
-# proxy on their own.
+# ./deploy's backup drill runs), podman and runc (./deploy's container
+# test builds and runs the image of deploy/container with them, without a
+# daemon; runc because Debian 12's crun refuses hybrid cgroups), and
+# ca-certificates, which deploy/container/build.sh copies into the image. Go
+# modules come through the module proxy on their own.
 set -euo pipefail
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -24,6 +27,9 @@ command -v systemd-socket-activate >/dev/null || need+=(systemd)
 { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null || need+=(nginx)
 command -v caddy >/dev/null || need+=(caddy)
 command -v curl >/dev/null || need+=(curl)
+command -v podman >/dev/null || need+=(podman)
+{ command -v runc || test -x /usr/sbin/runc; } >/dev/null || need+=(runc)
+test -r /etc/ssl/certs/ca-certificates.crt || need+=(ca-certificates)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -36,3 +42,4 @@ redis-server --version
 systemd-analyze --version | head -1
 PATH=$PATH:/usr/sbin nginx -v
 caddy version
+podman --version

@@ -178,8 +178,9 @@ const serveUsage = `Usage:
   visitors import [-data dir | -store redis ...] [-replace] [file]
                                     read counts from a JSON export (stdin if no file)
   visitors check [-data dir]        verify the embedded store without changing it
+  visitors health [-admin-addr a]   ask the running service's /healthz (a container's health check)
   visitors -version                 print the version and the VCS revision
-  visitors COMMAND -h               the flags of export, import or check
+  visitors COMMAND -h               the flags of export, import, check or health
 
 visitors counts visitors. Each flag can also be set by the environment
 variable named beside it.
