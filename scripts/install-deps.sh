@@ -9,7 +9,8 @@
 # no running systemd is needed), nginx and caddy (./deploy's tests run
 # each, with its own configuration, in front of the binary; no system
 # service is used), curl (deploy/backup/visitors-backup.sh, which
-# ./deploy's backup drill runs). Go modules come through the module
+# ./deploy's backup drill runs, and the docs' examples, which
+# scripts/gendocs runs). Go modules come through the module
 # proxy on their own.
 set -euo pipefail
 need=()
