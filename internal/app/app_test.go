@@ -244,9 +244,9 @@ func TestRunStopsCleanlyWithIdleConnections(t *testing.T) {
 	}
 }
 
-// TestDefaultTimeouts: the public listener's limits are the README's;
-// the admin listener's write deadline is five minutes, long enough for a
-// CPU profile or trace.
+// TestDefaultTimeouts: the public listener's limits are those
+// docs/configuration.md gives; the admin listener's write deadline is
+// five minutes, long enough for a CPU profile or trace.
 func TestDefaultTimeouts(t *testing.T) {
 	want := Timeouts{ReadHeader: 5 * time.Second, Read: 5 * time.Second, Write: 10 * time.Second, Idle: time.Minute, MaxHeaderBytes: 16 << 10, AdminWrite: 5 * time.Minute}
 	if DefaultTimeouts != want {

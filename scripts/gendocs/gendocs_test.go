@@ -58,7 +58,7 @@ func TestMarkersMatchExamples(t *testing.T) {
 			have[m[1]] = m[2]
 		}
 	}
-	out, err := merge(files, have)
+	out, err := merge(files, have, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestMergeRefusesStrays(t *testing.T) {
 		stray[k] = v
 	}
 	stray["README.md"] += "\n<!-- example: no-such-example -->\n<!-- /example -->\n"
-	if _, err := merge(stray, have); err == nil || !strings.Contains(err.Error(), "no-such-example") {
+	if _, err := merge(stray, have, false); err == nil || !strings.Contains(err.Error(), "no-such-example") {
 		t.Errorf("merge with a stray marker: err = %v, want one naming it", err)
 	}
 	twice := map[string]string{}
@@ -95,15 +95,15 @@ func TestMergeRefusesStrays(t *testing.T) {
 		twice[k] = v
 	}
 	twice["README.md"] += "\n<!-- example: hi -->\n" + have["hi"] + "<!-- /example -->\n"
-	if _, err := merge(twice, have); err == nil || !strings.Contains(err.Error(), "shown twice") {
+	if _, err := merge(twice, have, false); err == nil || !strings.Contains(err.Error(), "shown twice") {
 		t.Errorf("merge with an example shown twice: err = %v, want shown twice", err)
 	}
 }
 
 // TestMergeWritesWholeSessions: a block that differs beyond what is
 // masked is written anew with every block of its session, so that one
-// run's ids stay together; one that differs only in what is masked is
-// kept.
+// run's ids stay together (for -check's diff, alone); one that differs
+// only in what is masked is kept.
 func TestMergeWritesWholeSessions(t *testing.T) {
 	files := readDocs(t)
 	have := map[string]string{}
@@ -121,7 +121,7 @@ func TestMergeWritesWholeSessions(t *testing.T) {
 	if fresh["token-create"] == have["token-create"] {
 		t.Fatal("token-create shows no time")
 	}
-	out, err := merge(files, fresh)
+	out, err := merge(files, fresh, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,14 @@ func TestMergeWritesWholeSessions(t *testing.T) {
 		t.Error("a run that differs only in masked times rewrote docs/api.md")
 	}
 	fresh["token-list"] = strings.Replace(have["token-list"], `"name": "ci"`, `"name": "changed"`, 1)
-	out, err = merge(files, fresh)
+	out, err = merge(files, fresh, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out["docs/api.md"], `"name": "changed"`) || strings.Contains(out["docs/api.md"], `1999-01-01T00:00:00Z`) {
+		t.Error("-check's merge did not replace the changed block alone")
+	}
+	out, err = merge(files, fresh, false)
 	if err != nil {
 		t.Fatal(err)
 	}

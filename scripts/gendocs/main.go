@@ -25,7 +25,16 @@
 // the same as the binary's is left as it is, so a run on another day
 // changes nothing; when any block of a session differs, every block of
 // that session is written anew, so that the ids and tokens of one run
-// stay together. The server runs on the real clock: no date is pinned.
+// stay together; -check's diff shows only the blocks that differ. The
+// server runs on the real clock: no date is pinned; a run that crosses
+// UTC midnight is run again.
+//
+// Why a Go program and not a shell script: it reuses the tests' helpers
+// that start the binary on sockets it holds (internal/servertest) and a
+// throwaway redis-server (redistest), reads a live stream until it has
+// the events it shows, and does the masking, the merging and the check
+// in one place that its own tests cover; bash still runs each command,
+// so a doc shows what a reader types.
 package main
 
 import (
@@ -126,7 +135,7 @@ func run(root string, check bool, w io.Writer) error {
 	if !strings.Contains(files["docs/deploy.md"], "\n"+buildCmd+"\n") {
 		return fmt.Errorf("docs/deploy.md does not show the build command the examples' binary is built with:\n%s", buildCmd)
 	}
-	updated, err := merge(files, fresh)
+	updated, err := merge(files, fresh, check)
 	if err != nil {
 		return err
 	}
@@ -180,9 +189,11 @@ var markerRE = regexp.MustCompile(`(?s)<!-- example: ([a-z0-9-]+) -->\n(.*?)<!--
 
 // merge returns files with each example's block replaced by fresh's,
 // session by session: a session whose every block is, masked, what the
-// docs hold keeps the docs' text. It fails on a marker without an
-// example, an example without a marker, or a marker given twice.
-func merge(files, fresh map[string]string) (map[string]string, error) {
+// docs hold keeps the docs' text. With blocksOnly (for -check's diff),
+// only the blocks that differ masked are replaced. It fails on a marker
+// without an example, an example without a marker, or a marker given
+// twice.
+func merge(files, fresh map[string]string, blocksOnly bool) (map[string]string, error) {
 	have := map[string]string{}
 	for _, name := range docs {
 		for _, m := range markerRE.FindAllStringSubmatch(files[name], -1) {
@@ -207,7 +218,7 @@ func merge(files, fresh map[string]string) (map[string]string, error) {
 		}
 		for _, e := range s.examples {
 			use[e.name] = fresh[e.name]
-			if same {
+			if same || blocksOnly && mask(have[e.name]) == mask(fresh[e.name]) {
 				use[e.name] = have[e.name]
 			}
 		}
