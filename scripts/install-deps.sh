@@ -9,7 +9,8 @@
 # no running systemd is needed), nginx and caddy (./deploy's tests run
 # each, with its own configuration, in front of the binary; no system
 # service is used), curl (deploy/backup/visitors-backup.sh, which
-# ./deploy's backup drill runs), podman and runc (./deploy's container
+# ./deploy's backup drill runs, and the docs' examples, which
+# scripts/gendocs runs), podman and runc (./deploy's container
 # test builds and runs the image of deploy/container with them, without a
 # daemon; runc because Debian 12's crun refuses hybrid cgroups), and
 # ca-certificates, which deploy/container/build.sh copies into the image. Go

@@ -61,6 +61,12 @@ done
 step "staticcheck"
 go run "$STATICCHECK" ./...
 
+# Every example in README.md and docs/{api,configuration,deploy}.md is
+# run against the real binary, and the flags table is its -h: a doc that
+# no longer shows what the binary prints fails here, with the diff.
+step "the docs show what the binary prints (scripts/gendocs -check)"
+go run ./scripts/gendocs -check
+
 step "go test -race"
 go test -race ./...
 

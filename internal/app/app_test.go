@@ -244,9 +244,9 @@ func TestRunStopsCleanlyWithIdleConnections(t *testing.T) {
 	}
 }
 
-// TestDefaultTimeouts: the public listener's limits are the README's;
-// the admin listener's write deadline is five minutes, long enough for a
-// CPU profile or trace.
+// TestDefaultTimeouts: the public listener's limits are those
+// docs/configuration.md gives; the admin listener's write deadline is
+// five minutes, long enough for a CPU profile or trace.
 func TestDefaultTimeouts(t *testing.T) {
 	want := Timeouts{ReadHeader: 5 * time.Second, Read: 5 * time.Second, Write: 10 * time.Second, Idle: time.Minute, MaxHeaderBytes: 16 << 10, AdminWrite: 5 * time.Minute}
 	if DefaultTimeouts != want {
@@ -254,10 +254,11 @@ func TestDefaultTimeouts(t *testing.T) {
 	}
 }
 
-// TestREADMEFlagsTable: the README's table of flags (its "## Flags"
-// section, written by hand) has a row for every flag visitors -h lists,
-// and none for a flag that does not exist.
-func TestREADMEFlagsTable(t *testing.T) {
+// TestDocsFlagsTable: the table of flags in docs/configuration.md (its
+// "## Flags" section, which go run ./scripts/gendocs makes from
+// visitors -h) has a row for every flag visitors -h lists, and none for
+// a flag that does not exist.
+func TestDocsFlagsTable(t *testing.T) {
 	var usage strings.Builder
 	if _, err := ParseFlags([]string{"-h"}, func(string) string { return "" }, &usage); err != flag.ErrHelp {
 		t.Fatalf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
@@ -269,13 +270,13 @@ func TestREADMEFlagsTable(t *testing.T) {
 			want[name] = true
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Flags\n")
+	_, section, ok := strings.Cut(string(doc), "\n## Flags\n")
 	if !ok {
-		t.Fatal("README.md has no ## Flags section")
+		t.Fatal("docs/configuration.md has no ## Flags section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	got := map[string]bool{}
@@ -287,12 +288,12 @@ func TestREADMEFlagsTable(t *testing.T) {
 	}
 	for name := range want {
 		if !got[name] {
-			t.Errorf("README.md's flags table lacks -%s", name)
+			t.Errorf("docs/configuration.md's flags table lacks -%s", name)
 		}
 	}
 	for name := range got {
 		if !want[name] {
-			t.Errorf("README.md's flags table has -%s, which visitors -h does not list", name)
+			t.Errorf("docs/configuration.md's flags table has -%s, which visitors -h does not list", name)
 		}
 	}
 	if len(want) < 30 {
