@@ -75,3 +75,14 @@ func TestGolden(t *testing.T) {
 		}
 	}
 }
+
+func TestMedian(t *testing.T) {
+	for _, tt := range []struct {
+		v    []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{4, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{1, 1, 10, 10}, 5.5}} {
+		if got := Median(tt.v); got != tt.want {
+			t.Errorf("Median(%v) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}
