@@ -2,7 +2,7 @@
 // benchmarks. testing.AllocsPerRun and the allocs/op column of go test
 // -benchmem both divide integers and so round down: an average of 4.99
 // shows as 4, and a handler that allocates once from its 256th call on
-// shows 0 over the first 255. PerRun and Report divide as floats.
+// shows 0 over the first 255. PerRun and Exact divide as floats.
 package allocs
 
 import (
@@ -26,25 +26,27 @@ func PerRun(runs int, f func()) float64 {
 	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }
 
-// Counter measures the allocations of a benchmark's loop, so that the
-// benchmark can report them unrounded: call Start just before the loop
-// and Report after it.
-type Counter struct{ mallocs uint64 }
+// Unit is the unit of the unrounded count that Exact reports.
+const Unit = "exact-allocs/op"
 
-// Start records the allocations made so far.
-func (c *Counter) Start() {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	c.mallocs = m.Mallocs
-}
-
-// Report reports the allocations made since Start, divided by b.N, as
-// the benchmark's allocs/op, which it replaces; go test prints it with
-// its decimals.
-func (c *Counter) Report(b *testing.B) {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	if b.N > 0 {
-		b.ReportMetric(float64(m.Mallocs-c.mallocs)/float64(b.N), "allocs/op")
+// Exact makes benchmark b report its allocations per operation
+// unrounded, as the metric Unit beside go test's allocs/op, which
+// divides integers (and which a ReportMetric of "allocs/op" cannot
+// replace: go test prints it as an integer).
+// Call it where b.ReportAllocs would be called, just before the loop,
+// and defer the function it returns:
+//
+//	defer allocs.Exact(b)()
+//	for b.Loop() { … }
+func Exact(b *testing.B) func() {
+	b.ReportAllocs()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	return func() {
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		if b.N > 0 {
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), Unit)
+		}
 	}
 }

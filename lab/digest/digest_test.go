@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"visitors/lab/allocs"
+
 	"visitors/internal/race"
 )
 
@@ -127,7 +129,7 @@ func BenchmarkDigest(b *testing.B) {
 	for i, step := range Steps {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			next := inputs()
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				step(next())
 			}
@@ -137,7 +139,7 @@ func BenchmarkDigest(b *testing.B) {
 		b.Run(fmt.Sprintf("step=%d", len(Steps)+i), func(b *testing.B) {
 			next := inputs()
 			dst := make([]byte, 0, 256)
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				dst = f(dst[:0], next())
 			}
@@ -150,7 +152,7 @@ func BenchmarkDigest(b *testing.B) {
 func BenchmarkDigestParallel(b *testing.B) {
 	for _, i := range []int{0, 8} {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				next := inputs()
 				for pb.Next() {
@@ -161,7 +163,7 @@ func BenchmarkDigestParallel(b *testing.B) {
 	}
 	for i, f := range []func([]byte, int) []byte{AppendDigestDirect, AppendDigest} {
 		b.Run(fmt.Sprintf("step=%d", len(Steps)+i), func(b *testing.B) {
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				next := inputs()
 				dst := make([]byte, 0, 256)
