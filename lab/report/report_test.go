@@ -48,8 +48,11 @@ func TestParse(t *testing.T) {
 	if r := g.Rows[0]; r.N != 2 || r.NsOp.Center != 7600 || r.Published != "12,843 ns" {
 		t.Errorf("Greeting step 0 = %d runs, median %v ns, published %q; want 2, 7600, 12,843 ns", r.N, r.NsOp.Center, r.Published)
 	}
-	if got := g.SpeedUp(g.Rows[0]); got != 1 {
-		t.Errorf("SpeedUp(step 0) = %v, want 1", got)
+	if d := g.Delta(0); d != "" {
+		t.Errorf("Delta(step 0) = %q, want none", d)
+	}
+	if d := g.Delta(1); !strings.Contains(d, "n=2") {
+		t.Errorf("Delta(step 1) = %q, want a comparison of 2 runs each", d)
 	}
 }
 
