@@ -29,11 +29,11 @@ type Table struct {
 
 // Row is one step of a [Table].
 type Row struct {
-	Step      string // the sub-benchmark name without "step=", e.g. "4/counter=mutex"
-	N         int    // runs summarised
-	NsOp      benchmath.Summary
-	BytesOp   benchmath.Summary
-	AllocsOp  benchmath.Summary // go test's allocs/op, rounded down
+	Step     string // the sub-benchmark name without "step=", e.g. "4/counter=mutex"
+	N        int    // runs summarised
+	NsOp     benchmath.Summary
+	BytesOp  benchmath.Summary
+	AllocsOp benchmath.Summary // go test's allocs/op, rounded down
 	// ExactAllocs is the unrounded count (exact-allocs/op, total
 	// allocations / N, from lab/allocs); HasExact is false if the run
 	// reported none.
