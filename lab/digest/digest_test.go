@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"visitors/lab/allocs"
 
@@ -172,5 +173,18 @@ func BenchmarkDigestParallel(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestMuseumUnsafeStringChanges shows what the article's "the buffer must
+// not be modified, or it will panic" gets wrong: writing a buffer that a
+// string made by its unsafe conversion points into does not panic, it
+// silently changes the string.
+func TestMuseumUnsafeStringChanges(t *testing.T) {
+	buf := []byte("abc")
+	s := *(*string)(unsafe.Pointer(&buf))
+	buf[0] = 'x' // no panic
+	if s != "xbc" {
+		t.Errorf("s = %q after the buffer changed, want %q", s, "xbc")
 	}
 }

@@ -63,12 +63,14 @@ func TestWhyAllocsPerStep(t *testing.T) {
 		step          int
 		start, steady float64
 	}{
-		{1, 5.92, 7}, // compiled once; Set (1), the header clone (3), []byte(a+b+c) (1), Sprint's string (1, none for 1 to 9), its boxed count (1 from 256 on)
-		{2, 1.92, 3}, // no Set, no clone
-		{3, 1, 2},    // Fprintf: the boxed color (1), the boxed count (1 from 256 on)
-		{4, 1, 2},    // the mutex allocates nothing
-		{5, 0, 1},    // the pooled buffer: 0, until the body outgrows it (TestMuseumPooledBufferGrowth)
-		{9, 0, 0},    // the service
+		{0, 45.92, 47}, // the regexp compiled per request (TestWhyAllocsCompileOnce)
+		{1, 5.92, 7},   // compiled once; Set (1), the header clone (3), []byte(a+b+c) (1), Sprint's string (1, none for 1 to 9), its boxed count (1 from 256 on)
+		{2, 1.92, 3},   // no Set, no clone
+		{3, 1, 2},      // Fprintf: the boxed color (1), the boxed count (1 from 256 on)
+		{4, 1, 2},      // the mutex allocates nothing
+		{5, 0, 1},      // the pooled buffer: 0, until the body outgrows it (TestMuseumPooledBufferGrowth)
+		{6, 17, 18},    // the regexp compiled again: Get without Put (TestWhyAllocsColorRxPoolPut)
+		{9, 0, 0},      // the service
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("step=%d", tt.step), func(t *testing.T) {
