@@ -1,11 +1,14 @@
-// Package runner runs the whole lab for cmd/lab: every step of the four
-// case studies benchmarked side by side in one go test run, summarised
-// per case with golang.org/x/perf's benchmath; then, step by step, the
-// diff from the previous step (from the step functions' source), a CPU
-// and an allocation profile, and for the digest case the compiler's
-// escape analysis. It writes the tables, the charts and the raw output
-// under docs/lab, and the per-step sections into docs/lab.md between
-// their markers.
+// Package runner runs the lab for cmd/lab. It measures every step of
+// the four case studies in interleaved rounds, one process per run, so
+// that each step is compared with the one before it under the same
+// conditions (benchstat's test, through golang.org/x/perf's benchmath),
+// and profiles each step; it stores the raw figures and profiles under
+// docs/lab with the commit measured. Regenerate then writes, without
+// running a benchmark, the tables, the charts and the per-step sections
+// of docs/lab.md (diffs from the step functions' source, escape
+// analysis, profile excerpts with their line numbers mapped to the
+// source as it is now), so that CI can check they are fresh. RunStep
+// runs one step against the previous one, for a reader at the keyboard.
 package runner
 
 import (
