@@ -277,14 +277,3 @@ func tail(s string, n int) string {
 	return s
 }
 
-// quoteArgs quotes the arguments a shell would split or expand.
-func quoteArgs(args []string) []string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if strings.ContainsAny(a, "^$*?[]() '\"|\\") {
-			a = "'" + a + "'"
-		}
-		q[i] = a
-	}
-	return q
-}
