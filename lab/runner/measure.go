@@ -86,19 +86,29 @@ func interleave(ctx context.Context, bin string, names []string, rounds int, ben
 	return lines, nil
 }
 
+// treeState is the commit checked out and the changes not committed in
+// the folders the figures measure, taken before the test binaries are
+// built from them.
+type treeState struct{ commit, dirty string }
+
+func currentTree(ctx context.Context) (treeState, error) {
+	commit, err := output(ctx, "git", "rev-parse", "HEAD")
+	if err != nil {
+		return treeState{}, err
+	}
+	dirty, err := output(ctx, "git", "status", "--porcelain", "--", "lab", "internal", "cmd", "go.mod", "go.sum")
+	if err != nil {
+		return treeState{}, err
+	}
+	return treeState{commit, dirty}, nil
+}
+
 // measure benchmarks every case, interleaved, and writes bench.txt under
 // dir: configuration lines that say where and when (the commit whose
 // tree was measured, and whether that tree had changes not committed),
 // then each package's results.
-func measure(ctx context.Context, c Config, dir string, bins map[string]string, stderr io.Writer) error {
-	commit, err := output(ctx, "git", "rev-parse", "HEAD")
-	if err != nil {
-		return err
-	}
-	dirty, err := output(ctx, "git", "status", "--porcelain", "--", "lab", "internal", "cmd", "go.mod", "go.sum")
-	if err != nil {
-		return err
-	}
+func measure(ctx context.Context, c Config, dir string, tree treeState, bins map[string]string, stderr io.Writer) error {
+	commit, dirty := tree.commit, tree.dirty
 	goVersion, err := output(ctx, "go", "env", "GOVERSION")
 	if err != nil {
 		return err

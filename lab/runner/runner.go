@@ -166,6 +166,10 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	tree, err := currentTree(ctx) // before the build, which is what is measured
+	if err != nil {
+		return err
+	}
 	bins := map[string]string{}
 	for _, cs := range Cases {
 		bin := filepath.Join(tmp, cs.Name+".test")
@@ -175,7 +179,7 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 		bins[cs.Name] = bin
 	}
 	started := time.Now()
-	if err := measure(ctx, c, dir, bins, stderr); err != nil {
+	if err := measure(ctx, c, dir, tree, bins, stderr); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "lab: benchmarks took %s\n", time.Since(started).Round(time.Second))
