@@ -280,4 +280,3 @@ func tail(s string, n int) string {
 	}
 	return s
 }
-
