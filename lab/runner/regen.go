@@ -136,10 +136,11 @@ func generated(caption string) string {
 func provenance(cfg map[string]string, subject string, stale int) string {
 	f := strings.Fields(subject)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Figures measured on %s with %s on the tree of commit `%s` (of %s)", cfg["measured"], cfg["go"], f[0], f[1])
+	fmt.Fprintf(&b, "Figures measured on %s with %s on the tree of commit `%s` (of %s", cfg["measured"], cfg["go"], f[0], f[1])
 	if cfg["commit-tree"] != "" {
-		b.WriteString(" (tree: " + cfg["commit-tree"] + ")")
+		b.WriteString("; " + cfg["commit-tree"])
 	}
+	b.WriteString(")")
 	fmt.Fprintf(&b, ": %s rounds, each running every step once for `-benchtime %s`, one process per run, the steps in order and then in reverse on alternate rounds, so that each step and the one before it are measured side by side.", cfg["rounds"], cfg["benchtime"])
 	if cfg["note"] != "" {
 		fmt.Fprintf(&b, " The machine: %s.", cfg["note"])
