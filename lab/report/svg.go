@@ -10,7 +10,7 @@ import (
 
 // Chart geometry, in pixels.
 const (
-	chartWidth = 900
+	chartWidth = 1200
 	labelWidth = 90  // step names, left of the bars
 	barsWidth  = 470 // the bar area; labels go right of each bar
 	rowHeight  = 34
