@@ -1,14 +1,17 @@
-// Command lab runs the whole lab: every step of the four case studies,
-// benchmarked side by side in one go test run and summarised per case
-// with golang.org/x/perf's benchmath; then, for every step, its diff from
-// the previous step, its CPU and allocation profiles and, for the digest
-// case, the compiler's escape analysis. It prints a table per benchmark
-// and writes docs/lab/ (tables.md, a chart per benchmark, the raw
-// bench.txt for benchstat, the profiles as text) and the step sections of
-// docs/lab.md. See lab/runner.
+// Command lab runs the lab: every step of the four case studies,
+// benchmarked in interleaved rounds (each step beside the one before it,
+// one process per run) and compared as benchstat compares them, with
+// golang.org/x/perf's benchmath; then every step's CPU and allocation
+// profiles. It stores the figures and profiles under docs/lab and
+// regenerates from them, and from the source as it is now, the tables,
+// the charts and the step sections of docs/lab.md: each step's diff
+// from the previous one, the escape analysis of the digest case, the
+// profiles' line references. See lab/runner.
 //
-//	go run ./cmd/lab              # -count=10: about half an hour on 2 cores
-//	go run ./cmd/lab -count 1 -benchtime 1x -out /tmp/lab   # a smoke run
+//	go run ./cmd/lab -note "…"          # measure: about 30 minutes on 2 busy cores
+//	go run ./cmd/lab -regen             # no benchmark: rewrite from the stored figures
+//	go run ./cmd/lab -check             # as -regen, write nothing, fail if stale (CI)
+//	go run ./cmd/lab -case greeting -step 5   # one step against the previous: benchmark, profiles, diff
 package main
 
 import (

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
+
+	"visitors/lab/allocs"
 
 	"visitors/internal/race"
 )
@@ -127,7 +130,7 @@ func BenchmarkDigest(b *testing.B) {
 	for i, step := range Steps {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			next := inputs()
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				step(next())
 			}
@@ -137,7 +140,7 @@ func BenchmarkDigest(b *testing.B) {
 		b.Run(fmt.Sprintf("step=%d", len(Steps)+i), func(b *testing.B) {
 			next := inputs()
 			dst := make([]byte, 0, 256)
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				dst = f(dst[:0], next())
 			}
@@ -150,7 +153,7 @@ func BenchmarkDigest(b *testing.B) {
 func BenchmarkDigestParallel(b *testing.B) {
 	for _, i := range []int{0, 8} {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				next := inputs()
 				for pb.Next() {
@@ -161,7 +164,7 @@ func BenchmarkDigestParallel(b *testing.B) {
 	}
 	for i, f := range []func([]byte, int) []byte{AppendDigestDirect, AppendDigest} {
 		b.Run(fmt.Sprintf("step=%d", len(Steps)+i), func(b *testing.B) {
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				next := inputs()
 				dst := make([]byte, 0, 256)
@@ -170,5 +173,18 @@ func BenchmarkDigestParallel(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestMuseumUnsafeStringChanges shows what the article's "the buffer must
+// not be modified, or it will panic" gets wrong: writing a buffer that a
+// string made by its unsafe conversion points into does not panic, it
+// silently changes the string.
+func TestMuseumUnsafeStringChanges(t *testing.T) {
+	buf := []byte("abc")
+	s := *(*string)(unsafe.Pointer(&buf))
+	buf[0] = 'x' // no panic
+	if s != "xbc" {
+		t.Errorf("s = %q after the buffer changed, want %q", s, "xbc")
 	}
 }

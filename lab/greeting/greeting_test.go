@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"visitors/lab/allocs"
+
 	"visitors/internal/race"
 	"visitors/internal/webtest"
 )
@@ -252,7 +254,7 @@ func BenchmarkGreeting(b *testing.B) {
 			h := newStep(b, i)
 			r := httptest.NewRequest("GET", "/hi?color=red", nil)
 			w := webtest.NewServerResponseWriter()
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				r.Form = nil
 				w.Reset()
@@ -274,7 +276,7 @@ func BenchmarkGreetingParallel(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			h := newStep(b, i)
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				r := httptest.NewRequest("GET", "/hi?color=red", nil)
 				w := webtest.NewServerResponseWriter()
@@ -303,7 +305,7 @@ func BenchmarkVisitCount(b *testing.B) {
 	for _, c := range counters {
 		b.Run("counter="+c.name, func(b *testing.B) {
 			next := c.new()
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				next()
 			}
@@ -317,7 +319,7 @@ func BenchmarkVisitCountParallel(b *testing.B) {
 	for _, c := range counters {
 		b.Run("counter="+c.name, func(b *testing.B) {
 			next := c.new()
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					next()
@@ -357,7 +359,7 @@ func BenchmarkGreetingAsPublished(b *testing.B) {
 				b.Fatal(err)
 			}
 			rw := httptest.NewRecorder()
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				if i < 4 {
 					rw = httptest.NewRecorder()
@@ -380,7 +382,7 @@ func BenchmarkGreetingAsPublishedParallel(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			h := newStep(b, i)
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("GET /hi HTTP/1.0\r\n\r\n")))
 				if err != nil {

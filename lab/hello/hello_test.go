@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"visitors/lab/allocs"
+
 	"visitors/internal/webtest"
 )
 
@@ -159,7 +161,7 @@ func BenchmarkHello(b *testing.B) {
 			h := newStep(b, i, io.Discard)
 			r := httptest.NewRequest("GET", request, nil)
 			w := webtest.NewServerResponseWriter()
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				r.Form = nil
 				w.Reset()
@@ -176,7 +178,7 @@ func BenchmarkHelloParallel(b *testing.B) {
 	for i := range Steps {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			h := newStep(b, i, io.Discard)
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				r := httptest.NewRequest("GET", request, nil)
 				w := webtest.NewServerResponseWriter()
@@ -202,7 +204,7 @@ func BenchmarkHelloAsPublished(b *testing.B) {
 			h := newStep(b, i, io.Discard)
 			rw := httptest.NewRecorder()
 			req := httptest.NewRequest(publishedMethod(i), "/hello?name=zouying", nil)
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				h.ServeHTTP(rw, req)
 			}
@@ -216,7 +218,7 @@ func BenchmarkHelloAsPublishedParallel(b *testing.B) {
 	for i := range Steps {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			h := newStep(b, i, io.Discard)
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				rw := httptest.NewRecorder()
 				req := httptest.NewRequest(publishedMethod(i), "/hello?name=zouying", nil)

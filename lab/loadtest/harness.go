@@ -19,6 +19,7 @@ import (
 
 	"visitors/internal/servertest"
 	"visitors/internal/store/redisstore/redistest"
+	"visitors/lab/report"
 )
 
 // Config is one load-test run.
@@ -109,16 +110,10 @@ func (r Result) Median() (med, lo, hi float64) {
 	for i, w := range r.Runs {
 		v[i] = w.RPS
 	}
-	slices.Sort(v)
-	n := len(v)
-	if n == 0 {
+	if len(v) == 0 {
 		return 0, 0, 0
 	}
-	med = v[n/2]
-	if n%2 == 0 {
-		med = (v[n/2-1] + v[n/2]) / 2
-	}
-	return med, v[0], v[n-1]
+	return report.Median(v), slices.Min(v), slices.Max(v)
 }
 
 // MedianCPU returns the median of the runs' CPU time per request; 0 if

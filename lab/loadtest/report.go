@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"slices"
 	"strings"
 	"time"
+
+	"visitors/lab/report"
 )
 
 // WriteTable writes the results as a Markdown table, with the ratios of
@@ -62,9 +63,13 @@ func medianLatency(runs []WrkResult) (p50, p99 time.Duration) {
 	return medianDur(a), medianDur(b)
 }
 
+// medianDur returns the median of v (report.Median's).
 func medianDur(v []time.Duration) time.Duration {
-	slices.Sort(v)
-	return v[len(v)/2]
+	f := make([]float64, len(v))
+	for i, d := range v {
+		f[i] = float64(d)
+	}
+	return time.Duration(report.Median(f))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }

@@ -1,7 +1,9 @@
 // Package report turns the lab's benchmark output into tables and bar
 // charts: one table per benchmark, one row per step, with the median and
-// confidence interval that golang.org/x/perf's benchmath computes, the
-// speed-up against the first step, and the figure the case study
+// confidence interval that golang.org/x/perf's benchmath computes, each
+// step compared with the one before it as benchstat compares two files
+// (a Mann-Whitney U test; a difference whose p-value is above 0.05 is
+// shown as "~", not as a change), and the figure the case study
 // published beside each.
 package report
 
@@ -27,12 +29,23 @@ type Table struct {
 
 // Row is one step of a [Table].
 type Row struct {
-	Step      string // the sub-benchmark name without "step=", e.g. "4/counter=mutex"
-	N         int    // runs summarised
-	NsOp      benchmath.Summary
-	BytesOp   benchmath.Summary
-	AllocsOp  benchmath.Summary
-	Published string // the case study's figure, or ""
+	Step     string // the sub-benchmark name without "step=", e.g. "4/counter=mutex"
+	N        int    // runs summarised
+	NsOp     benchmath.Summary
+	BytesOp  benchmath.Summary
+	AllocsOp benchmath.Summary // go test's allocs/op, rounded down
+	// ExactAllocs is the unrounded count (exact-allocs/op, total
+	// allocations / N, from lab/allocs); HasExact is false if the run
+	// reported none.
+	ExactAllocs benchmath.Summary
+	HasExact    bool
+	Published   string // the case study's figure, or ""
+	// VsPrev compares this step's ns/op with the previous row's, as
+	// benchstat does; HasPrev is false for the first row.
+	VsPrev  benchmath.Comparison
+	HasPrev bool
+
+	ns *benchmath.Sample
 }
 
 // Parse reads go test -bench output from r and returns one table per
@@ -79,6 +92,14 @@ func Parse(r io.Reader, name string) ([]Table, error) {
 			row.NsOp = summarize(s["sec/op"], 1e9)
 			row.BytesOp = summarize(s["B/op"], 1)
 			row.AllocsOp = summarize(s["allocs/op"], 1)
+			if v := s["exact-allocs/op"]; len(v) > 0 {
+				row.ExactAllocs, row.HasExact = summarize(v, 1), true
+			}
+			row.ns = sample(s["sec/op"], 1e9)
+			if ri > 0 && row.ns != nil && t.Rows[ri-1].ns != nil {
+				row.VsPrev = benchmath.AssumeNothing.Compare(t.Rows[ri-1].ns, row.ns)
+				row.HasPrev = true
+			}
 			row.Published = Published[strings.TrimSuffix(t.Bench, "AsPublished")][row.Step]
 		}
 	}
@@ -103,23 +124,51 @@ func splitName(n benchfmt.Name) (bench, step string) {
 // summarize returns the median and its confidence interval of values,
 // scaled, assuming nothing about their distribution, as benchstat does.
 func summarize(values []float64, scale float64) benchmath.Summary {
-	if len(values) == 0 {
+	s := sample(values, scale)
+	if s == nil {
 		return benchmath.Summary{}
+	}
+	return benchmath.AssumeNothing.Summary(s, Confidence)
+}
+
+func sample(values []float64, scale float64) *benchmath.Sample {
+	if len(values) == 0 {
+		return nil
 	}
 	scaled := make([]float64, len(values))
 	for i, v := range values {
 		scaled[i] = v * scale
 	}
-	return benchmath.AssumeNothing.Summary(benchmath.NewSample(scaled, &benchmath.DefaultThresholds), Confidence)
+	return benchmath.NewSample(scaled, &benchmath.DefaultThresholds)
 }
 
-// SpeedUp returns how many times faster row is than the table's first
-// row, by median ns/op.
-func (t Table) SpeedUp(row Row) float64 {
-	if len(t.Rows) == 0 || row.NsOp.Center == 0 {
-		return 0
+// Allocs returns the row's allocations per operation: the exact count
+// if the run reported one, else go test's rounded one.
+func (r Row) Allocs() float64 {
+	if r.HasExact {
+		return r.ExactAllocs.Center
 	}
-	return t.Rows[0].NsOp.Center / row.NsOp.Center
+	return r.AllocsOp.Center
+}
+
+// Delta returns the change of row i's median ns/op from the previous
+// row's, as benchstat prints it: "-35.21% (p=0.000 n=10)", or "~ (p=0.436
+// n=10)" when the difference is not significant at α = 0.05; "" for the
+// first row. It means something only if the two rows were measured
+// interleaved, as cmd/lab measures them.
+func (t Table) Delta(i int) string {
+	r := t.Rows[i]
+	if !r.HasPrev {
+		return ""
+	}
+	return r.VsPrev.FormatDelta(t.Rows[i-1].NsOp.Center, r.NsOp.Center) + " (" + r.VsPrev.String() + ")"
+}
+
+// Significant reports whether row i's time differs from row i-1's at
+// α = 0.05.
+func (t Table) Significant(i int) bool {
+	r := t.Rows[i]
+	return r.HasPrev && r.VsPrev.P <= r.VsPrev.Alpha
 }
 
 // Pct returns the half-width of s's confidence interval in percent of its
@@ -133,11 +182,11 @@ func Pct(s benchmath.Summary) string {
 
 // WriteText writes t as an aligned plain-text table.
 func (t Table) WriteText(w io.Writer) error {
-	rows := [][]string{{"step", "ns/op", "±", "B/op", "allocs/op", "speed-up", "published"}}
-	for _, r := range t.Rows {
+	rows := [][]string{{"step", "ns/op", "±", "vs previous step", "B/op", "allocs/op", "published"}}
+	for i, r := range t.Rows {
 		rows = append(rows, []string{
-			r.Step, Num(r.NsOp.Center), Pct(r.NsOp), Num(r.BytesOp.Center), Num(r.AllocsOp.Center),
-			fmt.Sprintf("%.1f×", t.SpeedUp(r)), r.Published,
+			r.Step, Num(r.NsOp.Center), Pct(r.NsOp), t.Delta(i), Num(r.BytesOp.Center), NumAllocs(r.Allocs()),
+			r.Published,
 		})
 	}
 	widths := make([]int, len(rows[0]))
@@ -176,21 +225,14 @@ func (t Table) WriteText(w io.Writer) error {
 // WriteMarkdown writes t as a Markdown table.
 func (t Table) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| step | ns/op | ± | B/op | allocs/op | speed-up vs step %s | published |\n", t.firstStep())
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
-	for _, r := range t.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f× | %s |\n",
-			r.Step, Num(r.NsOp.Center), Pct(r.NsOp), Num(r.BytesOp.Center), Num(r.AllocsOp.Center), t.SpeedUp(r), r.Published)
+	b.WriteString("| step | ns/op | ± | vs previous step (benchstat) | B/op | allocs/op | published |\n")
+	b.WriteString("| --- | ---: | ---: | --- | ---: | ---: | --- |\n")
+	for i, r := range t.Rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Step, Num(r.NsOp.Center), Pct(r.NsOp), t.Delta(i), Num(r.BytesOp.Center), NumAllocs(r.Allocs()), r.Published)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func (t Table) firstStep() string {
-	if len(t.Rows) == 0 {
-		return ""
-	}
-	return t.Rows[0].Step
 }
 
 // Num formats v with thousands separators and at most one decimal
@@ -208,4 +250,13 @@ func Num(v float64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// NumAllocs formats an allocation count: an integer as is, an average
+// with two decimals (4.88, not 4).
+func NumAllocs(v float64) string {
+	if v == float64(int64(v)) {
+		return Num(v)
+	}
+	return fmt.Sprintf("%.2f", v)
 }

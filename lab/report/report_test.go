@@ -48,8 +48,11 @@ func TestParse(t *testing.T) {
 	if r := g.Rows[0]; r.N != 2 || r.NsOp.Center != 7600 || r.Published != "12,843 ns" {
 		t.Errorf("Greeting step 0 = %d runs, median %v ns, published %q; want 2, 7600, 12,843 ns", r.N, r.NsOp.Center, r.Published)
 	}
-	if got := g.SpeedUp(g.Rows[0]); got != 1 {
-		t.Errorf("SpeedUp(step 0) = %v, want 1", got)
+	if d := g.Delta(0); d != "" {
+		t.Errorf("Delta(step 0) = %q, want none", d)
+	}
+	if d := g.Delta(1); !strings.Contains(d, "n=2") {
+		t.Errorf("Delta(step 1) = %q, want a comparison of 2 runs each", d)
 	}
 }
 
@@ -72,6 +75,17 @@ func TestGolden(t *testing.T) {
 		}
 		for ext, got := range map[string][]byte{".txt": text.Bytes(), ".md": md.Bytes(), ".svg": svg.Bytes()} {
 			golden.Check(t, filepath.Join("testdata", tb.Bench+ext), got)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tt := range []struct {
+		v    []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{4, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{1, 1, 10, 10}, 5.5}} {
+		if got := Median(tt.v); got != tt.want {
+			t.Errorf("Median(%v) = %v, want %v", tt.v, got, tt.want)
 		}
 	}
 }

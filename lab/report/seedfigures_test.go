@@ -21,6 +21,10 @@ var seedFigures = []struct {
 	// Missing.
 	{"Greeting", "1", "1,420 ns", "002:518 BenchmarkHi-4 3000000 1420 ns/op (the -benchtime=3s profiling run of step 1)"},
 	{"Whoami", "0", "33,000", "004:36 the initial version, load-tested with wrk, handled an average of 33,000 requests per second"},
+	{"Digest", "0", "2.3 s", "001:140 开始是2.3s (the whole program before step 1)"},
+	{"Digest", "1", "1.2 s", "001:140 目前是1.2s (after step 1)"},
+	{"Whoami", "0", "2 s in the handler", "004:50 the total runtime of the function reduced from 2s"},
+	{"Whoami", "1", "0.2 s in the handler", "004:50 … to 0.2s"},
 	{"Hello", "0", "1,411 B", "003:102/377/499 the original handler at 4,297, 4,671 and 5,699 ns, 1411 B/op, 25 allocs/op"},
 }
 

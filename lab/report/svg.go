@@ -10,7 +10,7 @@ import (
 
 // Chart geometry, in pixels.
 const (
-	chartWidth = 900
+	chartWidth = 1200
 	labelWidth = 90  // step names, left of the bars
 	barsWidth  = 470 // the bar area; labels go right of each bar
 	rowHeight  = 34
@@ -19,14 +19,16 @@ const (
 )
 
 // WriteSVG writes t as a horizontal bar chart of median ns/op per step,
-// on a linear axis from zero, each bar labelled with its step, its figures
-// and, where the case study published one, the published figure; a
-// published time is also drawn, as an outlined bar under the measured
-// one, on the same axis. caption goes under the title.
+// on a linear axis from zero, each bar with an error bar over its 95%
+// confidence interval and labelled with its step, its figures, its
+// change from the previous step ("~" where benchstat finds none) and,
+// where the case study published one, the published figure; a published
+// time is also drawn, as an outlined bar under the measured one, on the
+// same axis. caption goes under the title.
 func (t Table) WriteSVG(w io.Writer, caption string) error {
 	hi := 0.0
 	for _, r := range t.Rows {
-		hi = math.Max(hi, r.NsOp.Center)
+		hi = math.Max(hi, math.Max(r.NsOp.Center, r.NsOp.Hi))
 		if p, ok := PublishedNs(r.Published); ok {
 			hi = math.Max(hi, p)
 		}
@@ -40,7 +42,7 @@ func (t Table) WriteSVG(w io.Writer, caption string) error {
 	height := topMargin + rowHeight*len(t.Rows) + bottomPad
 
 	var b strings.Builder
-	title := t.Bench + ": median ns/op per step (linear, from zero; shorter is faster)"
+	title := t.Bench + ": median ns/op per step, 95% interval (linear, from zero; shorter is faster)"
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`+"\n",
 		chartWidth, height, chartWidth, height, esc(title))
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
@@ -49,7 +51,7 @@ func (t Table) WriteSVG(w io.Writer, caption string) error {
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", esc(title))
 	fmt.Fprintf(&b, `<text x="10" y="40" font-size="11" fill="#555">%s</text>`+"\n", esc(caption))
 	fmt.Fprintf(&b, `<text x="10" y="55" font-size="11" fill="#555">%s</text>`+"\n",
-		esc("filled: measured here · outlined: the figure the case study published, on its own machine and Go"))
+		esc("filled: measured here, whisker: its 95% interval · vs prev.: benchstat, ~ = no significant change · outlined: published"))
 
 	axisY := topMargin + rowHeight*len(t.Rows)
 	for v := 0.0; v <= top+step/2; v += step {
@@ -66,11 +68,19 @@ func (t Table) WriteSVG(w io.Writer, caption string) error {
 		if i == len(t.Rows)-1 {
 			fill = "#2e8b57" // the last step: the service's own code in the handler cases
 		}
-		label := fmt.Sprintf("%s ns · %s B · %s allocs", Num(r.NsOp.Center), Num(r.BytesOp.Center), Num(r.AllocsOp.Center))
+		label := fmt.Sprintf("%s ns %s · %s B · %s allocs", Num(r.NsOp.Center), Pct(r.NsOp), Num(r.BytesOp.Center), NumAllocs(r.Allocs()))
+		if d := t.Delta(i); d != "" {
+			label += " · vs prev.: " + d
+		}
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="14" fill="%s"><title>%s</title></rect>`+"\n",
 			labelWidth, y+4, math.Max(x(r.NsOp.Center)-labelWidth, 1), fill,
 			esc(fmt.Sprintf("step %s: %s ns/op %s", r.Step, Num(r.NsOp.Center), Pct(r.NsOp))))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", x(r.NsOp.Center)+6, y+15, esc(label))
+		if r.NsOp.Hi > r.NsOp.Lo {
+			lo, hi := x(r.NsOp.Lo), x(r.NsOp.Hi)
+			fmt.Fprintf(&b, `<path d="M%.1f %dH%.1fM%.1f %dV%dM%.1f %dV%d" stroke="#222" fill="none"/>`+"\n",
+				lo, y+11, hi, lo, y+6, y+16, hi, y+6, y+16)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", math.Max(x(r.NsOp.Center), x(r.NsOp.Hi))+6, y+15, esc(label))
 		if r.Published == "" {
 			continue
 		}

@@ -1,11 +1,14 @@
-// Package runner runs the whole lab for cmd/lab: every step of the four
-// case studies benchmarked side by side in one go test run, summarised
-// per case with golang.org/x/perf's benchmath; then, step by step, the
-// diff from the previous step (from the step functions' source), a CPU
-// and an allocation profile, and for the digest case the compiler's
-// escape analysis. It writes the tables, the charts and the raw output
-// under docs/lab, and the per-step sections into docs/lab.md between
-// their markers.
+// Package runner runs the lab for cmd/lab. It measures every step of
+// the four case studies in interleaved rounds, one process per run, so
+// that each step is compared with the one before it under the same
+// conditions (benchstat's test, through golang.org/x/perf's benchmath),
+// and profiles each step; it stores the raw figures and profiles under
+// docs/lab with the commit measured. Regenerate then writes, without
+// running a benchmark, the tables, the charts and the per-step sections
+// of docs/lab.md (diffs from the step functions' source, escape
+// analysis, profile excerpts with their line numbers mapped to the
+// source as it is now), so that CI can check they are fresh. RunStep
+// runs one step against the previous one, for a reader at the keyboard.
 package runner
 
 import (
@@ -17,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -107,11 +109,21 @@ var Cases = []Case{
 
 // Config is one run of the lab.
 type Config struct {
-	Count     int    // runs of each benchmark
-	Benchtime string // go test -benchtime of each run; "" for go's default
+	Count     int    // rounds: runs of each benchmark, interleaved
+	Benchtime string // go test -benchtime of each run
 	Out       string // the folder that holds lab.md and lab/
 	Profiles  bool   // profile every step
 	ProfTime  string // -benchtime of each profiling run
+	Note      string // said of the machine in bench.txt and the captions
+	// Regen rewrites only what needs no benchmark, from the figures and
+	// profiles stored under Out/lab; Check does the same and writes
+	// nothing, failing if a file would change.
+	Regen, Check bool
+	// Case and Step, if Case is set, run one step: its benchmark
+	// interleaved with the previous step's, its profiles and its diff,
+	// printed; nothing is written.
+	Case string
+	Step int
 }
 
 // Main runs cmd/lab with args, printing the tables to stdout and progress
@@ -120,104 +132,116 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c Config
-	fs.IntVar(&c.Count, "count", 10, "runs of each benchmark (benchstat wants 10)")
-	fs.StringVar(&c.Benchtime, "benchtime", "", "go test -benchtime for each run (default go's 1s)")
-	fs.StringVar(&c.Out, "out", "docs", "folder holding lab.md, whose step sections are rewritten, and lab/")
+	fs.IntVar(&c.Count, "count", 10, "rounds: runs of each benchmark, interleaved step by step (benchstat wants 10)")
+	fs.StringVar(&c.Benchtime, "benchtime", "200ms", "go test -benchtime of each run")
+	fs.StringVar(&c.Out, "out", "docs", "folder holding lab.md, whose generated sections are rewritten, and lab/")
 	fs.BoolVar(&c.Profiles, "profiles", true, "profile every step (CPU and allocations)")
-	fs.StringVar(&c.ProfTime, "profile-benchtime", "1s", "-benchtime of each profiling run (-benchtime, if set, wins)")
+	fs.StringVar(&c.ProfTime, "profile-benchtime", "1s", "-benchtime of each profiling run")
+	fs.StringVar(&c.Note, "note", "", "what to say of the machine (\"busy: other builds ran on its 2 cores\")")
+	fs.BoolVar(&c.Regen, "regen", false, "run no benchmark: rewrite the diffs, escape analysis, line references, tables and charts from the stored figures")
+	fs.BoolVar(&c.Check, "check", false, "as -regen, but write nothing and fail if docs/lab.md or docs/lab/ would change (CI)")
+	fs.StringVar(&c.Case, "case", "", "run one step of this case (greeting, digest, hello, whoami): with -step")
+	fs.IntVar(&c.Step, "step", 0, "the step -case runs, compared with the step before it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if c.Benchtime != "" {
-		c.ProfTime = c.Benchtime
+	switch {
+	case c.Case != "":
+		return RunStep(ctx, c, stdout, stderr)
+	case c.Regen || c.Check:
+		return Regenerate(ctx, c, stdout, stderr)
 	}
 	return Run(ctx, c, stdout, stderr)
 }
 
-// Run runs the lab as c says.
+// Run measures the lab as c says, into Out/lab/bench.txt and
+// Out/lab/profiles, then regenerates everything else from them.
 func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	dir := filepath.Join(c.Out, "lab")
 	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	goVersion, err := output(ctx, "go", "env", "GOVERSION")
+	tmp, err := os.MkdirTemp("", "lab-")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	tree, err := currentTree(ctx) // before the build, which is what is measured
 	if err != nil {
 		return err
 	}
-	goVersion = strings.TrimSpace(goVersion)
-
-	goArgs := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-count", fmt.Sprint(c.Count)}
-	if c.Benchtime != "" {
-		goArgs = append(goArgs, "-benchtime", c.Benchtime)
-	}
+	bins := map[string]string{}
 	for _, cs := range Cases {
-		goArgs = append(goArgs, cs.Pkg)
-	}
-	cmdline := "go " + strings.Join(quoteArgs(goArgs), " ")
-	fmt.Fprintf(stderr, "lab: %s\n", cmdline)
-	started := time.Now().UTC()
-	// One go test run holds every case, so every step is measured under
-	// the same conditions, interleaved as closely as go test allows.
-	raw, err := output(ctx, "go", goArgs...)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bench.txt"), []byte(raw), 0o644); err != nil {
-		return fmt.Errorf("write bench.txt: %w", err)
-	}
-	tables, err := report.Parse(strings.NewReader(raw), "bench.txt")
-	if err != nil {
-		return err
-	}
-	caption := fmt.Sprintf("%s · %s/%s · %d CPUs · %s · median of %d runs · go run ./cmd/lab",
-		goVersion, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), started.Format("2006-01-02"), c.Count)
-	if err := writeTables(dir, caption, cmdline, tables, stdout); err != nil {
-		return err
-	}
-
-	sections := map[string]string{}
-	for _, cs := range Cases {
-		fmt.Fprintf(stderr, "lab: steps of %s\n", cs.Name)
-		s, err := caseSection(ctx, c, cs, dir, tables, stderr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", cs.Name, err)
+		bin := filepath.Join(tmp, cs.Name+".test")
+		if _, err := output(ctx, "go", "test", "-c", "-o", bin, cs.Pkg); err != nil {
+			return err
 		}
-		sections[cs.Name] = fmt.Sprintf("_Generated by `go run ./cmd/lab` (%s); do not edit between the markers._\n\n%s", caption, s)
+		bins[cs.Name] = bin
 	}
-	sections["closing"] = fmt.Sprintf("_Generated by `go run ./cmd/lab` (%s); do not edit between the markers._\n\n%s", caption, closingTable(Cases, tables))
-	if err := Splice(filepath.Join(c.Out, "lab.md"), sections, append(Cases, Case{Name: "closing"})); err != nil {
+	started := time.Now()
+	if err := measure(ctx, c, dir, tree, bins, stderr); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "lab: wrote %s and the step sections of %s\n", dir, filepath.Join(c.Out, "lab.md"))
-	return nil
+	fmt.Fprintf(stderr, "lab: benchmarks took %s\n", time.Since(started).Round(time.Second))
+	if c.Profiles {
+		root, err := moduleRoot(ctx)
+		if err != nil {
+			return err
+		}
+		for _, cs := range Cases {
+			p := &profiler{cs: cs, bin: bins[cs.Name], dir: tmp, benchtime: c.ProfTime, root: root}
+			for i, fn := range cs.Funcs {
+				fmt.Fprintf(stderr, "lab: profiling %s step %d\n", cs.Name, i)
+				text, err := p.profile(ctx, i, fn)
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(profileFile(dir, cs.Name, i), []byte(text), 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return Regenerate(ctx, c, stdout, stderr)
 }
 
-// writeTables prints every table to stdout and writes tables.md and a
-// chart per table under dir.
-func writeTables(dir, caption, cmdline string, tables []report.Table, stdout io.Writer) error {
+// profileFile is where the profiles of one step are kept.
+func profileFile(dir, name string, step int) string {
+	return filepath.Join(dir, "profiles", fmt.Sprintf("%s-step%d.txt", name, step))
+}
+
+// moduleRoot returns the module's folder with a trailing separator.
+func moduleRoot(ctx context.Context) (string, error) {
+	root, err := output(ctx, "go", "list", "-m", "-f", "{{.Dir}}")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(root) + string(filepath.Separator), nil
+}
+
+// tableFiles returns tables.md and a chart per table, by file name
+// under docs/lab, and prints every table to stdout.
+func tableFiles(caption, cmdline string, tables []report.Table, stdout io.Writer) (map[string][]byte, error) {
+	files := map[string][]byte{}
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "<!-- Written by go run ./cmd/lab; do not edit. -->\n# Lab tables\n\n%s\n\nCommand: `%s`\n", caption, cmdline)
 	for _, t := range tables {
 		if err := t.WriteText(stdout); err != nil {
-			return fmt.Errorf("print %s: %w", t.Bench, err)
+			return nil, fmt.Errorf("print %s: %w", t.Bench, err)
 		}
 		fmt.Fprintln(stdout)
 		fmt.Fprintf(&md, "\n## %s\n\n![%s](%s)\n\n", t.Bench, t.Bench, ChartFile(t.Bench))
 		if err := t.WriteMarkdown(&md); err != nil {
-			return fmt.Errorf("%s: %w", t.Bench, err)
+			return nil, fmt.Errorf("%s: %w", t.Bench, err)
 		}
 		var svg bytes.Buffer
 		if err := t.WriteSVG(&svg, caption); err != nil {
-			return err
+			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, ChartFile(t.Bench)), svg.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", ChartFile(t.Bench), err)
-		}
+		files[ChartFile(t.Bench)] = svg.Bytes()
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tables.md"), md.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write tables.md: %w", err)
-	}
-	return nil
+	files["tables.md"] = md.Bytes()
+	return files, nil
 }
 
 // ChartFile returns the file name of the chart of benchmark bench:
@@ -255,16 +279,4 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// quoteArgs quotes the arguments a shell would split or expand.
-func quoteArgs(args []string) []string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if strings.ContainsAny(a, "^$*?[]() '\"|\\") {
-			a = "'" + a + "'"
-		}
-		q[i] = a
-	}
-	return q
 }

@@ -133,3 +133,38 @@ func TestCasesMatchPackages(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchPattern(t *testing.T) {
+	for name, want := range map[string]string{
+		"Greeting/step=0":          `^BenchmarkGreeting$/^step=0$`,
+		"VisitCount/counter=defer": `^BenchmarkVisitCount$/^counter=defer$`,
+	} {
+		if got := benchPattern(name); got != want {
+			t.Errorf("benchPattern(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestRemapLines moves a profiled line to where its text is now and
+// marks one whose text is gone.
+func TestRemapLines(t *testing.T) {
+	root := t.TempDir()
+	src := "package p\n\n// moved down\n\nfunc f() {\n\tx := 1\n\t_ = x\n}\n"
+	if err := os.WriteFile(filepath.Join(root, "p.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := "ROUTINE ======================== p.f in p.go\n" +
+		"      10ms       20ms (flat, cum) 50% of Total\n" +
+		"         .          .      3:func f() {\n" +
+		"      10ms       20ms      4:\tx := 1\n" +
+		"         .       10ms      5:\ty := 2\n"
+	got, stale := RemapLines(list, root)
+	want := "ROUTINE ======================== p.f in p.go\n" +
+		"      10ms       20ms (flat, cum) 50% of Total\n" +
+		"         .          .      5:func f() {\n" +
+		"      10ms       20ms      6:\tx := 1\n" +
+		"         .       10ms      5:\ty := 2   [line no longer in the source]\n"
+	if got != want || stale != 1 {
+		t.Errorf("RemapLines =\n%s(%d stale)\nwant\n%s(1 stale)", got, stale, want)
+	}
+}

@@ -3,8 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,45 +13,33 @@ import (
 
 // caseSection writes the Markdown of every step of cs: its doc comment,
 // its figures beside the published ones, its diff from the previous step,
-// what its profiles show and, for cs.Escape, the escape analysis.
-func caseSection(ctx context.Context, c Config, cs Case, dir string, tables []report.Table, stderr io.Writer) (string, error) {
+// for cs.Escape the escape analysis, and the excerpts of its stored
+// profiles (profiles[i], "" if none), their line references into the
+// module's source mapped to the lines as they are now. It returns the
+// number of profiled lines no longer in the source.
+func caseSection(ctx context.Context, cs Case, tables []report.Table, profiles []string, root string) (string, int, error) {
 	pkgDir, err := output(ctx, "go", "list", "-f", "{{.Dir}}", cs.Pkg)
 	if err != nil {
-		return "", err
-	}
-	root, err := output(ctx, "go", "list", "-m", "-f", "{{.Dir}}")
-	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	src, err := ParseDir(strings.TrimSpace(pkgDir))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	var escapes map[int][]string
 	if cs.Escape {
 		if escapes, err = escapeAnalysis(ctx, cs, src); err != nil {
-			return "", err
+			return "", 0, err
 		}
-	}
-	var prof *profiler
-	if c.Profiles {
-		tmp, err := os.MkdirTemp("", "lab-"+cs.Name)
-		if err != nil {
-			return "", fmt.Errorf("temp dir: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		if prof, err = newProfiler(ctx, cs, tmp, c.ProfTime); err != nil {
-			return "", err
-		}
-		prof.root = strings.TrimSpace(root) + string(filepath.Separator)
 	}
 	var b strings.Builder
 	prev := ""
+	stale := 0
 	for i, fn := range cs.Funcs {
 		step := strconv.Itoa(i)
 		cur, err := src.Func(fn)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		fmt.Fprintf(&b, "#### %s step %d: `%s`\n\n", cs.Name, i, fn)
 		if doc := src.Doc(fn); doc != "" {
@@ -70,22 +56,18 @@ func caseSection(ctx context.Context, c Config, cs Case, dir string, tables []re
 		if lines := escapes[i]; cs.Escape {
 			fmt.Fprintf(&b, "Escape analysis (`go build -gcflags=-m %s`, this step's lines):\n\n```text\n%s```\n\n", cs.Pkg, strings.Join(lines, ""))
 		}
-		if prof != nil {
-			fmt.Fprintf(stderr, "lab: profiling %s step %d\n", cs.Name, i)
-			p, err := prof.profile(ctx, i, fn)
-			if err != nil {
-				return "", err
-			}
-			full := filepath.Join(dir, "profiles", fmt.Sprintf("%s-step%d.txt", cs.Name, i))
-			if err := os.WriteFile(full, []byte(p.full), 0o644); err != nil {
-				return "", fmt.Errorf("write %s: %w", full, err)
-			}
-			fmt.Fprintf(&b, "<details><summary>profiles (full text: <code>lab/profiles/%s-step%d.txt</code>)</summary>\n\n", cs.Name, i)
-			fmt.Fprintf(&b, "CPU, top:\n\n```text\n%s```\n\nCPU, `list` of the step (lines with samples):\n\n```text\n%s```\n\n", p.cpuTop, orNone(p.list))
-			fmt.Fprintf(&b, "Allocations (alloc_space, every allocation recorded), top:\n\n```text\n%s```\n\nAllocations, `list` of the step:\n\n```text\n%s```\n\n</details>\n\n", p.allocTop, orNone(p.allocList))
+		if i >= len(profiles) || profiles[i] == "" {
+			continue
 		}
+		p := parseProfiles(profiles[i])
+		list, n1 := RemapLines(p.list, root)
+		allocList, n2 := RemapLines(p.allocList, root)
+		stale += n1 + n2
+		fmt.Fprintf(&b, "<details><summary>profiles (full text, as measured: <code>lab/profiles/%s-step%d.txt</code>)</summary>\n\n", cs.Name, i)
+		fmt.Fprintf(&b, "CPU, top:\n\n```text\n%s```\n\nCPU, `list` of the step (lines with samples; line numbers as the source is now):\n\n```text\n%s```\n\n", p.cpuTop, orNone(listExcerpt(list, 30)))
+		fmt.Fprintf(&b, "Allocations (alloc_space, every allocation recorded), top:\n\n```text\n%s```\n\nAllocations, `list` of the step:\n\n```text\n%s```\n\n</details>\n\n", p.allocTop, orNone(listExcerpt(allocList, 20)))
 	}
-	return b.String(), nil
+	return b.String(), stale, nil
 }
 
 func orNone(s string) string {
@@ -98,7 +80,7 @@ func orNone(s string) string {
 // writeFigures writes the measured and the published figures of one step
 // as a small table.
 func writeFigures(b *strings.Builder, cs Case, step string, tables []report.Table) {
-	b.WriteString("| | ns/op | ± | B/op | allocs/op |\n| --- | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| | ns/op | ± | vs previous step (benchstat) | B/op | allocs/op |\n| --- | ---: | ---: | --- | ---: | ---: |\n")
 	pub := ""
 	kinds := []struct{ bench, what string }{
 		{cs.Bench, "measured, one goroutine"},
@@ -111,24 +93,24 @@ func writeFigures(b *strings.Builder, cs Case, step string, tables []report.Tabl
 			if t.Bench != k.bench {
 				continue
 			}
-			for _, r := range t.Rows {
+			for ri, r := range t.Rows {
 				if r.Step != step {
 					continue
 				}
 				if t.Bench == cs.Bench {
 					pub = r.Published
 				}
-				fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", k.what, report.Num(r.NsOp.Center), report.Pct(r.NsOp), report.Num(r.BytesOp.Center), report.Num(r.AllocsOp.Center))
+				fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", k.what, report.Num(r.NsOp.Center), report.Pct(r.NsOp), t.Delta(ri), report.Num(r.BytesOp.Center), report.NumAllocs(r.Allocs()))
 			}
 		}
 	}
 	for _, f := range report.Figures(pub) {
-		fmt.Fprintf(b, "| published | %s | | | |\n", f)
+		fmt.Fprintf(b, "| published | %s | | | | |\n", f)
 	}
 	b.WriteString("\n")
 }
 
-// profiler profiles the steps of one case from one test binary.
+// profiler profiles the steps of one case from its test binary.
 type profiler struct {
 	cs        Case
 	bin, dir  string
@@ -136,37 +118,57 @@ type profiler struct {
 	root      string // the module's folder, trimmed from file names
 }
 
-func newProfiler(ctx context.Context, cs Case, dir, benchtime string) (*profiler, error) {
-	bin := filepath.Join(dir, cs.Name+".test")
-	if _, err := output(ctx, "go", "test", "-c", "-o", bin, cs.Pkg); err != nil {
-		return nil, err
-	}
-	return &profiler{cs: cs, bin: bin, dir: dir, benchtime: benchtime}, nil
-}
-
 // profiles are the text excerpts of one step's profiles.
 type profiles struct {
 	cpuTop, list, allocTop, allocList string
-	full                              string
+}
+
+// The headers of the sections of a stored profile text.
+const (
+	hdrCPUTop    = "=== cpu top"
+	hdrCPUList   = "=== cpu list"
+	hdrAllocTop  = "=== alloc_space top (every allocation recorded)"
+	hdrAllocList = "=== alloc_space list"
+)
+
+// parseProfiles splits a stored profile text into its sections.
+func parseProfiles(text string) profiles {
+	var p profiles
+	var cur *string
+	for _, line := range strings.SplitAfter(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, hdrCPUTop):
+			cur = &p.cpuTop
+		case strings.HasPrefix(line, hdrCPUList):
+			cur = &p.list
+		case strings.HasPrefix(line, hdrAllocTop):
+			cur = &p.allocTop
+		case strings.HasPrefix(line, hdrAllocList):
+			cur = &p.allocList
+		case cur != nil:
+			*cur += line
+		}
+	}
+	return p
 }
 
 // profile takes a CPU and an allocation profile of step i, whose function
-// is fn, and returns their excerpts.
-func (p *profiler) profile(ctx context.Context, i int, fn string) (profiles, error) {
-	cpu := filepath.Join(p.dir, fmt.Sprintf("step%d.cpu.pprof", i))
-	mem := filepath.Join(p.dir, fmt.Sprintf("step%d.mem.pprof", i))
-	bench := fmt.Sprintf("^Benchmark%s$/^step=%d$", p.cs.Bench, i)
+// is fn, and returns them as text, in the sections parseProfiles reads.
+func (p *profiler) profile(ctx context.Context, i int, fn string) (string, error) {
+	cpu := filepath.Join(p.dir, fmt.Sprintf("%s-step%d.cpu.pprof", p.cs.Name, i))
+	mem := filepath.Join(p.dir, fmt.Sprintf("%s-step%d.mem.pprof", p.cs.Name, i))
+	bench := benchPattern(fmt.Sprintf("%s/step=%d", p.cs.Bench, i))
 	// Two runs: the CPU profiler allocates (its buffers, gzip), and an
 	// allocation profile taken beside it would show those; every
 	// allocation is recorded (-memprofilerate=1), which would slow the
 	// CPU profile's run.
 	if _, err := output(ctx, p.bin, "-test.run", "^$", "-test.bench", bench,
 		"-test.benchtime", p.benchtime, "-test.cpuprofile", cpu); err != nil {
-		return profiles{}, err
+		return "", err
 	}
 	if _, err := output(ctx, p.bin, "-test.run", "^$", "-test.bench", bench,
 		"-test.benchtime", p.benchtime, "-test.memprofile", mem, "-test.memprofilerate", "1"); err != nil {
-		return profiles{}, err
+		return "", err
 	}
 	listRx := fmt.Sprintf(`%s\.%s\b`, regexp.QuoteMeta(strings.TrimPrefix(p.cs.Pkg, "./")), fn)
 	if p.cs.Service != "" && i == len(p.cs.Funcs)-1 {
@@ -179,13 +181,12 @@ func (p *profiler) profile(ctx context.Context, i int, fn string) (profiles, err
 		}
 		return strings.ReplaceAll(out, p.root, "")
 	}
-	cpuTop := stripHeader(pprof("-top", "-nodecount=10", cpu))
-	list := pprof("-list", listRx, cpu)
-	allocTop := stripHeader(pprof("-sample_index=alloc_space", "-top", "-nodecount=8", mem))
-	allocList := pprof("-sample_index=alloc_space", "-list", listRx, mem)
-	full := fmt.Sprintf("# %s step %d (%s): CPU\n%s\n# list %s\n%s\n# allocations (alloc_space, every allocation recorded)\n%s\n# list %s\n%s",
-		p.cs.Name, i, fn, cpuTop, listRx, list, allocTop, listRx, allocList)
-	return profiles{cpuTop: cpuTop, list: listExcerpt(list, 30), allocTop: allocTop, allocList: listExcerpt(allocList, 20), full: full}, nil
+	return fmt.Sprintf("# %s step %d (%s), -benchtime %s\n%s\n%s%s %s\n%s%s\n%s%s %s\n%s",
+		p.cs.Name, i, fn, p.benchtime,
+		hdrCPUTop, stripHeader(pprof("-top", "-nodecount=10", cpu)),
+		hdrCPUList, listRx, pprof("-list", listRx, cpu),
+		hdrAllocTop, stripHeader(pprof("-sample_index=alloc_space", "-top", "-nodecount=8", mem)),
+		hdrAllocList, listRx, pprof("-sample_index=alloc_space", "-list", listRx, mem)), nil
 }
 
 // stripHeader drops the lines of a pprof report that change on every run
@@ -273,7 +274,7 @@ func closingTable(cases []Case, tables []report.Table) string {
 		if !ok {
 			return "—"
 		}
-		return fmt.Sprintf("%s ns, %s B, %s allocs", report.Num(r.NsOp.Center), report.Num(r.BytesOp.Center), report.Num(r.AllocsOp.Center))
+		return fmt.Sprintf("%s ns, %s B, %s allocs", report.Num(r.NsOp.Center), report.Num(r.BytesOp.Center), report.NumAllocs(r.Allocs()))
 	}
 	var b strings.Builder
 	b.WriteString("| case | seed step | published | lab step | measured | measured with the seed's harness | faithful? |\n")

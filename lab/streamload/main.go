@@ -23,7 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +31,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/lab/report"
 )
 
 func main() {
@@ -128,7 +128,7 @@ func run(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "round %d: %.0f req/s without streams (%.1f µs CPU a visit), %.0f with %d streams (%.1f µs; %d events read)\n", r+1,
 			without[r], cpuWithout.Seconds()*1e6/(without[r]*duration.Seconds()), rpsWith, *streams, cpuWith.Seconds()*1e6/(rpsWith*duration.Seconds()), events.Load()-before)
 	}
-	mw, m := median(without), median(with)
+	mw, m := report.Median(without), report.Median(with)
 	fmt.Fprintf(stdout, "median: %.0f req/s without, %.0f with %d streams: %.3fx\n", mw, m, *streams, m/mw)
 	return nil
 }
@@ -252,13 +252,4 @@ func wrk(url string, conns int, d time.Duration) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no Requests/sec in wrk's output:\n%s", out)
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"visitors/lab/allocs"
+
 	"visitors/internal/store/storetest"
 	"visitors/internal/webtest"
 )
@@ -96,7 +98,7 @@ func BenchmarkWhoami(b *testing.B) {
 			r := httptest.NewRequest("GET", "/whoami", nil)
 			r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64)")
 			w := webtest.NewServerResponseWriter()
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			for b.Loop() {
 				w.Reset()
 				h.ServeHTTP(w, r)
@@ -109,7 +111,7 @@ func BenchmarkWhoamiParallel(b *testing.B) {
 	for i := range Steps {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			h := newStep(b, i, time.Now)
-			b.ReportAllocs()
+			defer allocs.Exact(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				r := httptest.NewRequest("GET", "/whoami", nil)
 				r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64)")
