@@ -371,7 +371,7 @@ func TestOnlineImportRefusesAsAWhole(t *testing.T) {
 			s := mustOpen(t, Options{Dir: dir, Durability: d, Now: clock.Now, FlushInterval: time.Hour})
 			defer mustClose(t, s)
 			fillOwned(t, s, clock)
-			mustSet(t, s, "full", maxImportTotal-5)
+			mustSet(t, s, "full", store.MaxTotal-5)
 			before := exportOf(t, s)
 			for _, tt := range tests {
 				for _, replace := range []bool{false, true} {

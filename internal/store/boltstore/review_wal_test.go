@@ -14,6 +14,7 @@ import (
 
 	"visitors/internal/race"
 	"visitors/internal/store"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/storetest"
 )
 
@@ -144,8 +145,8 @@ func TestReviewWALImportMergeKeepsLoggedVisits(t *testing.T) {
 	crashed := crashCopy(t, s)
 	mustClose(t, s)
 
-	day := time.Now().UTC().Format(dateLayout)
-	dump := fmt.Sprintf(`{"format":"%s","hits":0,"keys":[{"key":"a","total":2,"days":{"%s":2}}]}`, ExportFormat, day)
+	day := time.Now().UTC().Format(time.DateOnly)
+	dump := fmt.Sprintf(`{"format":"%s","hits":0,"keys":[{"key":"a","total":2,"days":{"%s":2}}]}`, dump.Format, day)
 	if err := Import(crashed, strings.NewReader(dump), false); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"visitors/internal/store"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/storetest"
 )
 
@@ -276,15 +277,15 @@ func TestOfflineCommandsSeeTheLog(t *testing.T) {
 	exportDir := t.TempDir()
 	copyFile(t, filepath.Join(crashed, FileName), filepath.Join(exportDir, FileName))
 	copyFile(t, filepath.Join(crashed, LogName), filepath.Join(exportDir, LogName))
-	var dump bytes.Buffer
-	if err := Export(exportDir, &dump); err != nil {
+	var exported bytes.Buffer
+	if err := Export(exportDir, &exported); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(dump.String(), `"key":"a","total":3`) {
-		t.Errorf("export = %s, want a's 3 visits from the log", dump.String())
+	if !strings.Contains(exported.String(), `"key":"a","total":3`) {
+		t.Errorf("export = %s, want a's 3 visits from the log", out.String())
 	}
 
-	empty := `{"format":"` + ExportFormat + `","hits":0,"keys":[]}`
+	empty := `{"format":"` + dump.Format + `","hits":0,"keys":[]}`
 	if err := Import(crashed, strings.NewReader(empty), true); err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestOfflineImportIsStrict(t *testing.T) {
 			now := time.Now()
 			mustImportOpts(t, o, `{"format":"visitors-export-1","hits":3,"keys":[{"key":"a","total":2}]}`, true, now)
 			before := mustExportOpts(t, o, now)
-			for _, d := range storetest.StrictDumps(now.UTC().Format(dateLayout)) {
+			for _, d := range storetest.StrictDumps(now.UTC().Format(time.DateOnly)) {
 				for _, replace := range []bool{false, true} {
 					err := Import(o, strings.NewReader(d.Dump), replace, t.TempDir(), now)
 					if err == nil || !strings.Contains(err.Error(), d.Want) {

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/store"
-	"visitors/internal/store/boltstore"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
 )
@@ -24,9 +24,9 @@ import (
 // surviving mutant broke unseen.
 
 // mustParseDump decodes an export, failing the test if it is not one.
-func mustParseDump(t *testing.T, b []byte) boltstore.Dump {
+func mustParseDump(t *testing.T, b []byte) dump.Dump {
 	t.Helper()
-	var d boltstore.Dump
+	var d dump.Dump
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("export is not JSON: %v\n%s", err, b)
 	}
@@ -42,9 +42,9 @@ func mustParseDump(t *testing.T, b []byte) boltstore.Dump {
 func TestOfflineBackupDefaultPrefixAndDays(t *testing.T) {
 	now := time.Now().UTC()
 	today := store.DayOf(now)
-	date := func(d store.Day) string { return d.Time().Format(dateLayout) }
+	date := func(d store.Day) string { return d.Time().Format(time.DateOnly) }
 	window := store.Day(DayTTL / 86400)
-	in := boltstore.Dump{Format: boltstore.ExportFormat, Hits: 77, Keys: []boltstore.KeyDump{
+	in := dump.Dump{Format: dump.Format, Hits: 77, Keys: []dump.Key{
 		{Key: "a", Total: 20, Locked: true, Days: map[string]uint64{
 			date(today): 3, date(today - 1): 2, date(today - window + 1): 1, date(today - window): 4,
 		}},
@@ -77,7 +77,7 @@ func TestOfflineBackupDefaultPrefixAndDays(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := mustParseDump(t, out.Bytes())
-	want := boltstore.Dump{Format: boltstore.ExportFormat, Hits: 78, Keys: []boltstore.KeyDump{
+	want := dump.Dump{Format: dump.Format, Hits: 78, Keys: []dump.Key{
 		{Key: "a", Total: 20, Locked: true, Days: map[string]uint64{
 			date(today): 3, date(today - 1): 2, date(today - window + 1): 1,
 		}},
@@ -97,19 +97,19 @@ func TestExportEveryPage(t *testing.T) {
 	for _, n := range []int{400, 401} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			prefix := prefixOf(t.TempDir())
-			var dump strings.Builder
-			fmt.Fprintf(&dump, `{"format":%q,"hits":0,"keys":[`, boltstore.ExportFormat)
+			var doc strings.Builder
+			fmt.Fprintf(&doc, `{"format":%q,"hits":0,"keys":[`, dump.Format)
 			var want []string
 			for i := range n {
 				k := fmt.Sprintf("k%04d", i)
 				want = append(want, k)
 				if i > 0 {
-					dump.WriteString(",")
+					doc.WriteString(",")
 				}
-				fmt.Fprintf(&dump, `{"key":%q,"total":%d}`, k, i+1)
+				fmt.Fprintf(&doc, `{"key":%q,"total":%d}`, k, i+1)
 			}
-			dump.WriteString("]}")
-			if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump.String()), false, t.TempDir(), time.Now()); err != nil {
+			doc.WriteString("]}")
+			if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(doc.String()), false, t.TempDir(), time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			check := func(how string, b []byte) {
@@ -204,7 +204,7 @@ func TestSetAndDeleteClearEveryDayRedisHolds(t *testing.T) {
 			today := store.DayOf(now)
 			window := store.Day(DayTTL / 86400)
 			dump := fmt.Sprintf(`{"format":%q,"hits":0,"keys":[{"key":"k","total":3,"days":{%q:1,%q:2}}]}`,
-				boltstore.ExportFormat, (today - window + 1).Time().Format(dateLayout), today.Time().Format(dateLayout))
+				dump.Format, (today - window + 1).Time().Format(time.DateOnly), today.Time().Format(time.DateOnly))
 			if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump), false, t.TempDir(), now); err != nil {
 				t.Fatal(err)
 			}
@@ -264,7 +264,7 @@ func mustImport(t *testing.T, prefix, dump string, replace bool) {
 // dumpOf is a dump of n keys "k0000"... with totals 1, 2, ... and hits.
 func dumpOf(n int, hits uint64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"format":%q,"hits":%d,"keys":[`, boltstore.ExportFormat, hits)
+	fmt.Fprintf(&b, `{"format":%q,"hits":%d,"keys":[`, dump.Format, hits)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(",")

@@ -18,7 +18,7 @@ import (
 
 	"visitors/internal/race"
 	"visitors/internal/store"
-	"visitors/internal/store/boltstore"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
 	"visitors/internal/unique"
@@ -436,11 +436,11 @@ func TestUniquesExportImport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dump, _ := json.Marshal(boltstore.Dump{Format: boltstore.ExportFormat, Keys: []boltstore.KeyDump{{Key: "in-dump", Total: 7}}})
+			doc, _ := json.Marshal(dump.Dump{Format: dump.Format, Keys: []dump.Key{{Key: "in-dump", Total: 7}}})
 			if online {
-				err = in.st.Import(t.Context(), bytes.NewReader(dump), true)
+				err = in.st.Import(t.Context(), bytes.NewReader(doc), true)
 			} else {
-				err = Import(in.st.o, bytes.NewReader(dump), true, t.TempDir(), time.Now())
+				err = Import(in.st.o, bytes.NewReader(doc), true, t.TempDir(), time.Now())
 			}
 			if err != nil {
 				t.Fatal(err)
