@@ -26,6 +26,8 @@ type Config struct {
 
 // Backend is a store under test.
 type Backend struct {
+	// Name names the backend in [Exchange]'s tests.
+	Name string
 	// Open opens a store for c. It fails t if it cannot.
 	Open func(t *testing.T, c Config) store.Store
 	// Durable says that a store closed and reopened on the same Dir
@@ -108,6 +110,8 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Property", s.property)
 	t.Run("Owner", s.runOwner)
 	t.Run("Dump", s.runDump)
+	t.Run("Sketches", s.runSketches)
+	t.Run("Uniques", s.runUniques)
 }
 
 type suite struct{ b Backend }
