@@ -176,14 +176,7 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 // key comes back with its counts from before, and the /hi counter is at
 // least the dump's.
 func TestOnlineImportReplaceWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "lowered", 30)
 	mustIncrN(t, s, "dropped", 5)

@@ -136,14 +136,7 @@ func TestOwnerOpsSurviveSIGKILL(t *testing.T) {
 // again or bringing a deleted one back, while the failing key's visits
 // still replay.
 func TestOwnerOpsWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "lowered", 30)
 	mustIncrN(t, s, "deleted", 5)
@@ -862,14 +855,7 @@ func TestTokenRecordVersions(t *testing.T) {
 // its counts from before the Add; without the floor a crash replays
 // them over the lowered counts (the Add is undone).
 func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "lowered", 30)
 	if c, err := s.Add(ctx, []byte("lowered"), -26); err != nil || c.Total != 4 {
@@ -895,14 +881,7 @@ func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
 // cannot be written (the file behind the log) is neither lost nor
 // counted twice by the replay after a crash.
 func TestReviewPositiveAddWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "raised", 30)
 	if c, err := s.Add(ctx, []byte("raised"), 5); err != nil || c.Total != 35 {

@@ -22,6 +22,22 @@ func openSyncLogOnly(t *testing.T, dir string) *Store {
 	return mustOpen(t, Options{Dir: dir, Durability: store.Sync, FlushInterval: time.Hour})
 }
 
+// openWithAFailingKey is openSyncLogOnly with every write of key bad to
+// bbolt failing: the file stays behind the log, which holds bad's visits
+// alone.
+func openWithAFailingKey(t *testing.T, dir, bad string) *Store {
+	t.Helper()
+	s := openSyncLogOnly(t, dir)
+	fault := func(key string) error {
+		if key == bad {
+			return errors.New("planted key failure")
+		}
+		return nil
+	}
+	s.putFault.Store(&fault)
+	return s
+}
+
 // TestLogReplaysAfterCrash: every key class, counted in sync mode and in
 // the log only, is back, exact, after a crash and a restart; the /hi
 // counter goes on from the last number handed out.

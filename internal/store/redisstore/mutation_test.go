@@ -357,11 +357,7 @@ func TestBatchRoundsGoOnTheirOwn(t *testing.T) {
 // check, and Health names it; once it answers, "redis answers again" is
 // logged once and Health is nil.
 func TestRedisDownIsLoggedOncePerOutage(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	var log syncBuffer
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(&log)})
 	if err != nil {
@@ -440,11 +436,7 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 // "redis answers again" once when the round lands, not after every
 // round since.
 func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	var log syncBuffer
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(&log)})
 	if err != nil {
@@ -739,11 +731,7 @@ func TestListShowsWhatTheInstanceShows(t *testing.T) {
 // without it, or with a wrong one, Open fails and the error does not
 // show it.
 func TestPassword(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	if out, err := rs.CLI("CONFIG", "SET", "requirepass", "s3cret"); err != nil || !strings.Contains(out, "OK") {
 		t.Fatalf("redis-cli CONFIG SET requirepass: %v: %s", err, out)
 	}
@@ -814,11 +802,7 @@ func TestConnectErrorNamesWhere(t *testing.T) {
 // sending what is pending for 10s while Redis does not answer: a Redis
 // back within that time gets the visits, and Close reports no loss.
 func TestCloseKeepsTryingByDefault(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -919,11 +903,7 @@ func TestHitWaitsForTheBlockAhead(t *testing.T) {
 // round's failure as its cause; the visit of the round waits, and counts
 // once Redis is back.
 func TestSyncVisitRefusedWhileStuckSaysWhy(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), Durability: store.Sync, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -173,11 +173,7 @@ func TestURLPasswordNotInErrors(t *testing.T) {
 // TestHealthNamesRedisWhileItIsDown: with no visits at all, Health says
 // Redis is down within a few flush intervals, and clears once it is back.
 func TestHealthNamesRedisWhileItIsDown(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: 10 * time.Millisecond, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -275,11 +271,7 @@ func (b *syncBuffer) String() string {
 // maxmemory-policy evicts warns in the log, naming the policy; on the
 // test's servers (noeviction, Redis's default) it does not.
 func TestWarnsWhenRedisMayEvict(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir(), "--maxmemory-policy", "allkeys-lru")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t, "--maxmemory-policy", "allkeys-lru")
 	tests := []struct {
 		name string
 		o    Options

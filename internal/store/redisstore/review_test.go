@@ -276,11 +276,7 @@ func TestSyncCloseFencesARoundThatDidNotLand(t *testing.T) {
 // TestSyncCloseOutcomeUnknownWhileRedisIsDown: Redis gone, Close cannot
 // learn whether the round landed, and says so: ErrOutcomeUnknown.
 func TestSyncCloseOutcomeUnknownWhileRedisIsDown(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), Durability: store.Sync, Timeout: 300 * time.Millisecond, CloseTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

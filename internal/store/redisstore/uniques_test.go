@@ -465,11 +465,7 @@ func TestUniquesExportImport(t *testing.T) {
 // one read plus the new visitor. A read of another counter, which needs
 // Redis, fails and shows 0.
 func TestUniquesVisitNeverWaitsForRedis(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -499,11 +495,7 @@ func TestUniquesVisitNeverWaitsForRedis(t *testing.T) {
 // one once Redis answers: then it hashes a visitor as every other
 // instance does.
 func TestUniquesSeedWhileRedisIsDown(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	o := Options{URL: rs.URL(), Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond}
 	st, err := Open(o)
 	if err != nil {

@@ -18,11 +18,7 @@ import (
 // store, Redis (a redis-server of the test's own) and memory (which has
 // no export, so takes part in none).
 func TestExchange(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(rs.Close)
+	rs := redistest.StartTest(t)
 	storetest.Exchange(t,
 		storetest.Backend{Name: "memory", Open: func(t *testing.T, c storetest.Config) store.Store {
 			return memstore.New(memstore.Options{MaxKeys: c.MaxKeys, Now: c.Now})
