@@ -533,11 +533,7 @@ func TestKeyMadeAgainAfterADeleteElsewhereIsListed(t *testing.T) {
 			prefix := prefixOf(t.TempDir())
 			var log syncBuffer
 			o := Options{Prefix: prefix, Durability: store.Sync, FlushInterval: time.Hour, Log: zerolog.New(&log)}
-			if where == "cluster" {
-				o.Cluster = cluster.Addrs()
-			} else {
-				o.URL = standalone.URL()
-			}
+			o = at(where, o)
 			a, err := Open(o)
 			if err != nil {
 				t.Fatal(err)

@@ -22,11 +22,7 @@ import (
 func instance(t *testing.T, where, prefix string, d store.Durability) *Store {
 	t.Helper()
 	o := Options{Prefix: prefix, Durability: d, FlushInterval: time.Hour}
-	if where == "cluster" {
-		o.Cluster = cluster.Addrs()
-	} else {
-		o.URL = standalone.URL()
-	}
+	o = at(where, o)
 	st, err := Open(o)
 	if err != nil {
 		t.Fatal(err)
@@ -289,11 +285,7 @@ func TestOpenMigratesTheSetOfKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := Options{Prefix: prefix, MaxKeys: 5, Durability: store.Batch}
-			if where == "cluster" {
-				o.Cluster = cluster.Addrs()
-			} else {
-				o.URL = standalone.URL()
-			}
+			o = at(where, o)
 			st, err := Open(o)
 			if err != nil {
 				t.Fatal(err)

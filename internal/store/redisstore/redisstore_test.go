@@ -52,6 +52,17 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// at returns o with the address of the test's Redis where names:
+// "cluster" or "standalone".
+func at(where string, o Options) Options {
+	if where == "cluster" {
+		o.URL, o.Cluster = "", cluster.Addrs()
+	} else {
+		o.URL = standalone.URL()
+	}
+	return o
+}
+
 // prefixOf gives each store directory of the suite its own names.
 func prefixOf(dir string) string {
 	h := sha1.Sum([]byte(dir))
@@ -70,11 +81,7 @@ func backend(where string, d store.Durability) storetest.Backend {
 				MaxKeys:       c.MaxKeys,
 				Now:           c.Now,
 			}
-			if where == "cluster" {
-				o.Cluster = cluster.Addrs()
-			} else {
-				o.URL = standalone.URL()
-			}
+			o = at(where, o)
 			st, err := Open(o)
 			if err != nil {
 				t.Fatal(err)

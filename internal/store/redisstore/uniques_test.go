@@ -281,10 +281,7 @@ func TestUniquesDeleteAndSet(t *testing.T) {
 			a := mustInstance(t, where, dir, store.Batch, clock.Now)
 			// b sends only when told: its visit below is pending when a
 			// deletes.
-			o := Options{Prefix: prefixOf(dir), FlushInterval: time.Hour, Now: clock.Now, URL: standalone.URL()}
-			if where == "cluster" {
-				o.URL, o.Cluster = "", cluster.Addrs()
-			}
+			o := at(where, Options{Prefix: prefixOf(dir), FlushInterval: time.Hour, Now: clock.Now})
 			bst, err := Open(o)
 			if err != nil {
 				t.Fatal(err)
