@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -489,25 +488,9 @@ func TestOnlineImportMergeLosesNoRacingVisit(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir, FlushInterval: time.Millisecond})
 	mustIncrN(t, s, "a", 3)
-	var acked atomic.Uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := s.Incr(ctx, []byte("a")); err != nil {
-					t.Error(err)
-					return
-				}
-				acked.Add(1)
-			}
-		})
-	}
+	acked := storetest.VisitUntil(t, s, []byte("a"), stop, &wg, nil)
 	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":1000}]}`
 	for range 5 {
 		time.Sleep(2 * time.Millisecond)
@@ -520,7 +503,7 @@ func TestOnlineImportMergeLosesNoRacingVisit(t *testing.T) {
 	if err := s.Flush(); err != nil { // forwards what raced with the last import
 		t.Fatal(err)
 	}
-	want := 3 + acked.Load() + 5000
+	want := 3 + uint64(acked.Load()) + 5000
 	if c := mustGet(t, s, []byte("a")); c.Total != want {
 		t.Errorf("a = %d, want %d (3 + %d acknowledged visits + 5 imports of 1000)", c.Total, want, acked.Load())
 	}
