@@ -485,27 +485,9 @@ func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 // with the counts Redis holds: total, today's count, and unlocked.
 func TestSyncCloseAnswersALandedRoundExactly(t *testing.T) {
 	p := startLossyProxy(t, standalone.Addr)
-	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync,
-		Timeout: 2 * time.Second, CloseTimeout: 500 * time.Millisecond}) // a round trip may be slow on a busy machine
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := []byte("close-landed")
-	if _, err := st.Incr(t.Context(), key); err != nil { // loads the script
-		t.Fatal(err)
-	}
-	p.blocking.Store(true)
-	p.armed.Store(true)
-	errc := make(chan error, 1)
-	var got store.Counts
-	go func() {
-		var err error
-		got, err = st.Incr(t.Context(), key)
-		errc <- err
-	}()
-	p.waitLost(t, time.Minute)
-	st.Close()
-	if err := <-errc; err != nil || got != (store.Counts{Total: 2, Today: 2}) {
+	_, got, err := closeWithAnAnswerLost(t, p, key, 2*time.Second) // a round trip may be slow on a busy machine
+	if err != nil || got != (store.Counts{Total: 2, Today: 2}) {
 		t.Errorf("a visit whose round landed and whose answer was lost was answered %+v, %v at Close; want total 2, today 2, unlocked", got, err)
 	}
 }
@@ -687,9 +669,7 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 // counts Redis holds, visits through other instances included, not the
 // ones it last read.
 func TestBatchLockAnswersRedisCounts(t *testing.T) {
-	prefix := prefixOf(t.TempDir())
-	a := instance(t, "standalone", prefix, store.Batch)
-	b := instance(t, "standalone", prefix, store.Sync)
+	a, b := pair(t, "standalone")
 	m := musts{t}
 	m.c(a.Incr(t.Context(), []byte("k")))
 	flushed(t, a)
@@ -833,9 +813,7 @@ func TestCloseKeepsTryingByDefault(t *testing.T) {
 // the visits and the lock other instances made meanwhile, not only the
 // counts of its last read.
 func TestBatchGetRefreshesAnIdleEntry(t *testing.T) {
-	prefix := prefixOf(t.TempDir())
-	a := instance(t, "standalone", prefix, store.Batch)
-	b := instance(t, "standalone", prefix, store.Sync)
+	a, b := pair(t, "standalone")
 	m := musts{t}
 	m.c(a.Incr(t.Context(), []byte("k")))
 	flushed(t, a) // the round reads k
