@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -222,26 +221,7 @@ func TestMaxKeysAcrossInstances(t *testing.T) {
 				if _, err := a.Incr(t.Context(), []byte("first")); err != nil {
 					t.Fatal(err)
 				}
-				errs := make([]error, 2)
-				start := make(chan struct{})
-				var wg sync.WaitGroup
-				for i, st := range []store.Store{a, b} {
-					wg.Go(func() {
-						<-start
-						_, errs[i] = st.Incr(t.Context(), fmt.Appendf(nil, "racer%d", i))
-					})
-				}
-				close(start)
-				wg.Wait()
-				won := 0
-				for _, err := range errs {
-					switch {
-					case err == nil:
-						won++
-					case !errors.Is(err, store.ErrTooManyKeys):
-						t.Fatalf("round %d: %v", round, err)
-					}
-				}
+				won := storetest.RaceNewKeys(t, a, b)
 				if won != 1 {
 					t.Fatalf("round %d: %d of two instances' new keys took the last place, want 1", round, won)
 				}
