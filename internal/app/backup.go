@@ -55,9 +55,11 @@ and exits 1 if the store is damaged.
 `
 )
 
-// Export runs "visitors export": every count of the embedded store in
-// -data, totals and daily counts, as JSON to stdout. The service must be
-// stopped: the store's lock is taken.
+// Export runs "visitors export": every count of the store -store names,
+// the embedded one in -data or Redis, totals, daily counts and locks, as
+// one JSON dump (internal/store/dump) to stdout. With the embedded store
+// the service must be stopped: the store's lock is taken. Redis is read
+// while its instances keep counting, each key at one moment.
 func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 	cl, data, kind, r := storeFlags("export", exportUsage, getenv)
 	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
@@ -76,9 +78,12 @@ func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 	return fmt.Errorf("export: -store %q: want embedded or redis", *kind) // not past its form
 }
 
-// Import runs "visitors import": it reads a JSON export from the named
-// file, or stdin, into the embedded store in -data, adding to the counts
-// there or, with -replace, replacing them. The service must be stopped.
+// Import runs "visitors import": it reads a JSON dump from the named
+// file, or stdin, into the store -store names, the embedded one in -data
+// or Redis, adding to the counts there or, with -replace, replacing
+// them. The service should be stopped (the embedded store's lock is
+// taken; Redis's instances would show the old counts until they read
+// them again).
 func Import(args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	cl, data, kind, r := storeFlags("import", importUsage, getenv)
 	replace := cl.fs.Bool("replace", false, "replace every count instead of adding to them")

@@ -344,8 +344,8 @@ var ErrInvalidDump = errors.New("invalid dump")
 // Backup is an optional interface of a [Store]: one that implements it
 // exports and imports while it serves (the owner API's /api/v1/export
 // and /api/v1/import). The format is the one "visitors export" writes
-// (boltstore.Dump), so a dump moves between stores and between the
-// command line and the API.
+// (internal/store/dump), so a dump moves between stores and between
+// the command line and the API.
 type Backup interface {
 	// Export writes every counter the store holds, totals, daily counts
 	// and locks, as one dump to w, streaming.

@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"visitors/internal/store"
 	"visitors/internal/store/storetest"
 )
 
@@ -101,7 +102,7 @@ func TestImportIsStrict(t *testing.T) {
 		{"truncated", head + `{"key":"a","total":1}`, "ends too early"},
 		{"merge over the most a total holds", head + `{"key":"full","total":4611686018427387904}]}`, "above the most it may hold"},
 	}
-	for _, d := range storetest.StrictDumps(time.Now().UTC().Format(dateLayout)) { // any date: the dump is refused for another reason
+	for _, d := range storetest.StrictDumps(time.Now().UTC().Format(time.DateOnly)) { // any date: the dump is refused for another reason
 		tests = append(tests, struct{ name, dump, want string }{d.Name, d.Dump, d.Want})
 	}
 	for _, tt := range tests {
@@ -211,59 +212,25 @@ func TestExportRefusesARunningStore(t *testing.T) {
 	}
 }
 
-// TestLineReader names the line of offsets across many 64-byte words,
-// with the decoder's position moving on between reads, against a plain
-// count of newlines.
-func TestLineReader(t *testing.T) {
-	var text strings.Builder
-	for i := range 400 {
-		text.WriteString(strings.Repeat("x", i%97))
-		text.WriteByte('\n')
-	}
-	in := text.String()
-	pos := int64(0)
-	lr := &lineReader{r: iotest.OneByteReader(strings.NewReader(in)), pos: func() int64 { return pos }}
-	buf := make([]byte, 37)
-	for {
-		n, err := lr.Read(buf)
-		if n == 0 && err != nil {
-			break
-		}
-		// Ask about every offset from the decoder's position to what was read.
-		for off := pos; off < lr.read; off++ {
-			if got, want := lr.line(off), strings.Count(in[:off], "\n")+1; got != want {
-				t.Fatalf("line(%d) = %d, want %d", off, got, want)
-			}
-		}
-		pos = max(0, lr.read-50) // the decoder lags behind what it read
-	}
-	if lr.read != int64(len(in)) {
-		t.Fatalf("read %d bytes of %d", lr.read, len(in))
-	}
-	if len(lr.words) > 2 {
-		t.Errorf("%d words held for a window of 50 bytes, want at most 2", len(lr.words))
-	}
-}
-
 // TestImportTakesTheLimitsExactly: the largest total and day count an
 // import takes, and exactly one batch of keys.
 func TestImportTakesTheLimitsExactly(t *testing.T) {
 	defer func(n int) { importBatch = n }(importBatch)
 	importBatch = 3
 	dir := t.TempDir()
-	day := time.Now().UTC().Format(dateLayout)
+	day := time.Now().UTC().Format(time.DateOnly)
 	dump := fmt.Sprintf(`{"format":"visitors-export-1","hits":7,"keys":[
 {"key":"a","total":%d,"days":{%q:%d}},
 {"key":"b","total":1},
 {"key":"c","total":2}
-]}`, uint64(maxImportTotal), day, uint64(maxImportDay))
+]}`, uint64(store.MaxTotal), day, uint64(store.MaxDay))
 	if err := Import(dir, strings.NewReader(dump), false); err != nil {
 		t.Fatalf("Import at the limits: %v", err)
 	}
 	s := mustOpen(t, Options{Dir: dir})
 	defer mustClose(t, s)
-	if c := mustGet(t, s, []byte("a")); c.Total != maxImportTotal || c.Today != maxImportDay {
-		t.Errorf("a = %+v, want total %d, today %d", c, uint64(maxImportTotal), uint64(maxImportDay))
+	if c := mustGet(t, s, []byte("a")); c.Total != store.MaxTotal || c.Today != store.MaxDay {
+		t.Errorf("a = %+v, want total %d, today %d", c, uint64(store.MaxTotal), uint64(store.MaxDay))
 	}
 	if c := mustGet(t, s, []byte("c")); c.Total != 2 || s.Keys() != 3 {
 		t.Errorf("c = %+v, keys %d; want 2 and 3 (a whole batch written)", c, s.Keys())
@@ -323,7 +290,7 @@ func TestImportIntoFormat1(t *testing.T) {
 func TestImportEdges(t *testing.T) {
 	dir := t.TempDir()
 	for _, dump := range []string{
-		fmt.Sprintf(storetest.Dated(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":%d,"days":{"$D-1":0,"$D":1}}]}`), uint64(maxImportTotal)),
+		fmt.Sprintf(storetest.Dated(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":%d,"days":{"$D-1":0,"$D":1}}]}`), uint64(store.MaxTotal)),
 		`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":0}]}`, // onto a full counter
 	} {
 		if err := Import(dir, strings.NewReader(dump), false); err != nil {

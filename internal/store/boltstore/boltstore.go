@@ -481,7 +481,7 @@ func (s *Store) Days(_ context.Context, key []byte, n int) (store.Daily, error) 
 			}
 			m, err := readRecord(tagDays, k, v)
 			if err != nil {
-				return fmt.Errorf("the count of key %q on %s: %w", key, day.Time().Format(dateLayout), err)
+				return fmt.Errorf("the count of key %q on %s: %w", key, day.Time().Format(time.DateOnly), err)
 			}
 			d.Counts[i] = max(d.Counts[i], m)
 		}

@@ -336,7 +336,7 @@ func scan(db *bolt.DB, report reportFunc, st *scanTotals) (format string, err er
 				_, err = readRecord(tagDays, k, v)
 			}
 			if err != nil {
-				if !report(fmt.Sprintf("the count of key %q on %s: %v", shown(k, key), d.Time().Format(dateLayout), err)) {
+				if !report(fmt.Sprintf("the count of key %q on %s: %v", shown(k, key), d.Time().Format(time.DateOnly), err)) {
 					return errStop
 				}
 				return nil

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/storetest"
 )
 
@@ -149,14 +149,14 @@ func TestImportWritesABatchPerTransaction(t *testing.T) {
 }
 
 // TestImportTakesAValueOfTheBound: the bound on one JSON value of a dump
-// takes a value of exactly maxValueBytes (4 MiB): here a key's object
+// takes a value of exactly dump.MaxValueBytes (4 MiB): here a key's object
 // padded with white space inside it, which counts. (One far over it is
 // refused: TestImportIsStrict.)
 func TestImportTakesAValueOfTheBound(t *testing.T) {
 	const plain = `{"key":"a","total":1}`
-	obj := `{"key":"a",` + strings.Repeat(" ", maxValueBytes-len(plain)) + `"total":1}`
-	if len(obj) != maxValueBytes {
-		t.Fatalf("the object is %d bytes, want %d", len(obj), maxValueBytes)
+	obj := `{"key":"a",` + strings.Repeat(" ", dump.MaxValueBytes-len(plain)) + `"total":1}`
+	if len(obj) != dump.MaxValueBytes {
+		t.Fatalf("the object is %d bytes, want %d", len(obj), dump.MaxValueBytes)
 	}
 	dir := t.TempDir()
 	dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + obj + "\n]}\n"
@@ -175,9 +175,9 @@ func TestImportTakesAValueOfTheBound(t *testing.T) {
 // with its own line, wherever it falls in a batch of keys, and not the
 // line the import had read to when it wrote the batch.
 func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
-	day := time.Now().UTC().Format(dateLayout)
-	fullTotal := fmt.Sprintf(`{"key":"full","total":%d}`, uint64(maxImportTotal))
-	fullDay := fmt.Sprintf(`{"key":"full","total":%d,"days":{%q:%d}}`, uint64(maxImportDay), day, uint64(maxImportDay))
+	day := time.Now().UTC().Format(time.DateOnly)
+	fullTotal := fmt.Sprintf(`{"key":"full","total":%d}`, uint64(store.MaxTotal))
+	fullDay := fmt.Sprintf(`{"key":"full","total":%d,"days":{%q:%d}}`, uint64(store.MaxDay), day, uint64(store.MaxDay))
 	tests := []struct {
 		name  string
 		batch int
@@ -205,42 +205,5 @@ func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
 				t.Errorf("Import = %v, want an error containing %q and saying the count is above the most it may hold", err, want)
 			}
 		})
-	}
-}
-
-// TestLineReaderInAnyOrder: line names the right line whatever order
-// the offsets it may be asked about come in, each offset asked after a
-// later one as well as before (it starts from the last answer when it
-// can), against a plain count of newlines.
-func TestLineReaderInAnyOrder(t *testing.T) {
-	var text strings.Builder
-	for i := range 300 {
-		text.WriteString(strings.Repeat("y", (i*7)%131))
-		text.WriteByte('\n')
-	}
-	in := text.String()
-	pos := int64(0)
-	lr := &lineReader{r: strings.NewReader(in), pos: func() int64 { return pos }}
-	buf := make([]byte, 301)
-	rng := rand.New(rand.NewPCG(1, 2))
-	for {
-		n, err := lr.Read(buf)
-		if n == 0 && err != nil {
-			break
-		}
-		offs := make([]int64, 0, lr.read-pos+1)
-		for off := pos; off <= lr.read; off++ {
-			offs = append(offs, off)
-		}
-		rng.Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
-		for _, off := range offs {
-			if got, want := lr.line(off), strings.Count(in[:off], "\n")+1; got != want {
-				t.Fatalf("line(%d) = %d, want %d", off, got, want)
-			}
-		}
-		pos = max(0, lr.read-200)
-	}
-	if lr.read != int64(len(in)) {
-		t.Fatalf("read %d bytes of %d", lr.read, len(in))
 	}
 }

@@ -298,9 +298,9 @@ func TestSketchDaysNamesTheDamagedDay(t *testing.T) {
 	}
 	for _, bad := range []store.Day{last - 1, last} {
 		flip(bad)
-		want := fmt.Sprintf(`the sketch of key "a" on %s`, bad.Time().Format(dateLayout))
+		want := fmt.Sprintf(`the sketch of key "a" on %s`, bad.Time().Format(time.DateOnly))
 		if _, err := s.SketchDays([]byte("a"), last, 3); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("SketchDays with the sketch of %s damaged = %v, want it named: %s", bad.Time().Format(dateLayout), err, want)
+			t.Errorf("SketchDays with the sketch of %s damaged = %v, want it named: %s", bad.Time().Format(time.DateOnly), err, want)
 		}
 		if _, err := s.SketchDays([]byte("a"), bad-1, 1); err != nil {
 			t.Errorf("SketchDays of the day before the damaged one: %v", err)

@@ -176,14 +176,7 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 // key comes back with its counts from before, and the /hi counter is at
 // least the dump's.
 func TestOnlineImportReplaceWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "lowered", 30)
 	mustIncrN(t, s, "dropped", 5)
@@ -242,18 +235,18 @@ func TestOnlineImportReplaceDropsEverySketch(t *testing.T) {
 	}
 }
 
-// TestSetBounds: Set takes a total up to maxImportTotal (2^62), the most
+// TestSetBounds: Set takes a total up to store.MaxTotal (2^62), the most
 // the API sets, and refuses one more, changing nothing.
 func TestSetBounds(t *testing.T) {
 	s := mustOpen(t, Options{Dir: t.TempDir()})
 	defer mustClose(t, s)
-	if got := mustSet(t, s, "k", maxImportTotal); got.Total != maxImportTotal {
+	if got := mustSet(t, s, "k", store.MaxTotal); got.Total != store.MaxTotal {
 		t.Errorf("Set(k, 2^62) = %+v, want total 2^62", got)
 	}
-	if _, err := s.Set(ctx, []byte("k"), maxImportTotal+1); err == nil {
+	if _, err := s.Set(ctx, []byte("k"), store.MaxTotal+1); err == nil {
 		t.Error("Set(k, 2^62+1) = nil error, want a refusal")
 	}
-	if got := mustGet(t, s, []byte("k")); got.Total != maxImportTotal {
+	if got := mustGet(t, s, []byte("k")); got.Total != store.MaxTotal {
 		t.Errorf("Get(k) after a refused Set = %+v, want total 2^62", got)
 	}
 }

@@ -1,10 +1,7 @@
 package boltstore
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
+	"visitors/internal/store/dump"
 )
 
 var _ store.Backup = (*Store)(nil)
@@ -39,18 +37,14 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	bw := bufio.NewWriter(spool)
-	err = s.db.View(func(tx *bolt.Tx) error { return exportTx(tx, hits, bw) })
-	if err == nil {
-		err = bw.Flush()
-	}
+	err = s.db.View(func(tx *bolt.Tx) error { return exportTx(tx, hits, spool) })
 	if err != nil {
 		return fmt.Errorf("export %s: %w", s.path, err)
 	}
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("export: spool: %w", err)
 	}
-	if _, err := io.Copy(w, &ctxReader{ctx, spool}); err != nil {
+	if _, err := io.Copy(w, dump.ContextReader(ctx, spool)); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	return nil
@@ -72,34 +66,6 @@ func removeSpools(dir string) {
 	}
 }
 
-// ctxReader stops reading once its context ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-// spoolWriter remembers a write error, so that a full disk is not taken
-// for a bad dump.
-type spoolWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (s *spoolWriter) Write(p []byte) (int, error) {
-	n, err := s.w.Write(p)
-	if err != nil && s.err == nil {
-		s.err = err
-	}
-	return n, err
-}
-
 // imported is one key of an import as memory takes it.
 type imported struct {
 	total, today uint64
@@ -107,7 +73,7 @@ type imported struct {
 }
 
 // Import implements [store.Backup]. The dump is read once into a
-// temporary file in the data directory while [DecodeDump] checks all of
+// temporary file in the data directory while [dump.Spool] checks all of
 // it; a refused dump changes nothing. The flusher then commits what is
 // pending and runs the import in one bbolt transaction, which decodes
 // the spooled dump again: a count the addition would raise above the
@@ -122,40 +88,30 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	spool, err := os.CreateTemp(s.o.Dir, importSpool)
-	if err != nil {
-		return fmt.Errorf("import: spool: %w", err)
-	}
-	defer os.Remove(spool.Name())
-	defer spool.Close()
-	sw := &spoolWriter{w: bufio.NewWriter(spool)}
 	// The keys and where each lies in the spool, to write them in the
 	// file's order: bbolt splits a node only at the commit, so one
 	// transaction of keys in another order moves a growing node's tail on
 	// every put (an online import of 80,000 keys in random order took 16 s,
 	// of a million about 40 minutes, the flusher held all along).
-	var order []spooled
-	hits, err := decodeDump(io.TeeReader(&ctxReader{ctx, r}, sw), func(keys []KeyDump, spans []span) error {
+	var order []dump.Spooled
+	spool, hits, err := dump.Spool(ctx, r, s.o.Dir, importSpool, func(keys []dump.Key, spans []dump.Span) error {
 		for i := range keys {
-			order = append(order, spooled{keys[i].Key, spans[i]})
+			order = append(order, dump.Spooled{Key: keys[i].Key, At: spans[i]})
 		}
 		return nil
 	})
 	switch {
-	case sw.err != nil:
-		return fmt.Errorf("import: spool: %w", sw.err)
-	case ctx.Err() != nil:
-		return fmt.Errorf("import: %w", ctx.Err())
+	case errors.Is(err, store.ErrInvalidDump):
+		return fmt.Errorf("import: %w; the store was not changed", err)
 	case err != nil:
-		return fmt.Errorf("import: %w: %w; the store was not changed", store.ErrInvalidDump, err)
+		return fmt.Errorf("import: %w", err)
 	}
-	if err := sw.w.(*bufio.Writer).Flush(); err != nil {
-		return fmt.Errorf("import: spool: %w", err)
-	}
-	slices.SortStableFunc(order, func(a, b spooled) int { return compareFile(a.key, b.key) })
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	slices.SortStableFunc(order, func(a, b dump.Spooled) int { return compareFile(a.Key, b.Key) })
 
 	today := s.cal.Today()
-	todayDate := today.Time().Format(dateLayout)
+	todayDate := today.Time().Format(dump.DateLayout)
 	var (
 		keys     map[string]*imported
 		refused  error
@@ -189,7 +145,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 					}
 				}
 			}
-			err := readSpooled(spool, order, func(batch []KeyDump) error {
+			err := dump.ReadSpooled(spool, order, func(batch []dump.Key) error {
 				added, err := addKeys(tx, batch)
 				held += added
 				var oe *overflowError
@@ -215,7 +171,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 				return err
 			}
 			if s.o.MaxKeys > 0 && held > s.o.MaxKeys {
-				tooMany = TooManyKeys(held, s.o.MaxKeys)
+				tooMany = dump.TooManyKeys(held, s.o.MaxKeys)
 				return tooMany
 			}
 			if replace {
@@ -323,38 +279,4 @@ func (s *Store) applyImport(keys map[string]*imported, hits, fileHits uint64, re
 		s.reserved.Store(fileHits) // the file holds it: numbers up to it are durable
 	}
 	s.used = max(s.used, s.hits.Load())
-}
-
-// spooled is one key of a dump and where it lies in the spool.
-type spooled struct {
-	key string
-	at  span
-}
-
-// readSpooled reads the keys of order from the spool, a dump that
-// decodeDump has checked, and hands them to write in that order, a batch
-// at a time.
-func readSpooled(spool *os.File, order []spooled, write func([]KeyDump) error) error {
-	batch := make([]KeyDump, 0, 1024)
-	var buf []byte
-	for _, o := range order {
-		buf = slices.Grow(buf[:0], int(o.at.end-o.at.start))[:o.at.end-o.at.start]
-		if _, err := spool.ReadAt(buf, o.at.start); err != nil {
-			return fmt.Errorf("spool: %w", err)
-		}
-		var kd KeyDump
-		if err := json.Unmarshal(bytes.TrimLeft(buf, ", \t\r\n"), &kd); err != nil {
-			return fmt.Errorf("spool: key %q: %w", o.key, err)
-		}
-		if kd.Key != o.key {
-			return fmt.Errorf("spool: key %q read back as %q", o.key, kd.Key)
-		}
-		if batch = append(batch, kd); len(batch) == cap(batch) {
-			if err := write(batch); err != nil {
-				return err
-			}
-			batch = batch[:0]
-		}
-	}
-	return write(batch)
 }

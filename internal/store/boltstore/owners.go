@@ -205,8 +205,8 @@ func (s *Store) keyFault(key string) error {
 // Set implements [store.Store]. The key's total record is rewritten, its
 // day records deleted, and, in memory, a new entry replaces its old one.
 func (s *Store) Set(_ context.Context, key []byte, total uint64) (store.Counts, error) {
-	if total > maxImportTotal {
-		return store.Counts{}, fmt.Errorf("set %q: total %d is above the most a counter holds, %d", key, total, uint64(maxImportTotal))
+	if total > store.MaxTotal {
+		return store.Counts{}, fmt.Errorf("set %q: total %d is above the most a counter holds, %d", key, total, uint64(store.MaxTotal))
 	}
 	if _, err := s.keys.LoadOrNew(key); err != nil {
 		return store.Counts{}, err

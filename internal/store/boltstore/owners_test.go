@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -136,14 +135,7 @@ func TestOwnerOpsSurviveSIGKILL(t *testing.T) {
 // again or bringing a deleted one back, while the failing key's visits
 // still replay.
 func TestOwnerOpsWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "lowered", 30)
 	mustIncrN(t, s, "deleted", 5)
@@ -371,7 +363,7 @@ func TestOnlineImportRefusesAsAWhole(t *testing.T) {
 			s := mustOpen(t, Options{Dir: dir, Durability: d, Now: clock.Now, FlushInterval: time.Hour})
 			defer mustClose(t, s)
 			fillOwned(t, s, clock)
-			mustSet(t, s, "full", maxImportTotal-5)
+			mustSet(t, s, "full", store.MaxTotal-5)
 			before := exportOf(t, s)
 			for _, tt := range tests {
 				for _, replace := range []bool{false, true} {
@@ -496,25 +488,9 @@ func TestOnlineImportMergeLosesNoRacingVisit(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir, FlushInterval: time.Millisecond})
 	mustIncrN(t, s, "a", 3)
-	var acked atomic.Uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := s.Incr(ctx, []byte("a")); err != nil {
-					t.Error(err)
-					return
-				}
-				acked.Add(1)
-			}
-		})
-	}
+	acked := storetest.VisitUntil(t, s, []byte("a"), stop, &wg, nil)
 	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":1000}]}`
 	for range 5 {
 		time.Sleep(2 * time.Millisecond)
@@ -527,7 +503,7 @@ func TestOnlineImportMergeLosesNoRacingVisit(t *testing.T) {
 	if err := s.Flush(); err != nil { // forwards what raced with the last import
 		t.Fatal(err)
 	}
-	want := 3 + acked.Load() + 5000
+	want := 3 + uint64(acked.Load()) + 5000
 	if c := mustGet(t, s, []byte("a")); c.Total != want {
 		t.Errorf("a = %d, want %d (3 + %d acknowledged visits + 5 imports of 1000)", c.Total, want, acked.Load())
 	}
@@ -862,14 +838,7 @@ func TestTokenRecordVersions(t *testing.T) {
 // its counts from before the Add; without the floor a crash replays
 // them over the lowered counts (the Add is undone).
 func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "lowered", 30)
 	if c, err := s.Add(ctx, []byte("lowered"), -26); err != nil || c.Total != 4 {
@@ -895,14 +864,7 @@ func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
 // cannot be written (the file behind the log) is neither lost nor
 // counted twice by the replay after a crash.
 func TestReviewPositiveAddWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "raised", 30)
 	if c, err := s.Add(ctx, []byte("raised"), 5); err != nil || c.Total != 35 {

@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // TestReviewWALFlushWritesTheFile: Flush promises a pass that begins after
@@ -25,24 +26,14 @@ func TestReviewWALFlushWritesTheFile(t *testing.T) {
 	var acked atomic.Uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c := mustIncr(t, s, []byte("a"))
-				for {
-					old := acked.Load()
-					if c.Total <= old || acked.CompareAndSwap(old, c.Total) {
-						break
-					}
-				}
+	storetest.VisitUntil(t, s, []byte("a"), stop, &wg, func(c store.Counts) {
+		for {
+			old := acked.Load()
+			if c.Total <= old || acked.CompareAndSwap(old, c.Total) {
+				break
 			}
-		})
-	}
+		}
+	})
 	defer func() { close(stop); wg.Wait() }()
 	tk := keyPrefix([]byte("a"))
 	for i := range 1500 {

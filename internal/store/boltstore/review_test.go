@@ -126,7 +126,7 @@ func TestReviewMidnightDuringSnapshotLosesNoDay(t *testing.T) {
 // MaxUint64 wraps at the next visit. Import accepts both; the restored
 // store then shows a wrong today, or a total of 0.
 func TestReviewImportRefusesCountsTheStoreCannotHold(t *testing.T) {
-	today := time.Now().UTC().Format(dateLayout)
+	today := time.Now().UTC().Format(time.DateOnly)
 	for _, tc := range []struct {
 		name  string
 		kd    string

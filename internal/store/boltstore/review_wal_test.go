@@ -14,6 +14,7 @@ import (
 
 	"visitors/internal/race"
 	"visitors/internal/store"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/storetest"
 )
 
@@ -60,14 +61,7 @@ func TestReviewWALManyHeldDaysReplay(t *testing.T) {
 // larger value; it caught no planted "put instead of max" in applyLog
 // before (that bug loses acknowledged visits and repeats /hi numbers).
 func TestReviewWALReplayNeverLowersTheFile(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 1) // in the log
 	mustIncrN(t, s, "good", 1)
 	mustHit(t, s)
@@ -105,14 +99,7 @@ func TestReviewWALReplayNeverLowersTheFile(t *testing.T) {
 // next record sits at offset 0 with a seq the file does not follow, and
 // the next start refuses the directory ("older than its log").
 func TestReviewWALLogKeptWhileAKeyFails(t *testing.T) {
-	s := openSyncLogOnly(t, t.TempDir())
-	fault := func(key string) error {
-		if key == "bad" {
-			return errors.New("planted key failure")
-		}
-		return nil
-	}
-	s.putFault.Store(&fault)
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 1)
 	s.Flush() // bad fails
 	mustIncrN(t, s, "good", 2)
@@ -144,8 +131,8 @@ func TestReviewWALImportMergeKeepsLoggedVisits(t *testing.T) {
 	crashed := crashCopy(t, s)
 	mustClose(t, s)
 
-	day := time.Now().UTC().Format(dateLayout)
-	dump := fmt.Sprintf(`{"format":"%s","hits":0,"keys":[{"key":"a","total":2,"days":{"%s":2}}]}`, ExportFormat, day)
+	day := time.Now().UTC().Format(time.DateOnly)
+	dump := fmt.Sprintf(`{"format":"%s","hits":0,"keys":[{"key":"a","total":2,"days":{"%s":2}}]}`, dump.Format, day)
 	if err := Import(crashed, strings.NewReader(dump), false); err != nil {
 		t.Fatal(err)
 	}

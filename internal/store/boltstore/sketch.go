@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -91,7 +92,7 @@ func (s *Store) LoadSketches(d store.Day, fn func(key, data []byte) error) error
 			}
 			data, err := readSketch(k, v)
 			if err != nil {
-				return fmt.Errorf("the sketch of key %q on %s: %w", key, d.Time().Format(dateLayout), err)
+				return fmt.Errorf("the sketch of key %q on %s: %w", key, d.Time().Format(time.DateOnly), err)
 			}
 			if err := fn(key, data); err != nil {
 				return err
@@ -122,7 +123,7 @@ func (s *Store) SketchDays(key []byte, last store.Day, n int) ([][]byte, error) 
 			}
 			data, err := readSketch(k, v)
 			if err != nil {
-				return fmt.Errorf("the sketch of key %q on %s: %w", key, (first + store.Day(i)).Time().Format(dateLayout), err)
+				return fmt.Errorf("the sketch of key %q on %s: %w", key, (first + store.Day(i)).Time().Format(time.DateOnly), err)
 			}
 			out[i] = append([]byte(nil), data...)
 		}

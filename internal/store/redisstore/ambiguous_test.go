@@ -32,6 +32,36 @@ type lossyProxy struct {
 	wg       sync.WaitGroup
 }
 
+// closeWithAnAnswerLost opens a sync store through p with timeout as
+// its Options.Timeout, counts key once (which loads the script), then
+// visits key again with p losing the answer, and closes the store while
+// the visit waits. It returns the store and what the visit was
+// answered.
+func closeWithAnAnswerLost(t *testing.T, p *lossyProxy, key []byte, timeout time.Duration) (*Store, store.Counts, error) {
+	t.Helper()
+	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync,
+		Timeout: timeout, CloseTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Incr(t.Context(), key); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	p.blocking.Store(true)
+	p.armed.Store(true)
+	errc := make(chan error, 1)
+	var got store.Counts
+	go func() {
+		var err error
+		got, err = st.Incr(t.Context(), key)
+		errc <- err
+	}()
+	p.waitLost(t, time.Minute)
+	st.Close()
+	err = <-errc
+	return st, got, err
+}
+
 // waitLost waits until the proxy has swallowed an answer, or fails the
 // test at timeout: an event, not a poll, so a busy machine only makes it
 // later.

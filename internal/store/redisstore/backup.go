@@ -3,7 +3,7 @@ package redisstore
 import (
 	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,12 +14,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"visitors/internal/store"
-	"visitors/internal/store/boltstore"
+	"visitors/internal/store/dump"
 )
-
-// The dump format is the embedded store's: a dump moves between stores.
-
-const dateLayout = "2006-01-02"
 
 // backupTimeout bounds each round trip of an export or import.
 const backupTimeout = 30 * time.Second
@@ -50,7 +46,7 @@ func connectNames(o Options) (rueidis.Client, names, error) {
 
 // Export writes every counter under o.Prefix, totals, locks and the daily
 // counts Redis still holds (the last DayTTL), as one JSON
-// [boltstore.Dump] to w, one key a line in byte order, streaming.
+// [dump.Dump] to w, one key a line in byte order, streaming.
 // Instances may keep counting meanwhile: each key is read at one moment,
 // not the whole store.
 func Export(o Options, w io.Writer, now time.Time) error {
@@ -71,10 +67,8 @@ func export(ctx context.Context, c rueidis.Client, n names, w io.Writer, today s
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return fmt.Errorf("export: read /hi: %w", err)
 	}
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "{\"format\":%q,\"hits\":%d,\"keys\":[", boltstore.ExportFormat, hits)
+	enc := dump.NewEncoder(w, hits)
 	const window = DayTTL / 86400
-	first := true
 	lo := "-"
 	for {
 		tctx, cancel := context.WithTimeout(ctx, backupTimeout)
@@ -99,7 +93,7 @@ func export(ctx context.Context, c rueidis.Client, n names, w io.Writer, today s
 			if err != nil {
 				return fmt.Errorf("export: read key %q: %w", k, err)
 			}
-			kd := boltstore.KeyDump{Key: k, Days: map[string]uint64{}}
+			kd := dump.Key{Key: k, Days: map[string]uint64{}}
 			for j, v := range vs {
 				if v.IsNil() {
 					continue
@@ -118,30 +112,22 @@ func export(ctx context.Context, c rueidis.Client, n names, w io.Writer, today s
 				case j == 1:
 					kd.Locked = x != 0
 				case x > 0:
-					kd.Days[(today - window + store.Day(j-1)).Time().Format(dateLayout)] = x
+					kd.Days[(today - window + store.Day(j-1)).Time().Format(dump.DateLayout)] = x
 				}
 			}
-			b, err := json.Marshal(kd)
-			if err != nil {
+			if err := enc.Encode(&kd); err != nil {
 				return err
 			}
-			if !first {
-				bw.WriteByte(',')
-			}
-			first = false
-			bw.WriteString("\n")
-			bw.Write(b)
 		}
 		if len(keys) < 200 {
 			break
 		}
 		lo = "(" + keys[len(keys)-1]
 	}
-	bw.WriteString("\n]}\n")
-	return bw.Flush()
+	return enc.Close()
 }
 
-// Import reads a [boltstore.Dump] from r into Redis under o.Prefix: with
+// Import reads a [dump.Dump] from r into Redis under o.Prefix: with
 // replace, every name under the prefix but the /hi counter and the
 // tokens is deleted first; otherwise the dump's counts are added to what
 // Redis holds (and a key is locked if either side has it locked). Either
@@ -152,7 +138,7 @@ func export(ctx context.Context, c rueidis.Client, n names, w io.Writer, today s
 // error wrapping [store.ErrTooManyKeys].
 //
 // It checks the whole dump first, as the embedded store's import does
-// (boltstore.DecodeDump), and writes nothing if any of it is refused: r
+// (dump.Decode), and writes nothing if any of it is refused: r
 // is read once, into a temporary file in tmpDir, so memory does not
 // grow with the dump. The service should be stopped (or use the online
 // import, [Store.Import]), or its instances will show the old counts
@@ -188,66 +174,16 @@ func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) 
 	return nil
 }
 
-// spoolWriter is the temporary file a dump is read into, and the first
-// error writing it (the store's fault, not the dump's).
-type spoolWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (s *spoolWriter) Write(p []byte) (int, error) {
-	n, err := s.w.Write(p)
-	if err != nil && s.err == nil {
-		s.err = err
-	}
-	return n, err
-}
-
-// ctxReader reads r until ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
 // spoolDump reads a dump from r into a temporary file in tmpDir while
-// boltstore.DecodeDump checks all of it, and returns the file, at its
-// start; the caller removes it. A dump refused is an error wrapping
+// [dump.Spool] checks all of it, and returns the file, at its start; the
+// caller removes it. A dump refused is an error wrapping
 // [store.ErrInvalidDump].
 func spoolDump(ctx context.Context, r io.Reader, tmpDir string) (*os.File, error) {
-	spool, err := os.CreateTemp(tmpDir, "visitors-import-*")
-	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
+	spool, _, err := dump.Spool(ctx, r, tmpDir, "visitors-import-*", nil)
+	if errors.Is(err, store.ErrInvalidDump) {
+		return nil, fmt.Errorf("%w; nothing was changed", err)
 	}
-	fail := func(err error) (*os.File, error) {
-		spool.Close()
-		os.Remove(spool.Name())
-		return nil, err
-	}
-	bw := bufio.NewWriter(spool)
-	sw := &spoolWriter{w: bw}
-	_, err = boltstore.DecodeDump(io.TeeReader(ctxReader{ctx, r}, sw), func([]boltstore.KeyDump) error { return nil })
-	switch {
-	case sw.err != nil:
-		return fail(fmt.Errorf("spool: %w", sw.err))
-	case ctx.Err() != nil:
-		return fail(ctx.Err())
-	case err != nil:
-		return fail(fmt.Errorf("%w: %w; nothing was changed", store.ErrInvalidDump, err))
-	}
-	if err := bw.Flush(); err != nil {
-		return fail(fmt.Errorf("spool: %w", err))
-	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return fail(fmt.Errorf("spool: %w", err))
-	}
-	return spool, nil
+	return spool, err
 }
 
 // importSpool adds the checked dump in spool to the store named n on c,
@@ -256,7 +192,7 @@ func spoolDump(ctx context.Context, r io.Reader, tmpDir string) (*os.File, error
 // generation, a tombstone if a replace deleted it, is kept for good.
 func importSpool(ctx context.Context, c rueidis.Client, n names, spool io.Reader, now time.Time) error {
 	oldest := store.DayOf(now) - DayTTL/86400 + 1
-	hits, err := boltstore.DecodeDump(bufio.NewReader(spool), func(keys []boltstore.KeyDump) error {
+	hits, err := dump.Decode(bufio.NewReader(spool), 0, func(keys []dump.Key, _ []dump.Span) error {
 		var cmds rueidis.Commands
 		for _, kd := range keys {
 			tag := n.tag([]byte(kd.Key))
@@ -267,7 +203,7 @@ func importSpool(ctx context.Context, c rueidis.Client, n names, spool io.Reader
 				cmds = append(cmds, c.B().Set().Key(lockKey(tag)).Value("1").Build())
 			}
 			for date, x := range kd.Days {
-				t, _ := time.Parse(dateLayout, date) // checked by DecodeDump
+				t, _ := time.Parse(dump.DateLayout, date) // checked by dump.Decode
 				d := store.DayOf(t)
 				if d < oldest || x == 0 {
 					continue
@@ -466,7 +402,7 @@ func checkRoom(ctx context.Context, c rueidis.Client, n names, spool *os.File, r
 		}
 		held = int(card)
 	}
-	_, err := boltstore.DecodeDump(bufio.NewReader(spool), func(keys []boltstore.KeyDump) error {
+	_, err := dump.Decode(bufio.NewReader(spool), 0, func(keys []dump.Key, _ []dump.Span) error {
 		if replace {
 			held += len(keys) // a dump gives each key once
 			return nil
@@ -494,7 +430,7 @@ func checkRoom(ctx context.Context, c rueidis.Client, n names, spool *os.File, r
 		return fmt.Errorf("read the dump's keys: %w", err)
 	}
 	if held > limit {
-		return boltstore.TooManyKeys(held, limit)
+		return dump.TooManyKeys(held, limit)
 	}
 	return nil
 }
@@ -503,7 +439,7 @@ func checkRoom(ctx context.Context, c rueidis.Client, n names, spool *os.File, r
 // in spool, and rewinds it.
 func dumpTags(spool *os.File, n names) (map[string]bool, error) {
 	tags := make(map[string]bool)
-	_, err := boltstore.DecodeDump(bufio.NewReader(spool), func(keys []boltstore.KeyDump) error {
+	_, err := dump.Decode(bufio.NewReader(spool), 0, func(keys []dump.Key, _ []dump.Span) error {
 		for _, kd := range keys {
 			tags[n.tag([]byte(kd.Key))] = true
 		}

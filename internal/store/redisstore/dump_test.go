@@ -21,15 +21,11 @@ func TestOfflineImportIsStrict(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {
 			o := Options{Prefix: prefixOf(t.Name())}
-			if where == "cluster" {
-				o.Cluster = cluster.Addrs()
-			} else {
-				o.URL = standalone.URL()
-			}
+			o = at(where, o)
 			now := time.Now()
 			mustImportOpts(t, o, `{"format":"visitors-export-1","hits":3,"keys":[{"key":"a","total":2}]}`, true, now)
 			before := mustExportOpts(t, o, now)
-			for _, d := range storetest.StrictDumps(now.UTC().Format(dateLayout)) {
+			for _, d := range storetest.StrictDumps(now.UTC().Format(time.DateOnly)) {
 				for _, replace := range []bool{false, true} {
 					err := Import(o, strings.NewReader(d.Dump), replace, t.TempDir(), now)
 					if err == nil || !strings.Contains(err.Error(), d.Want) {

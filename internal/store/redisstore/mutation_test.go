@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/store"
-	"visitors/internal/store/boltstore"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
 )
@@ -24,9 +24,9 @@ import (
 // surviving mutant broke unseen.
 
 // mustParseDump decodes an export, failing the test if it is not one.
-func mustParseDump(t *testing.T, b []byte) boltstore.Dump {
+func mustParseDump(t *testing.T, b []byte) dump.Dump {
 	t.Helper()
-	var d boltstore.Dump
+	var d dump.Dump
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("export is not JSON: %v\n%s", err, b)
 	}
@@ -42,9 +42,9 @@ func mustParseDump(t *testing.T, b []byte) boltstore.Dump {
 func TestOfflineBackupDefaultPrefixAndDays(t *testing.T) {
 	now := time.Now().UTC()
 	today := store.DayOf(now)
-	date := func(d store.Day) string { return d.Time().Format(dateLayout) }
+	date := func(d store.Day) string { return d.Time().Format(time.DateOnly) }
 	window := store.Day(DayTTL / 86400)
-	in := boltstore.Dump{Format: boltstore.ExportFormat, Hits: 77, Keys: []boltstore.KeyDump{
+	in := dump.Dump{Format: dump.Format, Hits: 77, Keys: []dump.Key{
 		{Key: "a", Total: 20, Locked: true, Days: map[string]uint64{
 			date(today): 3, date(today - 1): 2, date(today - window + 1): 1, date(today - window): 4,
 		}},
@@ -77,7 +77,7 @@ func TestOfflineBackupDefaultPrefixAndDays(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := mustParseDump(t, out.Bytes())
-	want := boltstore.Dump{Format: boltstore.ExportFormat, Hits: 78, Keys: []boltstore.KeyDump{
+	want := dump.Dump{Format: dump.Format, Hits: 78, Keys: []dump.Key{
 		{Key: "a", Total: 20, Locked: true, Days: map[string]uint64{
 			date(today): 3, date(today - 1): 2, date(today - window + 1): 1,
 		}},
@@ -97,19 +97,19 @@ func TestExportEveryPage(t *testing.T) {
 	for _, n := range []int{400, 401} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			prefix := prefixOf(t.TempDir())
-			var dump strings.Builder
-			fmt.Fprintf(&dump, `{"format":%q,"hits":0,"keys":[`, boltstore.ExportFormat)
+			var doc strings.Builder
+			fmt.Fprintf(&doc, `{"format":%q,"hits":0,"keys":[`, dump.Format)
 			var want []string
 			for i := range n {
 				k := fmt.Sprintf("k%04d", i)
 				want = append(want, k)
 				if i > 0 {
-					dump.WriteString(",")
+					doc.WriteString(",")
 				}
-				fmt.Fprintf(&dump, `{"key":%q,"total":%d}`, k, i+1)
+				fmt.Fprintf(&doc, `{"key":%q,"total":%d}`, k, i+1)
 			}
-			dump.WriteString("]}")
-			if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump.String()), false, t.TempDir(), time.Now()); err != nil {
+			doc.WriteString("]}")
+			if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(doc.String()), false, t.TempDir(), time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			check := func(how string, b []byte) {
@@ -204,7 +204,7 @@ func TestSetAndDeleteClearEveryDayRedisHolds(t *testing.T) {
 			today := store.DayOf(now)
 			window := store.Day(DayTTL / 86400)
 			dump := fmt.Sprintf(`{"format":%q,"hits":0,"keys":[{"key":"k","total":3,"days":{%q:1,%q:2}}]}`,
-				boltstore.ExportFormat, (today - window + 1).Time().Format(dateLayout), today.Time().Format(dateLayout))
+				dump.Format, (today - window + 1).Time().Format(time.DateOnly), today.Time().Format(time.DateOnly))
 			if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump), false, t.TempDir(), now); err != nil {
 				t.Fatal(err)
 			}
@@ -264,7 +264,7 @@ func mustImport(t *testing.T, prefix, dump string, replace bool) {
 // dumpOf is a dump of n keys "k0000"... with totals 1, 2, ... and hits.
 func dumpOf(n int, hits uint64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"format":%q,"hits":%d,"keys":[`, boltstore.ExportFormat, hits)
+	fmt.Fprintf(&b, `{"format":%q,"hits":%d,"keys":[`, dump.Format, hits)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(",")
@@ -357,11 +357,7 @@ func TestBatchRoundsGoOnTheirOwn(t *testing.T) {
 // check, and Health names it; once it answers, "redis answers again" is
 // logged once and Health is nil.
 func TestRedisDownIsLoggedOncePerOutage(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	var log syncBuffer
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(&log)})
 	if err != nil {
@@ -440,11 +436,7 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 // "redis answers again" once when the round lands, not after every
 // round since.
 func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	var log syncBuffer
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(&log)})
 	if err != nil {
@@ -493,27 +485,9 @@ func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 // with the counts Redis holds: total, today's count, and unlocked.
 func TestSyncCloseAnswersALandedRoundExactly(t *testing.T) {
 	p := startLossyProxy(t, standalone.Addr)
-	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync,
-		Timeout: 2 * time.Second, CloseTimeout: 500 * time.Millisecond}) // a round trip may be slow on a busy machine
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := []byte("close-landed")
-	if _, err := st.Incr(t.Context(), key); err != nil { // loads the script
-		t.Fatal(err)
-	}
-	p.blocking.Store(true)
-	p.armed.Store(true)
-	errc := make(chan error, 1)
-	var got store.Counts
-	go func() {
-		var err error
-		got, err = st.Incr(t.Context(), key)
-		errc <- err
-	}()
-	p.waitLost(t, time.Minute)
-	st.Close()
-	if err := <-errc; err != nil || got != (store.Counts{Total: 2, Today: 2}) {
+	_, got, err := closeWithAnAnswerLost(t, p, key, 2*time.Second) // a round trip may be slow on a busy machine
+	if err != nil || got != (store.Counts{Total: 2, Today: 2}) {
 		t.Errorf("a visit whose round landed and whose answer was lost was answered %+v, %v at Close; want total 2, today 2, unlocked", got, err)
 	}
 }
@@ -541,11 +515,7 @@ func TestKeyMadeAgainAfterADeleteElsewhereIsListed(t *testing.T) {
 			prefix := prefixOf(t.TempDir())
 			var log syncBuffer
 			o := Options{Prefix: prefix, Durability: store.Sync, FlushInterval: time.Hour, Log: zerolog.New(&log)}
-			if where == "cluster" {
-				o.Cluster = cluster.Addrs()
-			} else {
-				o.URL = standalone.URL()
-			}
+			o = at(where, o)
 			a, err := Open(o)
 			if err != nil {
 				t.Fatal(err)
@@ -699,9 +669,7 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 // counts Redis holds, visits through other instances included, not the
 // ones it last read.
 func TestBatchLockAnswersRedisCounts(t *testing.T) {
-	prefix := prefixOf(t.TempDir())
-	a := instance(t, "standalone", prefix, store.Batch)
-	b := instance(t, "standalone", prefix, store.Sync)
+	a, b := pair(t, "standalone")
 	m := musts{t}
 	m.c(a.Incr(t.Context(), []byte("k")))
 	flushed(t, a)
@@ -739,11 +707,7 @@ func TestListShowsWhatTheInstanceShows(t *testing.T) {
 // without it, or with a wrong one, Open fails and the error does not
 // show it.
 func TestPassword(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	if out, err := rs.CLI("CONFIG", "SET", "requirepass", "s3cret"); err != nil || !strings.Contains(out, "OK") {
 		t.Fatalf("redis-cli CONFIG SET requirepass: %v: %s", err, out)
 	}
@@ -814,11 +778,7 @@ func TestConnectErrorNamesWhere(t *testing.T) {
 // sending what is pending for 10s while Redis does not answer: a Redis
 // back within that time gets the visits, and Close reports no loss.
 func TestCloseKeepsTryingByDefault(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -853,9 +813,7 @@ func TestCloseKeepsTryingByDefault(t *testing.T) {
 // the visits and the lock other instances made meanwhile, not only the
 // counts of its last read.
 func TestBatchGetRefreshesAnIdleEntry(t *testing.T) {
-	prefix := prefixOf(t.TempDir())
-	a := instance(t, "standalone", prefix, store.Batch)
-	b := instance(t, "standalone", prefix, store.Sync)
+	a, b := pair(t, "standalone")
 	m := musts{t}
 	m.c(a.Incr(t.Context(), []byte("k")))
 	flushed(t, a) // the round reads k
@@ -919,11 +877,7 @@ func TestHitWaitsForTheBlockAhead(t *testing.T) {
 // round's failure as its cause; the visit of the round waits, and counts
 // once Redis is back.
 func TestSyncVisitRefusedWhileStuckSaysWhy(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), Durability: store.Sync, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -22,17 +22,21 @@ import (
 func instance(t *testing.T, where, prefix string, d store.Durability) *Store {
 	t.Helper()
 	o := Options{Prefix: prefix, Durability: d, FlushInterval: time.Hour}
-	if where == "cluster" {
-		o.Cluster = cluster.Addrs()
-	} else {
-		o.URL = standalone.URL()
-	}
+	o = at(where, o)
 	st, err := Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// pair returns two instances of one new store on where: a counts in
+// batch, b in sync.
+func pair(t *testing.T, where string) (a, b *Store) {
+	t.Helper()
+	prefix := prefixOf(t.TempDir())
+	return instance(t, where, prefix, store.Batch), instance(t, where, prefix, store.Sync)
 }
 
 // musts fails its test on an error, and returns the value beside it.
@@ -133,9 +137,7 @@ func TestDeleteNotUndoneByOtherInstances(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {
 			m := musts{t}
-			prefix := prefixOf(t.TempDir())
-			a := instance(t, where, prefix, store.Batch)
-			b := instance(t, where, prefix, store.Sync)
+			a, b := pair(t, where)
 			ctx := t.Context()
 			key, other := []byte("gone"), []byte("stays")
 			for range 5 {
@@ -150,7 +152,7 @@ func TestDeleteNotUndoneByOtherInstances(t *testing.T) {
 				t.Fatal("Delete through b = false, want true")
 			}
 			flushed(t, a)
-			r := instance(t, where, prefix, store.Sync)
+			r := instance(t, where, a.o.Prefix, store.Sync)
 			for name, st := range map[string]*Store{"a": a, "b": b, "a fresh instance": r} {
 				if got := m.c(st.Get(ctx, key)); got != (store.Counts{}) {
 					t.Errorf("%s: Get after the Delete and a's round = %+v, want zero: a's pending visits brought it back", name, got)
@@ -242,9 +244,7 @@ func TestTokenRevokeSeenAtOnce(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {
 			m := musts{t}
-			prefix := prefixOf(t.TempDir())
-			a := instance(t, where, prefix, store.Batch)
-			b := instance(t, where, prefix, store.Sync)
+			a, b := pair(t, where)
 			ctx := t.Context()
 			tk := store.Token{ID: "t1", Name: "ci", Prefix: "octocat/", Hash: sha256.Sum256([]byte("s")), Created: storetest.At(2, "01:02:03.000000004")}
 			if err := a.PutToken(ctx, tk); err != nil {
@@ -289,11 +289,7 @@ func TestOpenMigratesTheSetOfKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := Options{Prefix: prefix, MaxKeys: 5, Durability: store.Batch}
-			if where == "cluster" {
-				o.Cluster = cluster.Addrs()
-			} else {
-				o.URL = standalone.URL()
-			}
+			o = at(where, o)
 			st, err := Open(o)
 			if err != nil {
 				t.Fatal(err)

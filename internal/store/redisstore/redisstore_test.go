@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -52,6 +51,17 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// at returns o with the address of the test's Redis where names:
+// "cluster" or "standalone".
+func at(where string, o Options) Options {
+	if where == "cluster" {
+		o.URL, o.Cluster = "", cluster.Addrs()
+	} else {
+		o.URL = standalone.URL()
+	}
+	return o
+}
+
 // prefixOf gives each store directory of the suite its own names.
 func prefixOf(dir string) string {
 	h := sha1.Sum([]byte(dir))
@@ -70,11 +80,7 @@ func backend(where string, d store.Durability) storetest.Backend {
 				MaxKeys:       c.MaxKeys,
 				Now:           c.Now,
 			}
-			if where == "cluster" {
-				o.Cluster = cluster.Addrs()
-			} else {
-				o.URL = standalone.URL()
-			}
+			o = at(where, o)
 			st, err := Open(o)
 			if err != nil {
 				t.Fatal(err)
@@ -173,11 +179,7 @@ func TestURLPasswordNotInErrors(t *testing.T) {
 // TestHealthNamesRedisWhileItIsDown: with no visits at all, Health says
 // Redis is down within a few flush intervals, and clears once it is back.
 func TestHealthNamesRedisWhileItIsDown(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: 10 * time.Millisecond, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -219,26 +221,7 @@ func TestMaxKeysAcrossInstances(t *testing.T) {
 				if _, err := a.Incr(t.Context(), []byte("first")); err != nil {
 					t.Fatal(err)
 				}
-				errs := make([]error, 2)
-				start := make(chan struct{})
-				var wg sync.WaitGroup
-				for i, st := range []store.Store{a, b} {
-					wg.Go(func() {
-						<-start
-						_, errs[i] = st.Incr(t.Context(), fmt.Appendf(nil, "racer%d", i))
-					})
-				}
-				close(start)
-				wg.Wait()
-				won := 0
-				for _, err := range errs {
-					switch {
-					case err == nil:
-						won++
-					case !errors.Is(err, store.ErrTooManyKeys):
-						t.Fatalf("round %d: %v", round, err)
-					}
-				}
+				won := storetest.RaceNewKeys(t, a, b)
 				if won != 1 {
 					t.Fatalf("round %d: %d of two instances' new keys took the last place, want 1", round, won)
 				}
@@ -275,11 +258,7 @@ func (b *syncBuffer) String() string {
 // maxmemory-policy evicts warns in the log, naming the policy; on the
 // test's servers (noeviction, Redis's default) it does not.
 func TestWarnsWhenRedisMayEvict(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir(), "--maxmemory-policy", "allkeys-lru")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t, "--maxmemory-policy", "allkeys-lru")
 	tests := []struct {
 		name string
 		o    Options

@@ -183,27 +183,8 @@ func TestReviewRedisSyncCloseDoesNotRefuseACountedVisit(t *testing.T) {
 	// Redis (settle) on a busy machine, and the visit was answered with
 	// an error: a flake. CloseTimeout is what Close waits for before it
 	// settles.
-	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync,
-		Timeout: 30 * time.Second, CloseTimeout: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := []byte("close-ambiguous")
-	if _, err := st.Incr(t.Context(), key); err != nil { // loads the script
-		t.Fatal(err)
-	}
-	p.blocking.Store(true)
-	p.armed.Store(true)
-	errc := make(chan error, 1)
-	var got store.Counts
-	go func() {
-		var err error
-		got, err = st.Incr(t.Context(), key)
-		errc <- err
-	}()
-	p.waitLost(t, time.Minute)
-	st.Close()
-	err = <-errc
+	st, got, err := closeWithAnAnswerLost(t, p, key, 30*time.Second)
 	st2, oerr := Open(Options{URL: standalone.URL(), Prefix: st.o.Prefix, Durability: store.Sync})
 	if oerr != nil {
 		t.Fatal(oerr)
@@ -276,11 +257,7 @@ func TestSyncCloseFencesARoundThatDidNotLand(t *testing.T) {
 // TestSyncCloseOutcomeUnknownWhileRedisIsDown: Redis gone, Close cannot
 // learn whether the round landed, and says so: ErrOutcomeUnknown.
 func TestSyncCloseOutcomeUnknownWhileRedisIsDown(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), Durability: store.Sync, Timeout: 300 * time.Millisecond, CloseTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

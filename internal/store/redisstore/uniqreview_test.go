@@ -24,11 +24,7 @@ import (
 // many rounds fail: the instance showed the count plus every view of the
 // outage, and kept (and resent) a copy of the hash per view.
 func TestUniquesInFlightVisitorIsNotAddedAgain(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -146,11 +142,7 @@ func TestUniquesEveryKeyExpiresWithItsDay(t *testing.T) {
 // every visitor who reaches both kinds counts twice for the rest of the
 // day.
 func TestUniquesSeedLostByRedis(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	o := Options{URL: rs.URL(), Timeout: 2 * time.Second, CloseTimeout: time.Second} // room for a busy machine: no bound here is what the test checks
 	open := func(log io.Writer) (*Store, *unique.Counter) {
 		st, err := Open(o)
@@ -368,11 +360,7 @@ func TestUniquesMidnightAcrossInstances(t *testing.T) {
 // day keeps one whose visitors are not yet sent, so that a round that
 // fails sends them again.
 func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -446,11 +434,7 @@ func TestUniquesDroppedVisitorComesBack(t *testing.T) {
 // wait for it; it shows the visitors this instance holds. Each JSON visit
 // waited the whole Timeout, and showed 0.
 func TestUniquesReadNeverWaitsForARedisKnownDown(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	clock := storetest.NewClock(uniqDay0)
 	st, err := Open(Options{URL: rs.URL(), Now: clock.Now, FlushInterval: 20 * time.Millisecond, Timeout: time.Second, CloseTimeout: 100 * time.Millisecond})
 	if err != nil {

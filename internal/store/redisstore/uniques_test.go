@@ -18,7 +18,7 @@ import (
 
 	"visitors/internal/race"
 	"visitors/internal/store"
-	"visitors/internal/store/boltstore"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
 	"visitors/internal/unique"
@@ -281,10 +281,7 @@ func TestUniquesDeleteAndSet(t *testing.T) {
 			a := mustInstance(t, where, dir, store.Batch, clock.Now)
 			// b sends only when told: its visit below is pending when a
 			// deletes.
-			o := Options{Prefix: prefixOf(dir), FlushInterval: time.Hour, Now: clock.Now, URL: standalone.URL()}
-			if where == "cluster" {
-				o.URL, o.Cluster = "", cluster.Addrs()
-			}
+			o := at(where, Options{Prefix: prefixOf(dir), FlushInterval: time.Hour, Now: clock.Now})
 			bst, err := Open(o)
 			if err != nil {
 				t.Fatal(err)
@@ -436,11 +433,11 @@ func TestUniquesExportImport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dump, _ := json.Marshal(boltstore.Dump{Format: boltstore.ExportFormat, Keys: []boltstore.KeyDump{{Key: "in-dump", Total: 7}}})
+			doc, _ := json.Marshal(dump.Dump{Format: dump.Format, Keys: []dump.Key{{Key: "in-dump", Total: 7}}})
 			if online {
-				err = in.st.Import(t.Context(), bytes.NewReader(dump), true)
+				err = in.st.Import(t.Context(), bytes.NewReader(doc), true)
 			} else {
-				err = Import(in.st.o, bytes.NewReader(dump), true, t.TempDir(), time.Now())
+				err = Import(in.st.o, bytes.NewReader(doc), true, t.TempDir(), time.Now())
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -465,11 +462,7 @@ func TestUniquesExportImport(t *testing.T) {
 // one read plus the new visitor. A read of another counter, which needs
 // Redis, fails and shows 0.
 func TestUniquesVisitNeverWaitsForRedis(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -499,11 +492,7 @@ func TestUniquesVisitNeverWaitsForRedis(t *testing.T) {
 // one once Redis answers: then it hashes a visitor as every other
 // instance does.
 func TestUniquesSeedWhileRedisIsDown(t *testing.T) {
-	rs, err := redistest.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := redistest.StartTest(t)
 	o := Options{URL: rs.URL(), Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond}
 	st, err := Open(o)
 	if err != nil {

@@ -50,19 +50,15 @@ func (s suite) runDump(t *testing.T) {
 	t.Run("ImportMaxKeys", s.importMaxKeys)
 	t.Run("Saturates", s.saturates)
 	t.Run("RoundTrip", s.roundTrip)
+	t.Run("ExportStopsWhenCanceled", s.exportStopsWhenCanceled)
+	t.Run("ImportStopsWhenCanceled", s.importStopsWhenCanceled)
 }
 
 // backup opens a store for c and returns it as a [store.Backup], or
 // skips t if the store is not one.
 func (s suite) backup(t *testing.T, c Config) (store.Store, store.Backup) {
 	t.Helper()
-	st := s.open(t, c)
-	b, ok := st.(store.Backup)
-	if !ok {
-		mustClose(t, st)
-		t.Skip("the store does not export or import while it serves")
-	}
-	return st, b
+	return openAs[store.Backup](t, s, c, "the store does not export or import while it serves")
 }
 
 // mustExport returns the online export of b.
@@ -75,8 +71,9 @@ func mustExport(t *testing.T, b store.Backup) string {
 	return w.String()
 }
 
-// strictDumps imports each of [StrictDumps], adding and replacing: each
-// is refused with ErrInvalidDump, naming its line, and changes nothing.
+// strictDumps imports each of [StrictDumps] and of the poisoned dumps,
+// adding and replacing: each is refused with ErrInvalidDump, naming its
+// line, and changes nothing.
 func (s suite) strictDumps(t *testing.T) {
 	clock := dumpClock()
 	st, b := s.backup(t, Config{Dir: t.TempDir(), Now: clock.Now})
@@ -88,7 +85,8 @@ func (s suite) strictDumps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, tt := range StrictDumps(clock.Now().Format("2006-01-02")) {
+	day := clock.Now().Format("2006-01-02")
+	for _, tt := range append(StrictDumps(day), poisonedDumps(day)...) {
 		for _, replace := range []bool{false, true} {
 			before := mustExport(t, b)
 			err := b.Import(ctx, strings.NewReader(tt.Dump), replace)

@@ -905,10 +905,11 @@ func (s suite) tokens(t *testing.T) {
 	}
 }
 
-// visitAndFlush starts four goroutines that visit key and one that
-// flushes st every millisecond, until stop is closed; wg waits for them.
-// It returns the number of visits counted, to read after wg.Wait.
-func visitAndFlush(t *testing.T, st store.Store, key []byte, stop <-chan struct{}, wg *sync.WaitGroup) *atomic.Int64 {
+// VisitUntil starts four goroutines that visit key in st until stop is
+// closed; wg waits for them. Each visit's counts go to each, if not nil
+// (from any of the goroutines). It returns the number of visits
+// acknowledged, to read after wg.Wait. A visit that fails fails t.
+func VisitUntil(t *testing.T, st store.Store, key []byte, stop <-chan struct{}, wg *sync.WaitGroup, each func(store.Counts)) *atomic.Int64 {
 	var visits atomic.Int64
 	for range 4 {
 		wg.Go(func() {
@@ -918,14 +919,26 @@ func visitAndFlush(t *testing.T, st store.Store, key []byte, stop <-chan struct{
 					return
 				default:
 				}
-				if _, err := st.Incr(ctx, key); err != nil {
-					t.Errorf("Incr: %v", err)
+				c, err := st.Incr(ctx, key)
+				if err != nil {
+					t.Errorf("Incr(%q): %v", key, err)
 					return
 				}
 				visits.Add(1)
+				if each != nil {
+					each(c)
+				}
 			}
 		})
 	}
+	return &visits
+}
+
+// visitAndFlush starts four goroutines that visit key and one that
+// flushes st every millisecond, until stop is closed; wg waits for them.
+// It returns the number of visits counted, to read after wg.Wait.
+func visitAndFlush(t *testing.T, st store.Store, key []byte, stop <-chan struct{}, wg *sync.WaitGroup) *atomic.Int64 {
+	visits := VisitUntil(t, st, key, stop, wg, nil)
 	wg.Go(func() {
 		for {
 			select {
@@ -942,5 +955,5 @@ func visitAndFlush(t *testing.T, st store.Store, key []byte, stop <-chan struct{
 			time.Sleep(time.Millisecond)
 		}
 	})
-	return &visits
+	return visits
 }

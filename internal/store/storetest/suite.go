@@ -26,6 +26,8 @@ type Config struct {
 
 // Backend is a store under test.
 type Backend struct {
+	// Name names the backend in [Exchange]'s tests.
+	Name string
 	// Open opens a store for c. It fails t if it cannot.
 	Open func(t *testing.T, c Config) store.Store
 	// Durable says that a store closed and reopened on the same Dir
@@ -108,9 +110,39 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Property", s.property)
 	t.Run("Owner", s.runOwner)
 	t.Run("Dump", s.runDump)
+	t.Run("Sketches", s.runSketches)
+	t.Run("Uniques", s.runUniques)
 }
 
 type suite struct{ b Backend }
+
+// RaceNewKeys visits a new key on each of sts at once, "racer0" on the
+// first, "racer1" on the second and so on, and returns how many visits
+// were counted. A visit refused with anything but [store.ErrTooManyKeys]
+// fails t.
+func RaceNewKeys(t *testing.T, sts ...store.Store) (won int) {
+	t.Helper()
+	errs := make([]error, len(sts))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, st := range sts {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = st.Incr(ctx, fmt.Appendf(nil, "racer%d", i))
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, store.ErrTooManyKeys):
+			t.Fatalf("Incr(racer%d): %v", i, err)
+		}
+	}
+	return won
+}
 
 func (s suite) open(t *testing.T, c Config) store.Store {
 	t.Helper()
@@ -374,26 +406,7 @@ func (s suite) lastSlotRace(t *testing.T) {
 	for round := range 20 {
 		st := s.open(t, Config{MaxKeys: 2})
 		mustIncr(t, st, []byte("first"))
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range errs {
-			wg.Go(func() {
-				<-start
-				_, errs[i] = st.Incr(ctx, fmt.Appendf(nil, "racer%d", i))
-			})
-		}
-		close(start)
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				won++
-			case !errors.Is(err, store.ErrTooManyKeys):
-				t.Fatalf("round %d: Incr: %v", round, err)
-			}
-		}
+		won := RaceNewKeys(t, st, st)
 		if won != 1 || st.Keys() != 2 {
 			t.Fatalf("round %d: %d of two new keys took the last slot, Keys() = %d; want 1 and 2", round, won, st.Keys())
 		}

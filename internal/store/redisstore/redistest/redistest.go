@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -71,6 +72,19 @@ func Start(dir string, args ...string) (*Server, error) {
 		}
 	}
 	return nil, last
+}
+
+// StartTest is [Start] for one test: the server runs in a directory of
+// t's own, with the extra config args, and is closed when t ends. It
+// fails t if the server does not start.
+func StartTest(t testing.TB, args ...string) *Server {
+	t.Helper()
+	s, err := Start(t.TempDir(), args...)
+	if err != nil {
+		t.Fatalf("start %s: %v", ServerBin, err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 func (s *Server) start() error {

@@ -1,4 +1,4 @@
-package boltstore
+package dump
 
 import (
 	"bytes"
@@ -7,15 +7,15 @@ import (
 	"testing"
 )
 
-// plainKeyDump is a KeyDump decoded by encoding/json alone.
-type plainKeyDump struct {
+// plainKey is a Key decoded by encoding/json alone.
+type plainKey struct {
 	Key    string            `json:"key"`
 	Total  uint64            `json:"total"`
 	Days   map[string]uint64 `json:"days,omitempty"`
 	Locked bool              `json:"locked,omitempty"`
 }
 
-// FuzzKeyDumpAgreesWithEncodingJSON: KeyDump's own decoder never takes
+// FuzzKeyDumpAgreesWithEncodingJSON: Key's own decoder never takes
 // what encoding/json (unknown fields refused) refuses, and what it takes
 // it decodes as encoding/json does: it only refuses more (a field in
 // another case, a field or a day given twice).
@@ -36,17 +36,17 @@ func FuzzKeyDumpAgreesWithEncodingJSON(f *testing.F) {
 		if !json.Valid(b) {
 			return
 		}
-		var want plainKeyDump
+		var want plainKey
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		wantErr := dec.Decode(&want)
-		var got KeyDump
+		var got Key
 		gotErr := json.Unmarshal(b, &got)
 		switch {
 		case gotErr == nil && wantErr != nil:
-			t.Fatalf("%q: KeyDump took it as %+v; encoding/json refused it: %v", b, got, wantErr)
-		case gotErr == nil && !reflect.DeepEqual(plainKeyDump(got), want) && !(len(got.Days) == 0 && len(want.Days) == 0 && got.Key == want.Key && got.Total == want.Total && got.Locked == want.Locked):
-			t.Fatalf("%q: KeyDump = %+v, encoding/json = %+v", b, got, want)
+			t.Fatalf("%q: Key took it as %+v; encoding/json refused it: %v", b, got, wantErr)
+		case gotErr == nil && !reflect.DeepEqual(plainKey(got), want) && !(len(got.Days) == 0 && len(want.Days) == 0 && got.Key == want.Key && got.Total == want.Total && got.Locked == want.Locked):
+			t.Fatalf("%q: Key = %+v, encoding/json = %+v", b, got, want)
 		}
 	})
 }
