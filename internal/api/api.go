@@ -95,11 +95,18 @@ type Uniques interface {
 	Forget(keys [][]byte) error
 }
 
+// Store is what the owner API asks of a store: the owners' edits and the
+// tokens.
+type Store interface {
+	store.Editor
+	store.TokenStore
+}
+
 // Config holds what a [Handler] depends on.
 type Config struct {
 	// Store holds the counters and the tokens. Required. If it
 	// implements store.Backup, export and import are served.
-	Store store.Store
+	Store Store
 	// RootHash is the SHA-256 of the root token. Required: without a
 	// root token there is no API (the caller answers 404).
 	RootHash [32]byte

@@ -11,7 +11,6 @@ import (
 
 	"visitors/internal/client"
 	"visitors/internal/store"
-	"visitors/internal/web"
 )
 
 // OpenName is the name of every token open creation makes.
@@ -42,7 +41,7 @@ var (
 	errExists   = &Error{Code: http.StatusConflict, Msg: "the counter exists: only its owner may change it"}
 	errNoBody   = badRequest("POST /api/v1/counters/{key} creates the counter at 0 and takes no body; to add, POST /api/v1/counters/{key}/add {\"n\":N} with its token")
 	errWithAuth = badRequest("POST /api/v1/counters/{key} creates a counter without a token: send no Authorization header (to add to a counter, POST /api/v1/counters/{key}/add)")
-	errOpenKey  = badRequest("%s", web.MsgKey)
+	errOpenKey  = badRequest("%s", store.MsgPublicKey)
 )
 
 // createCounter serves POST /api/v1/counters/{key} without a token, with
@@ -57,7 +56,7 @@ func (h *Handler) createCounter(c *call) error {
 		return err
 	}
 	k := c.param
-	if !web.ValidKey(k) {
+	if !store.ValidPublicKey(k) {
 		return errOpenKey
 	}
 	if c.r.ContentLength != 0 {

@@ -18,17 +18,14 @@ import (
 const (
 	MaxKeyBytes   = store.MaxKeyBytes // a counter key
 	MaxLabelRunes = 64                // a badge label, in characters
-	MaxDays       = 365               // daily.json and graph.svg
 	defaultDays   = 30
 )
 
 // Client messages of the counter API that quote a limit, from its
 // constant.
 var (
-	// MsgKey says which keys ValidKey takes.
-	MsgKey   = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment, and its last segment not daily, graph or stream (/counter/ns/graph.svg is the graph of ns)", MaxKeyBytes)
 	msgLabel = fmt.Sprintf("Optional label must be at most %d characters of valid UTF-8", MaxLabelRunes)
-	msgDays  = fmt.Sprintf("Optional days must be a whole number from 1 to %d", MaxDays)
+	msgDays  = fmt.Sprintf("Optional days must be a whole number from 1 to %d", store.MaxDays) // daily.json and graph.svg
 )
 
 // Client messages of the counter API.
@@ -92,28 +89,6 @@ func splitCounterPath(p string) (key string, kind counterKind, ok bool) {
 	return "", 0, false
 }
 
-// ValidKey reports whether key is one /counter/{key} takes: 1-128 bytes
-// of [A-Za-z0-9._~-] and '/', with no empty, "." or ".." segment, and not
-// a key whose last segment is the name of a route ([store.KeyIsRoute]).
-// The owner API's open creation takes the same keys.
-func ValidKey(key string) bool {
-	if len(key) == 0 || len(key) > MaxKeyBytes {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !(isWord(c) || c == '.' || c == '~' || c == '-' || c == '/') {
-			return false
-		}
-	}
-	for seg := range strings.SplitSeq(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return !store.KeyIsRoute(key)
-}
-
 // counterQuery is a /counter/ request's parsed query; its byte slices
 // point into the request's scratch buffers.
 type counterQuery struct {
@@ -160,7 +135,7 @@ func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	cq.days = defaultDays
 	if v, found := queryValue(q, "days"); found {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxDays {
+		if err != nil || n < 1 || n > store.MaxDays {
 			return cq, msgDays
 		}
 		cq.days = n
@@ -232,7 +207,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	if !ok {
 		return s.fail(w, r, svg, errNotFound)
 	}
-	if !ValidKey(key) {
+	if !store.ValidPublicKey(key) {
 		if store.KeyIsRoute(key) {
 			return s.fail(w, r, svg, errKeyRoute)
 		}

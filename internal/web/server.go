@@ -64,7 +64,7 @@ var (
 // Config holds what a [Server] depends on.
 type Config struct {
 	// Store counts the visits. Required.
-	Store store.Store
+	Store store.Counter
 	// Log receives one line per /hello visit and the causes of 5xx
 	// responses. The zero Logger logs nothing.
 	Log zerolog.Logger
@@ -91,10 +91,12 @@ type Config struct {
 	streamTimes *streamTimes // tests shorten the streams' timing
 }
 
-// Server serves the public endpoints /hi, /hello and /whoami.
-// It is safe for concurrent use.
+// Server serves the public listener: /hi, /hello, /whoami, the landing
+// page, the counters under /counter/ (badges, JSON, daily counts, graphs
+// and live streams), /top.json and, if Config.API is set, hands /api/ to
+// the owner API. It is safe for concurrent use.
 type Server struct {
-	store    store.Store
+	store    store.Counter
 	log      zerolog.Logger
 	hostname string
 	now      func() time.Time

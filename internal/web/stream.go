@@ -9,6 +9,7 @@ import (
 
 	"visitors/internal/client"
 	"visitors/internal/live"
+	"visitors/internal/store"
 )
 
 // Limits and timing of the live streams, /counter/{key}/stream.
@@ -80,8 +81,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 	if !ok {
 		return writeError(w, http.StatusNotFound, msgNotFound) // /counter/stream
 	}
-	if !ValidKey(key) {
-		return writeError(w, http.StatusBadRequest, MsgKey)
+	if !store.ValidPublicKey(key) {
+		return writeError(w, http.StatusBadRequest, store.MsgPublicKey)
 	}
 	h := w.Header()
 	if r.Method == http.MethodHead {

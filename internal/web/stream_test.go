@@ -189,8 +189,8 @@ func TestStreamRejects(t *testing.T) {
 	}
 	for _, target := range []string{"/counter//stream", "/counter/../stream", "/counter/a%20b/stream", "/counter/" + strings.Repeat("k", 129) + "/stream"} {
 		w := get(s, "GET", target)
-		if w.Code != 400 || w.Body.String() != MsgKey {
-			t.Errorf("GET %s = %d %q, want 400 %q", target, w.Code, w.Body, MsgKey)
+		if w.Code != 400 || w.Body.String() != store.MsgPublicKey {
+			t.Errorf("GET %s = %d %q, want 400 %q", target, w.Code, w.Body, store.MsgPublicKey)
 		}
 	}
 	if w := get(s, "POST", "/counter/k/stream"); w.Code != 405 {

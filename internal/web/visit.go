@@ -55,8 +55,8 @@ var (
 	errNameRoute   = badRequest(msgNameRoute, "invalid name")
 	errNameEscape  = badRequest(msgNameEscape, "invalid name")
 	errFormat      = badRequest(msgFormat, "invalid format")
-	errKey         = badRequest(MsgKey, "invalid key")
-	errKeyRoute    = badRequest(MsgKey, "key ends in a route name")
+	errKey         = badRequest(store.MsgPublicKey, "invalid key")
+	errKeyRoute    = badRequest(store.MsgPublicKey, "key ends in a route name")
 	errTooManyKeys = &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgTooManyKeys, Badge: "full", Err: store.ErrTooManyKeys}
 )
 
