@@ -5,12 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"time"
 
 	"visitors/internal/client"
 	"visitors/internal/store"
+	"visitors/internal/visit"
 )
 
 // OpenName is the name of every token open creation makes.
@@ -64,29 +64,21 @@ func (h *Handler) createCounter(c *call) error {
 	}
 	now := h.c.Now()
 	id := client.Identify(c.r.RemoteAddr, c.r.Header, h.c.Trusted)
-	if _, may := h.c.NewKeys.Visit(id, now, true); !may {
-		return h.tooManyNew(id, now)
+	// The token is taken before the key is made, and given back if none
+	// is: concurrent creations never pass the client's budget.
+	budget := visit.Budget{Limiter: h.c.NewKeys, Rate: h.c.NewKeysRate}
+	if err := budget.Take(id, now); err != nil {
+		return tooManyNew(err)
 	}
-	secret, tid, err := h.newSecret(exactID(k))
-	if err != nil {
-		return &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
-	}
-	t := store.Token{ID: tid, Name: OpenName, Prefix: k, Exact: true, Hash: sha256.Sum256([]byte(secret)), Created: now.UTC().Truncate(time.Second)}
-	// The check, the token and the key are one step of the store: a
-	// first visit racing the creation counts either before it (409) or
-	// after it.
-	made, err := h.c.Store.Create(c.r.Context(), []byte(k), t)
-	if err != nil {
-		return h.changeError(err, "create")
-	}
+	made, tid, secret, t, err := h.create(c, k, now)
 	if !made {
-		return errExists
+		budget.Return(id, now)
+	}
+	if err != nil {
+		return err
 	}
 	// The key was made at 0: the answer says so.
 	counts := store.Counts{}
-	if ok, retry := h.c.NewKeys.Created(id, now); !ok { // a concurrent creation took the last one: this one stands
-		h.c.Log.Debug().Dur("retry", retry).Msg("open creation past the client's limit by a race")
-	}
 	h.c.Log.Info().Str("audit", "create").Str("token", OpenName).Str("token_id", tid).Str("call", c.r.Method+" "+c.r.URL.Path).
 		Str("key", k).Str("client", id.String()).Object("after", countsLog(counts)).Msg("api change")
 	writeJSON(c.w, http.StatusCreated, Created{Counter: counterOf(k, counts),
@@ -94,11 +86,35 @@ func (h *Handler) createCounter(c *call) error {
 	return nil
 }
 
-// tooManyNew is the 429 of a client past its new counters.
-func (h *Handler) tooManyNew(id netip.Addr, now time.Time) error {
-	return &Error{Code: http.StatusTooManyRequests,
-		Msg:        "too many new counters from your address: at most " + h.c.NewKeysRate.String() + " (-client-new-keys); try again later",
-		RetryAfter: max(h.c.NewKeys.CreateRefused(id, now), time.Second)}
+// create makes key k at 0 with a new exact token, and reports whether
+// it made it: errExists if k was there.
+func (h *Handler) create(c *call, k string, now time.Time) (made bool, tid, secret string, t store.Token, err error) {
+	secret, tid, err = h.newSecret(exactID(k))
+	if err != nil {
+		return false, "", "", t, &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
+	}
+	t = store.Token{ID: tid, Name: OpenName, Prefix: k, Exact: true, Hash: sha256.Sum256([]byte(secret)), Created: now.UTC().Truncate(time.Second)}
+	// The check, the token and the key are one step of the store: a
+	// first visit racing the creation counts either before it (409) or
+	// after it.
+	made, err = h.c.Store.Create(c.r.Context(), []byte(k), t)
+	if err != nil {
+		return false, "", "", t, h.changeError(err, "create")
+	}
+	if !made {
+		return false, "", "", t, errExists
+	}
+	return true, tid, secret, t, nil
+}
+
+// tooManyNew is the 429 of a client past its new counters
+// ([visit.NewKeyError]): the message of a badge's new key refused.
+func tooManyNew(err error) error {
+	nk, ok := err.(*visit.NewKeyError)
+	if !ok {
+		return err
+	}
+	return &Error{Code: http.StatusTooManyRequests, Msg: nk.Error(), RetryAfter: max(nk.RetryAfter, time.Second)}
 }
 
 // addCounter serves POST /api/v1/counters/{key}/add {"n":N}: N, which

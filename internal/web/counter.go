@@ -229,12 +229,12 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	sc.name = append(sc.name[:0], key...)
 	switch kind {
 	case kindDaily, kindGraph:
-		d, err := s.store.Days(r.Context(), sc.name, cq.days)
+		d, err := s.visits.Store.Days(r.Context(), sc.name, cq.days)
 		if err != nil {
 			return s.fail(w, r, svg, s.storeError(err))
 		}
 		if kind == kindDaily {
-			u, err := s.uniques.Days(sc.name, s.now(), cq.days)
+			u, err := s.visits.Uniques.Days(sc.name, s.now(), cq.days)
 			if err != nil {
 				return s.fail(w, r, svg, s.storeError(err))
 			}

@@ -89,6 +89,9 @@ func get(h http.Handler, method, target string, hdr ...string) *httptest.Respons
 	return w
 }
 
+// setNow sets the clock of s and of its counting path.
+func setNow(s *Server, now func() time.Time) { s.now, s.visits.Now = now, now }
+
 // failingStore is a store.Counter whose every count fails, as a broken
 // disk or an unreachable Redis would.
 type failingStore struct{}
@@ -157,9 +160,9 @@ func withDefaultRules(tb testing.TB, s *Server) {
 	tb.Helper()
 	var t atomic.Int64
 	t.Store(storetest.At(2, "00:00").UnixNano())
-	s.now = func() time.Time { return time.Unix(0, t.Add(int64(100*time.Millisecond))).UTC() }
+	setNow(s, func() time.Time { return time.Unix(0, t.Add(int64(100*time.Millisecond))).UTC() })
 	visits, newKeys := client.Rate{Events: 10, Per: time.Second}, client.Rate{Events: 100, Per: time.Hour}
-	s.rules = Rules{
+	s.visits.Rules = Rules{
 		Trusted: &client.Proxies{},
 		Limiter: client.NewLimiter(client.LimiterOptions{Visits: visits, Burst: 20, NewKeys: newKeys}),
 		NewKeys: newKeys,

@@ -21,6 +21,7 @@ import (
 	"visitors/internal/store/tally"
 	"visitors/internal/top"
 	"visitors/internal/unique"
+	"visitors/internal/visit"
 )
 
 // Limits on user input. Longer values get 400.
@@ -96,21 +97,18 @@ type Config struct {
 // and live streams), /top.json and, if Config.API is set, hands /api/ to
 // the owner API. It is safe for concurrent use.
 type Server struct {
-	store    store.Counter
+	visits   *visit.Recorder // decides and counts; holds the store, the rules and the unique visitors
 	log      zerolog.Logger
 	hostname string
 	now      func() time.Time
 	req      *metrics.Requests // nil: not observed
-	rules    Rules
-	uniques  *unique.Counter // rules.Uniques, or one of the Server's own
-	scratch  sync.Pool       // of *scratch
-	hub      *live.Hub       // the live streams
+	scratch  sync.Pool         // of *scratch
+	hub      *live.Hub         // the live streams
 	times    streamTimes
 	top      *top.Board      // nil unless PublicTop
 	api      http.Handler    // nil: no /api/
 	cal      *tally.Calendar // top's calendar, or nil
 
-	hiExhausted   atomic.Bool                // the last /hi was refused with store.ErrHiExhausted
 	untrusted     atomic.Uint64              // requests with forwarding headers from an untrusted peer
 	untrustedPeer atomic.Pointer[netip.Addr] // the first such peer; set once
 }
@@ -132,18 +130,23 @@ type scratch struct {
 // process ends. A server that may hold live streams must be told of
 // shutdown with [Server.Shutdown].
 func New(c Config) *Server {
-	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, rules: c.Rules, uniques: c.Rules.Uniques, api: c.API}
+	s := &Server{log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, api: c.API}
 	s.hub, s.times = newHub(c)
 	s.top, s.cal = newBoard(c)
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.uniques == nil {
+	uniques := c.Rules.Uniques
+	if uniques == nil {
 		u, err := unique.New(unique.Options{Now: s.now, Log: c.Log})
 		if err != nil { // only a seed file fails, and there is none
 			panic(err)
 		}
-		s.uniques = u
+		uniques = u
+	}
+	s.visits = &visit.Recorder{Store: c.Store, Rules: c.Rules, Uniques: uniques, Now: s.now, Log: c.Log}
+	if s.top != nil {
+		s.visits.Observe = s.observe
 	}
 	s.scratch.New = func() any {
 		return &scratch{
@@ -164,7 +167,7 @@ type handler func(*Server, http.ResponseWriter, *http.Request) int
 // ServeHTTP routes a request to its handler, and reports it to the
 // Requests of the Config, if any.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if peer, ok := client.ForwardedUntrusted(r.RemoteAddr, r.Header, s.rules.Trusted); ok {
+	if peer, ok := client.ForwardedUntrusted(r.RemoteAddr, r.Header, s.visits.Rules.Trusted); ok {
 		s.forwardedUntrusted(peer)
 	}
 	var h handler
@@ -475,9 +478,4 @@ func writeError(w http.ResponseWriter, code int, msg string) int {
 
 // HiExhausted reports whether /hi answers 503 because its counter has
 // handed out store.MaxHits, for /healthz: the last /hi said so.
-func (s *Server) HiExhausted() error {
-	if s.hiExhausted.Load() {
-		return store.ErrHiExhausted
-	}
-	return nil
-}
+func (s *Server) HiExhausted() error { return s.visits.HiExhausted() }

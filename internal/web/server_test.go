@@ -233,7 +233,7 @@ func TestTooManyNames(t *testing.T) {
 	var logs servertest.Buffer
 	s, _ := mustServer(t, &logs)
 	st := memstore.New(memstore.Options{MaxKeys: 2})
-	s.store = st
+	s.visits.Store = st
 	for _, n := range []string{"a", "b"} {
 		if w := get(s, "GET", "/hello?name="+n); w.Code != 200 {
 			t.Fatalf("GET /hello?name=%s = %d, want 200", n, w.Code)

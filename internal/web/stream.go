@@ -92,7 +92,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 	// The client is who the counting path says it is: behind a trusted
 	// proxy, the address it forwards, so that the proxy's address does
 	// not share one client's few streams among everyone behind it.
-	wt, err := s.hub.Watch(key, client.Identify(r.RemoteAddr, r.Header, s.rules.Trusted).String())
+	wt, err := s.hub.Watch(key, client.Identify(r.RemoteAddr, r.Header, s.visits.Rules.Trusted).String())
 	if err != nil {
 		h["Retry-After"] = retryAfter
 		switch {
@@ -104,7 +104,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 		return writeError(w, http.StatusServiceUnavailable, msgStreamsFull)
 	}
 	defer wt.Close()
-	last, err := s.store.Get(r.Context(), []byte(key))
+	last, err := s.visits.Store.Get(r.Context(), []byte(key))
 	if err != nil {
 		s.log.Error().Err(err).Msg("read counts for a live stream")
 		return writeError(w, http.StatusServiceUnavailable, msgStreamStore)

@@ -256,7 +256,7 @@ func TestStreamLimitPerForwardedClient(t *testing.T) {
 	if err := proxies.Set("127.0.0.0/8,::1/128"); err != nil {
 		t.Fatal(err)
 	}
-	s.rules.Trusted = &proxies
+	s.visits.Rules.Trusted = &proxies
 	open := func(forwardedFor string) int {
 		t.Helper()
 		req, err := http.NewRequest("GET", hs.URL+"/counter/k/stream", nil)

@@ -4,18 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"visitors/internal/badge"
-	"visitors/internal/bots"
-	"visitors/internal/camo"
 	"visitors/internal/client"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
-	"visitors/internal/unique"
+	"visitors/internal/visit"
 )
 
 // HTTPError is an error answered to a client, in the style of
@@ -60,38 +57,9 @@ var (
 	errTooManyKeys = &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgTooManyKeys, Badge: "full", Err: store.ErrTooManyKeys}
 )
 
-// msgNewKeys is the message of a 429 for a client that made too many new
-// keys.
-func msgNewKeys(r client.Rate) string {
-	return fmt.Sprintf("Too many new counters from your address: at most %s (-client-new-keys); counters already made still count", r.String())
-}
-
-// Rules are the fairness rules of the keyed counters (/counter/ and
-// /hello). The zero Rules count every visit, but for unique visitors,
-// which a Server always counts.
-type Rules struct {
-	// Trusted are the reverse proxies whose forwarding headers name the
-	// client. nil trusts nobody.
-	Trusted *client.Proxies
-	// Limiter limits counted visits and new keys per client; nil limits
-	// nothing.
-	Limiter *client.Limiter
-	// NewKeys is the limiter's new-key rate, quoted by the 429's message.
-	NewKeys client.Rate
-	// Bots tells crawlers; nil knows none.
-	Bots *bots.Detector
-	// Uniques counts unique visitors; nil means one in memory only.
-	Uniques *unique.Counter
-	// Repeats, if set, keeps a visitor's repeat views of a key within its
-	// window out of the total.
-	Repeats *unique.Repeats
-	// Camo are the address ranges of GitHub's image proxy: only a client
-	// in them with camo's User-Agent is treated as camo. nil holds none.
-	Camo *client.Ranges
-	// CamoKeys bounds camo's counted visits per key (VisitKey); nil
-	// bounds nothing.
-	CamoKeys *client.Limiter
-}
+// Rules are the fairness rules of the keyed counters: internal/visit
+// holds and applies them.
+type Rules = visit.Rules
 
 // countReq is one request for a counter, as the counting path sees it.
 type countReq struct {
@@ -112,152 +80,49 @@ type outcome struct {
 	refused bool         // a rule refused to count it: Visitors-Counted: false
 }
 
-// record is the one place where a visit is decided and counted: /hi,
-// /hello and /counter/ all come here. It applies the rules in order —
-// bots, the per-client rate (GitHub's image proxy exempt, and bounded
-// per key instead), repeat views, the per-client limit on new keys —
-// then counts in the store, adds the visitor to the key's unique
-// visitors (GitHub's image proxy excepted),
-// and reports to the metrics every visit not counted, with why. A visit
-// a rule refuses is still answered, with the counts as they are. A key
-// its owner locked (the store answers Counts.Locked), or one at its
-// bound (Counts.Saturated), counts nothing: the visit is answered as
-// refused, adds no unique visitor and is not shown to the top list. The
-// global counter of /hi counts every visit until it has handed out
-// store.MaxHits; then /hi answers 503 and /healthz says why.
+// record hands v to the one place where a visit is decided and counted,
+// internal/visit ([visit.Recorder.Record]), with the client it names,
+// reports to the metrics every visit not counted, with why, and turns an
+// error into the client's answer.
 func (s *Server) record(v *countReq) (outcome, *HTTPError) {
-	var o outcome
-	ctx := v.r.Context()
-	if v.global {
-		n, err := s.store.Hit(ctx)
-		if errors.Is(err, store.ErrHiExhausted) {
-			if !s.hiExhausted.Swap(true) {
-				s.log.Error().Err(err).Msg("/hi answers 503 from now on")
-			}
-			s.notCounted(metrics.StoreError)
-			return o, &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgHiExhausted, Badge: "exhausted", Err: err}
-		}
-		if err != nil {
-			return o, s.storeFailed(err)
-		}
-		if s.hiExhausted.Load() { // an import of a lower /hi cannot do it; a replace of the store can
-			s.hiExhausted.Store(false)
-		}
-		o.number, o.visit = n, metrics.Visit
-		return o, nil
+	vv := visit.Visit{Key: v.key, Global: v.global, Count: v.count, Unique: v.unique, Listed: v.listed}
+	if v.count && !v.global {
+		vv.Client = client.Address(v.r.RemoteAddr, v.r.Header, s.visits.Rules.Trusted)
+		vv.UserAgent = v.r.Header.Get("User-Agent")
 	}
-	now := s.now()
-	if !v.count {
-		return s.read(v, now, o)
+	vo, err := s.visits.Record(v.r.Context(), &vv)
+	if vo.NotCounted != visit.None {
+		s.notCounted(notCountedReasons[vo.NotCounted])
 	}
-	ua := v.r.Header.Get("User-Agent")
-	// camo's User-Agent is on the bot list, and anyone may send it: from
-	// camo's ranges it is camo, from anywhere else an ordinary client.
-	camoUA := camo.IsUserAgent(ua)
-	if !camoUA && s.rules.Bots != nil && s.rules.Bots.Is(ua) {
-		return s.refuse(v, now, metrics.Bot)
-	}
-	addr := client.Address(v.r.RemoteAddr, v.r.Header, s.rules.Trusted)
-	id := client.Group(addr)
-	fromCamo := camoUA && s.rules.Camo.Contains(addr)
-	if fromCamo && !s.rules.CamoKeys.VisitKey(v.key, now) {
-		return s.refuse(v, now, metrics.RateLimited)
-	}
-	allowed, mayCreate := s.rules.Limiter.Visit(id, now, fromCamo)
-	if !allowed {
-		return s.refuse(v, now, metrics.RateLimited)
-	}
-	var visitor uint64
-	if !fromCamo {
-		visitor = s.uniques.Hash(id, ua, now)
-		if s.rules.Repeats != nil && s.rules.Repeats.Seen(s.uniques.Pair(visitor, v.key, now), now) {
-			return s.refuse(v, now, metrics.Repeat)
-		}
-	}
-	c, err := s.incr(v, id, now, mayCreate)
 	if err != nil {
-		return o, err
+		return outcome{}, s.visitError(err)
 	}
-	if c.Locked || c.Saturated { // frozen by its owner, or at a bound: answered with its counts, not counted
-		if c.Locked {
-			s.notCounted(metrics.Locked)
-		} else {
-			s.notCounted(metrics.Saturated)
-		}
-		o.counts, o.refused = c, true
-		if v.unique {
-			o.unique = s.uniques.Today(v.key, now)
-		}
-		return o, nil
-	}
-	o.counts, o.visit = c, metrics.Visit
-	if v.listed {
-		s.observe(v.key, c)
-	}
-	if !fromCamo {
-		s.uniques.Add(v.key, visitor, now)
-	}
-	if v.unique {
-		o.unique = s.uniques.Today(v.key, now)
+	o := outcome{counts: vo.Counts, number: vo.Number, unique: vo.Unique, refused: vo.Refused}
+	if vo.Counted {
+		o.visit = metrics.Visit
 	}
 	return o, nil
 }
 
-// incr counts a visit to v.key, unless the key is new and client id may
-// make no new key now. mayCreate says whether it may, as the limiter saw
-// it: then the key is counted at once, and only if it turns out new is
-// the token taken (two concurrent requests of one client may both take
-// the last one).
-func (s *Server) incr(v *countReq, id netip.Addr, now time.Time, mayCreate bool) (store.Counts, *HTTPError) {
-	ctx := v.r.Context()
-	if !mayCreate {
-		c, err := s.store.Get(ctx, v.key)
-		if err != nil {
-			return c, s.storeFailed(err)
-		}
-		if c.Total == 0 {
-			s.notCounted(metrics.RateLimited)
-			return c, &HTTPError{Code: http.StatusTooManyRequests, Msg: msgNewKeys(s.rules.NewKeys), Badge: "rate limited",
-				RetryAfter: s.rules.Limiter.CreateRefused(id, now)}
-		}
-	}
-	c, err := s.store.Incr(ctx, v.key)
-	if err != nil {
-		return c, s.storeFailed(err)
-	}
-	if mayCreate && c.Total == 1 && !c.Locked {
-		s.rules.Limiter.Created(id, now)
-	}
-	return c, nil
+// notCountedReasons are the metrics' names of visit's reasons.
+var notCountedReasons = [...]metrics.Reason{
+	visit.Bot:         metrics.Bot,
+	visit.RateLimited: metrics.RateLimited,
+	visit.Repeat:      metrics.Repeat,
+	visit.Locked:      metrics.Locked,
+	visit.Saturated:   metrics.Saturated,
+	visit.Full:        metrics.Full,
+	visit.StoreError:  metrics.StoreError,
 }
 
-// read returns v's counts without counting a visit.
-func (s *Server) read(v *countReq, now time.Time, o outcome) (outcome, *HTTPError) {
-	c, err := s.store.Get(v.r.Context(), v.key)
-	if err != nil {
-		return o, s.storeError(err)
+// visitError returns the client's error for what the counting path
+// refused: a client past its new keys, /hi run out, or the store.
+func (s *Server) visitError(err error) *HTTPError {
+	if nk, ok := err.(*visit.NewKeyError); ok {
+		return &HTTPError{Code: http.StatusTooManyRequests, Msg: nk.Error(), Badge: "rate limited", RetryAfter: nk.RetryAfter}
 	}
-	o.counts = c
-	if v.unique {
-		o.unique = s.uniques.Today(v.key, now)
-	}
-	return o, nil
-}
-
-// refuse answers a visit a rule does not count, for reason.
-func (s *Server) refuse(v *countReq, now time.Time, reason metrics.Reason) (outcome, *HTTPError) {
-	s.notCounted(reason)
-	o, err := s.read(v, now, outcome{refused: true})
-	return o, err
-}
-
-// storeFailed reports a count the store refused, to the metrics, and
-// returns the client's error.
-func (s *Server) storeFailed(err error) *HTTPError {
-	if errors.Is(err, store.ErrTooManyKeys) {
-		s.notCounted(metrics.Full)
-	} else {
-		s.notCounted(metrics.StoreError)
+	if errors.Is(err, store.ErrHiExhausted) {
+		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgHiExhausted, Badge: "exhausted", Err: err}
 	}
 	return s.storeError(err)
 }
