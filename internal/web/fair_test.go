@@ -267,7 +267,7 @@ func TestRulesOnEveryEndpoint(t *testing.T) {
 		{
 			name:   "per-client rate",
 			setup:  func(s *Server) { setNow(s, func() time.Time { return day0 }) }, // no refill
-			before: slices.Repeat([]step{{"k", firefox}}, 20),                    // the burst
+			before: slices.Repeat([]step{{"k", firefox}}, 20),                       // the burst
 			last:   step{"k", firefox},
 			reason: "rate_limited", status: 200,
 		},
