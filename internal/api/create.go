@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"visitors/internal/client"
+	"visitors/internal/httperr"
 	"visitors/internal/store"
 	"visitors/internal/visit"
 )
@@ -38,7 +39,7 @@ type Created struct {
 var (
 	// errExists is the answer for a key that exists, whatever its
 	// counts, lock or owner: it tells nothing more.
-	errExists   = &Error{Code: http.StatusConflict, Msg: "the counter exists: only its owner may change it"}
+	errExists   = &httperr.HTTPError{Code: http.StatusConflict, Msg: "the counter exists: only its owner may change it"}
 	errNoBody   = badRequest("POST /api/v1/counters/{key} creates the counter at 0 and takes no body; to add, POST /api/v1/counters/{key}/add {\"n\":N} with its token")
 	errWithAuth = badRequest("POST /api/v1/counters/{key} creates a counter without a token: send no Authorization header (to add to a counter, POST /api/v1/counters/{key}/add)")
 	errOpenKey  = badRequest("%s", store.MsgPublicKey)
@@ -91,7 +92,7 @@ func (h *Handler) createCounter(c *call) error {
 func (h *Handler) create(c *call, k string, now time.Time) (made bool, tid, secret string, t store.Token, err error) {
 	secret, tid, err = h.newSecret(exactID(k))
 	if err != nil {
-		return false, "", "", t, &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
+		return false, "", "", t, &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
 	}
 	t = store.Token{ID: tid, Name: OpenName, Prefix: k, Exact: true, Hash: sha256.Sum256([]byte(secret)), Created: now.UTC().Truncate(time.Second)}
 	// The check, the token and the key are one step of the store: a
@@ -114,7 +115,7 @@ func tooManyNew(err error) error {
 	if !ok {
 		return err
 	}
-	return &Error{Code: http.StatusTooManyRequests, Msg: nk.Error(), RetryAfter: max(nk.RetryAfter, time.Second)}
+	return &httperr.HTTPError{Code: http.StatusTooManyRequests, Msg: nk.Error(), Header: httperr.RetryAfter(max(nk.RetryAfter, time.Second))}
 }
 
 // addCounter serves POST /api/v1/counters/{key}/add {"n":N}: N, which
@@ -148,7 +149,7 @@ func (h *Handler) addCounter(c *call) error {
 	}
 	after, err := h.c.Store.Add(ctx, key, n)
 	if errors.Is(err, store.ErrRange) {
-		return &Error{Code: http.StatusConflict, Msg: "the counter would pass its limit: a total of at most " + strconv.FormatUint(MaxTotal, 10) + ", " + strconv.FormatUint(store.MaxDay, 10) + " a day"}
+		return &httperr.HTTPError{Code: http.StatusConflict, Msg: "the counter would pass its limit: a total of at most " + strconv.FormatUint(MaxTotal, 10) + ", " + strconv.FormatUint(store.MaxDay, 10) + " a day"}
 	}
 	if err != nil {
 		return h.changeError(err, "add")

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/client"
+	"visitors/internal/httperr"
 	"visitors/internal/live"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
@@ -430,7 +431,7 @@ func isWord(c byte) bool {
 // parseName unescapes the name parameter of query q into dst. A missing
 // name is the empty name. It returns the client's error when the name is
 // invalid.
-func parseName(dst []byte, q string) ([]byte, *HTTPError) {
+func parseName(dst []byte, q string) ([]byte, *httperr.HTTPError) {
 	v, _ := queryValue(q, "name")
 	if len(v) > 3*MaxNameBytes {
 		return dst, errName

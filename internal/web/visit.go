@@ -2,51 +2,26 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"visitors/internal/badge"
 	"visitors/internal/client"
+	"visitors/internal/httperr"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
 	"visitors/internal/visit"
 )
 
-// HTTPError is an error answered to a client, in the style of
-// tailscale's tsweb.HTTPError: the status and the public message travel
-// with the cause, which is logged and never sent. Values are never
-// mutated once made; the fixed ones are shared.
-type HTTPError struct {
-	Code       int           // the HTTP status
-	Msg        string        // the message for the client
-	Badge      string        // the short text of an error badge: "invalid key"
-	Err        error         // the cause, for the log; nil for a client's mistake
-	RetryAfter time.Duration // if positive, sent as Retry-After
-}
-
-// Error returns the public message and the cause.
-func (e *HTTPError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%d %s: %v", e.Code, e.Msg, e.Err)
-	}
-	return fmt.Sprintf("%d %s", e.Code, e.Msg)
-}
-
-// Unwrap returns the cause.
-func (e *HTTPError) Unwrap() error { return e.Err }
-
 // badRequest is a 400 with msg.
-func badRequest(msg, short string) *HTTPError {
-	return &HTTPError{Code: http.StatusBadRequest, Msg: msg, Badge: short}
+func badRequest(msg, short string) *httperr.HTTPError {
+	return &httperr.HTTPError{Code: http.StatusBadRequest, Msg: msg, Badge: short}
 }
 
 // The fixed client errors.
 var (
-	errNotFound    = &HTTPError{Code: http.StatusNotFound, Msg: msgNotFound, Badge: "not found"}
-	errMethod      = &HTTPError{Code: http.StatusMethodNotAllowed, Msg: msgMethod, Badge: "method not allowed"}
+	errNotFound    = &httperr.HTTPError{Code: http.StatusNotFound, Msg: msgNotFound, Badge: "not found"}
+	errMethod      = &httperr.HTTPError{Code: http.StatusMethodNotAllowed, Msg: msgMethod, Badge: "method not allowed"}
 	errColor       = badRequest(msgColor, "invalid color")
 	errName        = badRequest(msgName, "invalid name")
 	errNameRoute   = badRequest(msgNameRoute, "invalid name")
@@ -54,7 +29,7 @@ var (
 	errFormat      = badRequest(msgFormat, "invalid format")
 	errKey         = badRequest(store.MsgPublicKey, "invalid key")
 	errKeyRoute    = badRequest(store.MsgPublicKey, "key ends in a route name")
-	errTooManyKeys = &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgTooManyKeys, Badge: "full", Err: store.ErrTooManyKeys}
+	errTooManyKeys = &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: msgTooManyKeys, Badge: "full", Err: store.ErrTooManyKeys}
 )
 
 // Rules are the fairness rules of the keyed counters: internal/visit
@@ -84,7 +59,7 @@ type outcome struct {
 // internal/visit ([visit.Recorder.Record]), with the client it names,
 // reports to the metrics every visit not counted, with why, and turns an
 // error into the client's answer.
-func (s *Server) record(v *countReq) (outcome, *HTTPError) {
+func (s *Server) record(v *countReq) (outcome, *httperr.HTTPError) {
 	vv := visit.Visit{Key: v.key, Global: v.global, Count: v.count, Unique: v.unique, Listed: v.listed}
 	if v.count && !v.global {
 		vv.Client = client.Address(v.r.RemoteAddr, v.r.Header, s.visits.Rules.Trusted)
@@ -117,27 +92,27 @@ var notCountedReasons = [...]metrics.Reason{
 
 // visitError returns the client's error for what the counting path
 // refused: a client past its new keys, /hi run out, or the store.
-func (s *Server) visitError(err error) *HTTPError {
+func (s *Server) visitError(err error) *httperr.HTTPError {
 	if nk, ok := err.(*visit.NewKeyError); ok {
-		return &HTTPError{Code: http.StatusTooManyRequests, Msg: nk.Error(), Badge: "rate limited", RetryAfter: nk.RetryAfter}
+		return &httperr.HTTPError{Code: http.StatusTooManyRequests, Msg: nk.Error(), Badge: "rate limited", Header: httperr.RetryAfter(nk.RetryAfter)}
 	}
 	if errors.Is(err, store.ErrHiExhausted) {
-		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgHiExhausted, Badge: "exhausted", Err: err}
+		return &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: msgHiExhausted, Badge: "exhausted", Err: err}
 	}
 	return s.storeError(err)
 }
 
 // storeError returns the client's error for a store's failure; the cause
 // goes to the log.
-func (s *Server) storeError(err error) *HTTPError {
+func (s *Server) storeError(err error) *httperr.HTTPError {
 	if errors.Is(err, store.ErrTooManyKeys) {
 		return errTooManyKeys
 	}
 	s.log.Error().Err(err).Msg("count a visit")
 	if errors.Is(err, store.ErrOutcomeUnknown) {
-		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgStoreUnknown, Badge: "unavailable", Err: err}
+		return &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: msgStoreUnknown, Badge: "unavailable", Err: err}
 	}
-	return &HTTPError{Code: http.StatusServiceUnavailable, Msg: msgStore, Badge: "unavailable", Err: err}
+	return &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: msgStore, Badge: "unavailable", Err: err}
 }
 
 // notCounted records a visit not counted, for reason.
@@ -158,11 +133,9 @@ func markRefused(h http.Header) { h["Visitors-Counted"] = notCountedHeader }
 // style, so that a README shows a readable image, never a broken one;
 // elsewhere it is e's message as plain text. A badge carries the whole
 // message in the Visitors-Error header.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, svg bool, e *HTTPError) int {
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, svg bool, e *httperr.HTTPError) int {
 	h := w.Header()
-	if e.RetryAfter > 0 {
-		h["Retry-After"] = []string{strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10)}
-	}
+	e.SetHeader(h)
 	if !svg {
 		return writeError(w, e.Code, e.Msg)
 	}
