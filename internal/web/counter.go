@@ -12,6 +12,7 @@ import (
 	"visitors/internal/badge"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
+	"visitors/internal/visit"
 )
 
 // Limits of the counter API.
@@ -243,22 +244,22 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		return s.writeGraph(w, r, key, d)
 	}
 
-	v := countReq{key: sc.name, count: cq.count && r.Method != http.MethodHead, unique: cq.unique || kind == kindJSON, listed: true, r: r}
+	v := countReq{Visit: visit.Visit{Key: sc.name, Count: cq.count && r.Method != http.MethodHead, Unique: cq.unique || kind == kindJSON, Listed: true}, r: r}
 	o, herr := s.record(&v)
 	if herr != nil {
 		return s.fail(w, r, svg, herr)
 	}
-	c := o.counts
+	c := o.Counts
 	n := c.Total
 	switch {
 	case cq.today:
 		n = c.Today
 	case cq.unique:
-		n = o.unique
+		n = o.Unique
 	}
 	b := sc.body[:0]
 	h := w.Header()
-	if o.refused {
+	if o.Refused {
 		markRefused(h)
 	}
 	if kind == kindJSON {
@@ -269,7 +270,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		b = append(b, `,"today":`...)
 		b = strconv.AppendUint(b, c.Today, 10)
 		b = append(b, `,"unique_today":`...)
-		b = strconv.AppendUint(b, o.unique, 10)
+		b = strconv.AppendUint(b, o.Unique, 10)
 		b = append(b, "}\n"...)
 		h["Content-Type"] = ctJSON
 		h["Access-Control-Allow-Origin"] = anyOrigin
@@ -286,7 +287,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		return http.StatusNotModified
 	}
 	w.Write(b)
-	return http.StatusOK | o.visit
+	return http.StatusOK | counted(&o)
 }
 
 // setImageHeaders marks an SVG image that no proxy may keep: GitHub's

@@ -303,7 +303,7 @@ func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) int {
 		setHTML(w)
 		return http.StatusOK
 	}
-	v := countReq{global: true, count: true, r: r}
+	v := countReq{Visit: visit.Visit{Global: true, Count: true}, r: r}
 	o, herr := s.record(&v)
 	if herr != nil {
 		return s.fail(w, r, false, herr)
@@ -311,11 +311,11 @@ func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) int {
 	b := append(sc.body[:0], "<h1 style='color: "...)
 	b = append(b, color...)
 	b = append(b, "'>Welcome!</h1>You are visitor number "...)
-	b = strconv.AppendUint(b, o.number, 10)
+	b = strconv.AppendUint(b, o.Number, 10)
 	b = append(b, '!')
 	sc.body = b
 	w.Write(b) // net/http sniffs text/html; charset=utf-8: see setHTML
-	return http.StatusOK | o.visit
+	return http.StatusOK | counted(&o)
 }
 
 // handleHello serves /hello?name=X&color=C: a counter per name.
@@ -336,16 +336,16 @@ func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) int {
 		setHTML(w)
 		return http.StatusOK
 	}
-	v := countReq{key: name, count: true, r: r}
+	v := countReq{Visit: visit.Visit{Key: name, Count: true}, r: r}
 	o, herr := s.record(&v)
 	if herr != nil {
 		return s.fail(w, r, false, herr)
 	}
-	if o.refused {
+	if o.Refused {
 		markRefused(w.Header())
 	}
-	n := o.counts.Total
-	s.log.Info().Bytes("name", name).Uint64("count", n).Bool("counted", o.visit != 0).Msg("visited")
+	n := o.Counts.Total
+	s.log.Info().Bytes("name", name).Uint64("count", n).Bool("counted", o.Counted).Msg("visited")
 	b := append(sc.body[:0], "<h1 style='color: "...)
 	b = append(b, color...)
 	b = append(b, "'>Welcome!</h1> <p>Name: "...)
@@ -355,7 +355,7 @@ func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) int {
 	b = append(b, "</p>"...)
 	sc.body = b
 	w.Write(b) // net/http sniffs text/html; charset=utf-8: see setHTML
-	return http.StatusOK | o.visit
+	return http.StatusOK | counted(&o)
 }
 
 // handleWhoami serves /whoami: the caller's User-Agent, this server's host

@@ -36,47 +36,39 @@ var (
 // holds and applies them.
 type Rules = visit.Rules
 
-// countReq is one request for a counter, as the counting path sees it.
+// countReq is one request for a counter: what the counting path asks
+// (Visit: Client and UserAgent are filled in from r) and the request.
 type countReq struct {
-	key    []byte        // the key; unused with global
-	global bool          // the global counter of /hi
-	count  bool          // false: the counts are read, not changed
-	unique bool          // today's unique visitors are wanted
-	listed bool          // the key may be among the most visited (/counter/ keys; /hello names never are)
-	r      *http.Request // the identity, User-Agent and context
-}
-
-// outcome is what the counting path decided and counted.
-type outcome struct {
-	counts  store.Counts // the key's counts
-	number  uint64       // the global counter's number
-	unique  uint64       // the key's unique visitors today, if asked
-	visit   int          // metrics.Visit if a visit was counted
-	refused bool         // a rule refused to count it: Visitors-Counted: false
+	visit.Visit
+	r *http.Request // the identity, User-Agent and context
 }
 
 // record hands v to the one place where a visit is decided and counted,
 // internal/visit ([visit.Recorder.Record]), with the client it names,
 // reports to the metrics every visit not counted, with why, and turns an
 // error into the client's answer.
-func (s *Server) record(v *countReq) (outcome, *httperr.HTTPError) {
-	vv := visit.Visit{Key: v.key, Global: v.global, Count: v.count, Unique: v.unique, Listed: v.listed}
-	if v.count && !v.global {
-		vv.Client = client.Address(v.r.RemoteAddr, v.r.Header, s.visits.Rules.Trusted)
-		vv.UserAgent = v.r.Header.Get("User-Agent")
+func (s *Server) record(v *countReq) (visit.Outcome, *httperr.HTTPError) {
+	if v.Count && !v.Global {
+		v.Client = client.Address(v.r.RemoteAddr, v.r.Header, s.visits.Rules.Trusted)
+		v.UserAgent = v.r.Header.Get("User-Agent")
 	}
-	vo, err := s.visits.Record(v.r.Context(), &vv)
-	if vo.NotCounted != visit.None {
-		s.notCounted(notCountedReasons[vo.NotCounted])
+	o, err := s.visits.Record(v.r.Context(), &v.Visit)
+	if o.NotCounted != visit.None {
+		s.notCounted(notCountedReasons[o.NotCounted])
 	}
 	if err != nil {
-		return outcome{}, s.visitError(err)
-	}
-	o := outcome{counts: vo.Counts, number: vo.Number, unique: vo.Unique, refused: vo.Refused}
-	if vo.Counted {
-		o.visit = metrics.Visit
+		return o, s.visitError(err)
 	}
 	return o, nil
+}
+
+// counted returns metrics.Visit if o counted a visit, for a handler's
+// status.
+func counted(o *visit.Outcome) int {
+	if o.Counted {
+		return metrics.Visit
+	}
+	return 0
 }
 
 // notCountedReasons are the metrics' names of visit's reasons.
