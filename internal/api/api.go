@@ -39,7 +39,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +46,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/client"
+	"visitors/internal/httperr"
 	"visitors/internal/store"
 )
 
@@ -95,11 +95,18 @@ type Uniques interface {
 	Forget(keys [][]byte) error
 }
 
+// Store is what the owner API asks of a store: the owners' edits and the
+// tokens.
+type Store interface {
+	store.Editor
+	store.TokenStore
+}
+
 // Config holds what a [Handler] depends on.
 type Config struct {
 	// Store holds the counters and the tokens. Required. If it
 	// implements store.Backup, export and import are served.
-	Store store.Store
+	Store Store
 	// RootHash is the SHA-256 of the root token. Required: without a
 	// root token there is no API (the caller answers 404).
 	RootHash [32]byte
@@ -241,7 +248,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		hd["Allow"] = []string{strings.Join(allow, ", ")}
-		h.fail(w, r, &Error{Code: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s takes %s", rt.name, strings.Join(allow, ", "))})
+		h.fail(w, r, &httperr.HTTPError{Code: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s takes %s", rt.name, strings.Join(allow, ", "))})
 		return
 	}
 	var who *principal
@@ -324,12 +331,12 @@ var (
 
 // Authentication answers.
 var (
-	errNoToken = &Error{Code: http.StatusUnauthorized, Msg: "missing token: send Authorization: Bearer TOKEN",
-		Authenticate: `Bearer realm="visitors"`}
-	errBadToken = &Error{Code: http.StatusUnauthorized, Msg: "invalid or revoked token",
-		Authenticate: `Bearer realm="visitors", error="invalid_token"`}
-	errRootOnly   = &Error{Code: http.StatusForbidden, Msg: "only the root token may do this"}
-	errBackupOnly = &Error{Code: http.StatusForbidden, Msg: "a backup token may only export: GET /api/v1/export"}
+	errNoToken = &httperr.HTTPError{Code: http.StatusUnauthorized, Msg: "missing token: send Authorization: Bearer TOKEN",
+		Header: http.Header{"Www-Authenticate": {`Bearer realm="visitors"`}}}
+	errBadToken = &httperr.HTTPError{Code: http.StatusUnauthorized, Msg: "invalid or revoked token",
+		Header: http.Header{"Www-Authenticate": {`Bearer realm="visitors", error="invalid_token"`}}}
+	errRootOnly   = &httperr.HTTPError{Code: http.StatusForbidden, Msg: "only the root token may do this"}
+	errBackupOnly = &httperr.HTTPError{Code: http.StatusForbidden, Msg: "a backup token may only export: GET /api/v1/export"}
 )
 
 // authenticate returns who sent r, or the error to answer: 429 for a
@@ -458,8 +465,8 @@ func secretID(secret string) (string, bool) {
 }
 
 // tooManyFailures is the 429 of a client past its failed attempts.
-func tooManyFailures(retry time.Duration) *Error {
-	return &Error{Code: http.StatusTooManyRequests, Msg: "too many failed attempts from your address; try again later", RetryAfter: max(retry, time.Second)}
+func tooManyFailures(retry time.Duration) *httperr.HTTPError {
+	return &httperr.HTTPError{Code: http.StatusTooManyRequests, Msg: "too many failed attempts from your address; try again later", Header: httperr.RetryAfter(max(retry, time.Second))}
 }
 
 // newSecret returns a new token secret and, if id is empty, a new id:
@@ -479,12 +486,7 @@ func (h *Handler) newSecret(id string) (secret, _ string, err error) {
 // storeError is the 503 of a store's failure; the cause goes to the log.
 func (h *Handler) storeError(err error, what string) error {
 	if errors.Is(err, context.Canceled) {
-		return &Error{Code: 499, Msg: "request canceled", Err: err}
+		return &httperr.HTTPError{Code: 499, Msg: "request canceled", Err: err}
 	}
-	return &Error{Code: http.StatusServiceUnavailable, Msg: "the counter store is unavailable; try again", Err: fmt.Errorf("%s: %w", what, err)}
-}
-
-// retryAfter formats d in whole seconds, rounded up.
-func retryAfter(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+	return &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "the counter store is unavailable; try again", Err: fmt.Errorf("%s: %w", what, err)}
 }

@@ -8,10 +8,11 @@ import (
 	"net/http"
 	"time"
 
+	"visitors/internal/httperr"
 	"visitors/internal/store"
 )
 
-var errNoBackup = &Error{Code: http.StatusNotImplemented, Msg: "this store cannot export or import while it serves (-store memory); use the embedded or the Redis store"}
+var errNoBackup = &httperr.HTTPError{Code: http.StatusNotImplemented, Msg: "this store cannot export or import while it serves (-store memory); use the embedded or the Redis store"}
 
 // countingWriter counts what passes through it to w.
 type countingWriter struct {
@@ -77,7 +78,7 @@ func (h *Handler) importDump(c *call) error {
 	if h.backup == nil {
 		return errNoBackup
 	}
-	tooLarge := &Error{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the dump is larger than -import-max-bytes (%d bytes)", h.c.ImportMaxBytes)}
+	tooLarge := &httperr.HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the dump is larger than -import-max-bytes (%d bytes)", h.c.ImportMaxBytes)}
 	if c.r.ContentLength > h.c.ImportMaxBytes {
 		return tooLarge
 	}
@@ -96,7 +97,7 @@ func (h *Handler) importDump(c *call) error {
 	case errors.Is(err, store.ErrInvalidDump):
 		return badRequest("the dump was refused, nothing changed: %v", err)
 	case errors.Is(err, store.ErrTooManyKeys):
-		return &Error{Code: http.StatusConflict, Msg: fmt.Sprintf("the import was refused, nothing changed: %v", err)}
+		return &httperr.HTTPError{Code: http.StatusConflict, Msg: fmt.Sprintf("the import was refused, nothing changed: %v", err)}
 	case err != nil:
 		return h.storeError(err, "import")
 	}

@@ -17,7 +17,7 @@ import (
 // test chooses: it proves how the handler maps them, not a dump format
 // (cmd/visitors proves export and import on the embedded store).
 type backupDouble struct {
-	store.Store
+	Store
 	exportErr error // after writing "{"
 	imported  []byte
 }

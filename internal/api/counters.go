@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"visitors/internal/httperr"
 	"visitors/internal/store"
 )
 
@@ -33,7 +34,7 @@ var (
 	errEmptyKey = badRequest("no key: address a key as /api/v1/counters/{key}, percent-encoded, or any key, the empty one included, as /api/v1/counters/?key=KEY")
 	errTwoKeys  = badRequest("a key in the path and a key parameter: give one")
 	errRouteKey = badRequest("%s", store.MsgRoute)
-	errFull     = &Error{Code: http.StatusConflict, Msg: "the store holds -max-keys keys: a new key cannot be made; delete one first"}
+	errFull     = &httperr.HTTPError{Code: http.StatusConflict, Msg: "the store holds -max-keys keys: a new key cannot be made; delete one first"}
 )
 
 // key returns the key a call on /api/v1/counters/{key} acts on, which
@@ -60,9 +61,9 @@ func (c *call) key() (string, error) {
 	}
 	if !c.who.may(k) {
 		if c.who.exact {
-			return "", &Error{Code: http.StatusForbidden, Msg: "this token acts on the key " + quote(c.who.prefix) + " alone"}
+			return "", &httperr.HTTPError{Code: http.StatusForbidden, Msg: "this token acts on the key " + quote(c.who.prefix) + " alone"}
 		}
-		return "", &Error{Code: http.StatusForbidden, Msg: "the key is outside this token's prefix " + quote(c.who.prefix)}
+		return "", &httperr.HTTPError{Code: http.StatusForbidden, Msg: "the key is outside this token's prefix " + quote(c.who.prefix)}
 	}
 	return k, nil
 }
@@ -196,7 +197,7 @@ func (h *Handler) deleteCounter(c *call) error {
 		return h.storeError(err, "delete")
 	}
 	if !ok {
-		return &Error{Code: http.StatusNotFound, Msg: "no such counter"}
+		return &httperr.HTTPError{Code: http.StatusNotFound, Msg: "no such counter"}
 	}
 	e := h.audit(c, "delete", k).Object("before", countsLog(before))
 	h.forget(ctx, [][]byte{key})
@@ -239,14 +240,14 @@ func (h *Handler) listCounters(c *call) error {
 		return err
 	}
 	if c.who.exact {
-		return &Error{Code: http.StatusForbidden, Msg: "this token acts on the key " + quote(c.who.prefix) + " alone: read it with GET /api/v1/counters/{key}"}
+		return &httperr.HTTPError{Code: http.StatusForbidden, Msg: "this token acts on the key " + quote(c.who.prefix) + " alone: read it with GET /api/v1/counters/{key}"}
 	}
 	switch {
 	case strings.HasPrefix(prefix, c.who.prefix):
 	case strings.HasPrefix(c.who.prefix, prefix):
 		prefix = c.who.prefix
 	default:
-		return &Error{Code: http.StatusForbidden, Msg: "the prefix is outside this token's prefix " + quote(c.who.prefix)}
+		return &httperr.HTTPError{Code: http.StatusForbidden, Msg: "the prefix is outside this token's prefix " + quote(c.who.prefix)}
 	}
 	es, err := h.list(c, []byte(prefix), []byte(after), hasAfter, limit)
 	if err != nil {

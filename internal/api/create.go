@@ -5,13 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"time"
 
 	"visitors/internal/client"
+	"visitors/internal/httperr"
 	"visitors/internal/store"
-	"visitors/internal/web"
+	"visitors/internal/visit"
 )
 
 // OpenName is the name of every token open creation makes.
@@ -39,10 +39,10 @@ type Created struct {
 var (
 	// errExists is the answer for a key that exists, whatever its
 	// counts, lock or owner: it tells nothing more.
-	errExists   = &Error{Code: http.StatusConflict, Msg: "the counter exists: only its owner may change it"}
+	errExists   = &httperr.HTTPError{Code: http.StatusConflict, Msg: "the counter exists: only its owner may change it"}
 	errNoBody   = badRequest("POST /api/v1/counters/{key} creates the counter at 0 and takes no body; to add, POST /api/v1/counters/{key}/add {\"n\":N} with its token")
 	errWithAuth = badRequest("POST /api/v1/counters/{key} creates a counter without a token: send no Authorization header (to add to a counter, POST /api/v1/counters/{key}/add)")
-	errOpenKey  = badRequest("%s", web.MsgKey)
+	errOpenKey  = badRequest("%s", store.MsgPublicKey)
 )
 
 // createCounter serves POST /api/v1/counters/{key} without a token, with
@@ -57,7 +57,7 @@ func (h *Handler) createCounter(c *call) error {
 		return err
 	}
 	k := c.param
-	if !web.ValidKey(k) {
+	if !store.ValidPublicKey(k) {
 		return errOpenKey
 	}
 	if c.r.ContentLength != 0 {
@@ -65,29 +65,21 @@ func (h *Handler) createCounter(c *call) error {
 	}
 	now := h.c.Now()
 	id := client.Identify(c.r.RemoteAddr, c.r.Header, h.c.Trusted)
-	if _, may := h.c.NewKeys.Visit(id, now, true); !may {
-		return h.tooManyNew(id, now)
+	// The token is taken before the key is made, and given back if none
+	// is: concurrent creations never pass the client's budget.
+	budget := visit.Budget{Limiter: h.c.NewKeys, Rate: h.c.NewKeysRate}
+	if err := budget.Take(id, now); err != nil {
+		return tooManyNew(err)
 	}
-	secret, tid, err := h.newSecret(exactID(k))
-	if err != nil {
-		return &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
-	}
-	t := store.Token{ID: tid, Name: OpenName, Prefix: k, Exact: true, Hash: sha256.Sum256([]byte(secret)), Created: now.UTC().Truncate(time.Second)}
-	// The check, the token and the key are one step of the store: a
-	// first visit racing the creation counts either before it (409) or
-	// after it.
-	made, err := h.c.Store.Create(c.r.Context(), []byte(k), t)
-	if err != nil {
-		return h.changeError(err, "create")
-	}
+	made, tid, secret, t, err := h.create(c, k, now)
 	if !made {
-		return errExists
+		budget.Return(id, now)
+	}
+	if err != nil {
+		return err
 	}
 	// The key was made at 0: the answer says so.
 	counts := store.Counts{}
-	if ok, retry := h.c.NewKeys.Created(id, now); !ok { // a concurrent creation took the last one: this one stands
-		h.c.Log.Debug().Dur("retry", retry).Msg("open creation past the client's limit by a race")
-	}
 	h.c.Log.Info().Str("audit", "create").Str("token", OpenName).Str("token_id", tid).Str("call", c.r.Method+" "+c.r.URL.Path).
 		Str("key", k).Str("client", id.String()).Object("after", countsLog(counts)).Msg("api change")
 	writeJSON(c.w, http.StatusCreated, Created{Counter: counterOf(k, counts),
@@ -95,11 +87,35 @@ func (h *Handler) createCounter(c *call) error {
 	return nil
 }
 
-// tooManyNew is the 429 of a client past its new counters.
-func (h *Handler) tooManyNew(id netip.Addr, now time.Time) error {
-	return &Error{Code: http.StatusTooManyRequests,
-		Msg:        "too many new counters from your address: at most " + h.c.NewKeysRate.String() + " (-client-new-keys); try again later",
-		RetryAfter: max(h.c.NewKeys.CreateRefused(id, now), time.Second)}
+// create makes key k at 0 with a new exact token, and reports whether
+// it made it: errExists if k was there.
+func (h *Handler) create(c *call, k string, now time.Time) (made bool, tid, secret string, t store.Token, err error) {
+	secret, tid, err = h.newSecret(exactID(k))
+	if err != nil {
+		return false, "", "", t, &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
+	}
+	t = store.Token{ID: tid, Name: OpenName, Prefix: k, Exact: true, Hash: sha256.Sum256([]byte(secret)), Created: now.UTC().Truncate(time.Second)}
+	// The check, the token and the key are one step of the store: a
+	// first visit racing the creation counts either before it (409) or
+	// after it.
+	made, err = h.c.Store.Create(c.r.Context(), []byte(k), t)
+	if err != nil {
+		return false, "", "", t, h.changeError(err, "create")
+	}
+	if !made {
+		return false, "", "", t, errExists
+	}
+	return true, tid, secret, t, nil
+}
+
+// tooManyNew is the 429 of a client past its new counters
+// ([visit.NewKeyError]): the message of a badge's new key refused.
+func tooManyNew(err error) error {
+	nk, ok := err.(*visit.NewKeyError)
+	if !ok {
+		return err
+	}
+	return &httperr.HTTPError{Code: http.StatusTooManyRequests, Msg: nk.Error(), Header: httperr.RetryAfter(max(nk.RetryAfter, time.Second))}
 }
 
 // addCounter serves POST /api/v1/counters/{key}/add {"n":N}: N, which
@@ -133,7 +149,7 @@ func (h *Handler) addCounter(c *call) error {
 	}
 	after, err := h.c.Store.Add(ctx, key, n)
 	if errors.Is(err, store.ErrRange) {
-		return &Error{Code: http.StatusConflict, Msg: "the counter would pass its limit: a total of at most " + strconv.FormatUint(MaxTotal, 10) + ", " + strconv.FormatUint(store.MaxDay, 10) + " a day"}
+		return &httperr.HTTPError{Code: http.StatusConflict, Msg: "the counter would pass its limit: a total of at most " + strconv.FormatUint(MaxTotal, 10) + ", " + strconv.FormatUint(store.MaxDay, 10) + " a day"}
 	}
 	if err != nil {
 		return h.changeError(err, "add")

@@ -12,58 +12,31 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"visitors/internal/httperr"
 	"visitors/internal/store"
 )
 
-// Error is an answer other than 200: its status and the client's
-// message, sent as {"error": Msg}; Err is the cause, logged, never sent.
-type Error struct {
-	Code         int
-	Msg          string
-	Err          error
-	Authenticate string        // if set, sent as WWW-Authenticate
-	RetryAfter   time.Duration // if positive, sent as Retry-After
-}
-
-// Error returns the status, the message and the cause.
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%d %s: %v", e.Code, e.Msg, e.Err)
-	}
-	return fmt.Sprintf("%d %s", e.Code, e.Msg)
-}
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
 // badRequest is a 400 with the message format makes.
-func badRequest(format string, args ...any) *Error {
-	return &Error{Code: http.StatusBadRequest, Msg: fmt.Sprintf(format, args...)}
+func badRequest(format string, args ...any) *httperr.HTTPError {
+	return &httperr.HTTPError{Code: http.StatusBadRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
-var errNotFound = &Error{Code: http.StatusNotFound, Msg: "no such API path; see the README's owner API"}
+var errNotFound = &httperr.HTTPError{Code: http.StatusNotFound, Msg: "no such API path; see the README's owner API"}
 
-// fail answers err as JSON. An error that is not an *Error is a 503
+// fail answers err as JSON. An error that is not an *httperr.HTTPError is a 503
 // whose cause goes to the log.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var e *Error
+	var e *httperr.HTTPError
 	if !errors.As(err, &e) {
-		e = &Error{Code: http.StatusServiceUnavailable, Msg: "the counter store is unavailable; try again", Err: err}
+		e = &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "the counter store is unavailable; try again", Err: err}
 	}
 	if e.Code >= 500 {
 		h.c.Log.Error().Err(e).Str("method", r.Method).Str("path", r.URL.Path).Msg("api call failed")
 	}
-	hd := w.Header()
-	if e.Authenticate != "" {
-		hd["Www-Authenticate"] = []string{e.Authenticate}
-	}
-	if e.RetryAfter > 0 {
-		hd["Retry-After"] = []string{retryAfter(e.RetryAfter)}
-	}
+	e.SetHeader(w.Header())
 	writeJSON(w, e.Code, struct {
 		Error string `json:"error"`
 	}{e.Msg})
@@ -184,13 +157,13 @@ func (c *call) boolParam(name string) (bool, error) {
 func (c *call) body(fields ...string) (map[string]json.RawMessage, error) {
 	mt, _, err := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return nil, &Error{Code: http.StatusUnsupportedMediaType, Msg: "send the body as JSON, with Content-Type: application/json"}
+		return nil, &httperr.HTTPError{Code: http.StatusUnsupportedMediaType, Msg: "send the body as JSON, with Content-Type: application/json"}
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, &Error{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes)}
+			return nil, &httperr.HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes)}
 		}
 		return nil, badRequest("the body could not be read")
 	}

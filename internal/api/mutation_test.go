@@ -80,7 +80,7 @@ func TestFailuresConfigured(t *testing.T) {
 // failingStore is the memory store whose Get fails with err: it proves
 // how the handler answers a store's failure.
 type failingStore struct {
-	store.Store
+	Store
 	err error
 }
 

@@ -15,7 +15,7 @@ import (
 
 // countingStore counts the calls of Tokens, which reads every token.
 type countingStore struct {
-	store.Store
+	Store
 	tokens atomic.Int64
 }
 
@@ -75,7 +75,7 @@ func TestReviewBadSecretsDoNotReadEveryToken(t *testing.T) {
 
 // replaceDouble is the memory store whose Import with replace keeps the
 // keys the body names, one a line, and deletes every other.
-type replaceDouble struct{ store.Store }
+type replaceDouble struct{ Store }
 
 func (d replaceDouble) Export(context.Context, io.Writer) error { return nil }
 

@@ -19,7 +19,7 @@ type whoKey struct{}
 // one orphan token: both read it, then A revokes it and adds its own,
 // and only then B revokes (A's) and adds its own.
 type orphanRace struct {
-	store.Store
+	Store
 	read    sync.WaitGroup
 	aAdded  chan struct{}
 	onceAdd sync.Once
@@ -60,7 +60,7 @@ func (s *orphanRace) AddToken(ctx context.Context, t store.Token) (bool, error) 
 // creations racing to replace an orphan token one wins, but it revoked
 // by id, whatever token the id held then: B's revoke of the orphan it
 // read removed A's new token. Both answered 201; A's token was refused.
-// Fixed by store.Store.DeleteTokenIf: the orphan is revoked by its hash.
+// Fixed by store.TokenStore.DeleteTokenIf: the orphan is revoked by its hash.
 func TestReviewOrphanRaceOneWinner(t *testing.T) {
 	var rs *orphanRace
 	e := newEnv(t, 0, func(c *Config) {
@@ -107,7 +107,7 @@ func TestReviewOrphanRaceOneWinner(t *testing.T) {
 
 // deleteHook is the memory store that runs then after a Delete.
 type deleteHook struct {
-	store.Store
+	Store
 	then func()
 }
 
@@ -127,7 +127,7 @@ func (s *deleteHook) Delete(ctx context.Context, key []byte) (bool, error) {
 // for an orphan and replaced) got a 201 and a token the delete then
 // revoked: the new owner was locked out of its own counter, which no one
 // may create again (409). Fixed by reading the token before the delete
-// and revoking it by its hash (store.Store.DeleteTokenIf).
+// and revoking it by its hash (store.TokenStore.DeleteTokenIf).
 func TestReviewDeleteKeepsTheNextOwnersToken(t *testing.T) {
 	now := day0
 	var hs *deleteHook

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/httperr"
 	"visitors/internal/store"
 )
 
@@ -88,11 +89,11 @@ func (h *Handler) createToken(c *call) error {
 		}
 	}
 	if made >= MaxTokens {
-		return &Error{Code: http.StatusConflict, Msg: "the store holds the most tokens it may; revoke one first"}
+		return &httperr.HTTPError{Code: http.StatusConflict, Msg: "the store holds the most tokens it may; revoke one first"}
 	}
 	secret, id, err := h.newSecret("")
 	if err != nil {
-		return &Error{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
+		return &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
 	}
 	t := store.Token{ID: id, Name: name, Prefix: prefix, Hash: sha256.Sum256([]byte(secret)), Created: h.c.Now().UTC().Truncate(time.Second)}
 	if err := h.c.Store.PutToken(ctx, t); err != nil {
@@ -151,7 +152,7 @@ func (h *Handler) deleteToken(c *call) error {
 		return h.storeError(err, "revoke the token")
 	}
 	if !ok {
-		return &Error{Code: http.StatusNotFound, Msg: "no such token"}
+		return &httperr.HTTPError{Code: http.StatusNotFound, Msg: "no such token"}
 	}
 	e := h.audit(c, "revoke token", "")
 	if found {

@@ -240,6 +240,23 @@ func (l *Limiter) Created(id netip.Addr, now time.Time) (ok bool, retry time.Dur
 	return false, l.retry(e, t)
 }
 
+// Uncreated gives back the token [Limiter.Created] took at now for a
+// key id did not make after all (it was there already), so that a
+// client who takes its token before the store answers spends it only on
+// a key it made. The bucket never holds more than its burst.
+func (l *Limiter) Uncreated(id netip.Addr, now time.Time) {
+	if l == nil || l.o.NewKeys.Off() {
+		return
+	}
+	t := now.UnixNano()
+	sh, key := l.shardOf(id)
+	sh.mu.Lock()
+	e := l.lookup(sh, key, t)
+	e.newKeys.tokens = min(l.newKeys.size, e.newKeys.fill(l.newKeys, t)+1)
+	e.newKeys.last = max(e.newKeys.last, t)
+	sh.mu.Unlock()
+}
+
 // CreateRefused returns how long id must wait until it may create a key.
 func (l *Limiter) CreateRefused(id netip.Addr, now time.Time) time.Duration {
 	if l == nil || l.o.NewKeys.Off() {

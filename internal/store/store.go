@@ -1,6 +1,11 @@
 // Package store defines the counting interface that every backend of
-// visitors implements: the in-memory store, the embedded durable store
-// and, later, Redis. The HTTP layer depends only on [Store].
+// visitors implements: the in-memory store (memstore), the embedded
+// durable store (boltstore) and Redis or Redis Cluster (redisstore). It
+// also holds the rules every layer shares: which keys a store takes
+// ([ValidKey]) and which the public endpoints take ([ValidPublicKey]),
+// and the limits ([MaxKeyBytes], [MaxDays]). Callers depend on the role
+// they use ([Counter], [Editor], [TokenStore], [Reader]), never on a
+// backend.
 //
 // The contract is proven by one conformance suite, storetest.Run, that
 // every backend runs: what it promises is written on [Store] and its
@@ -12,13 +17,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
 
-// ErrTooManyKeys is returned by [Store.Incr] when the store already holds
+// ErrTooManyKeys is returned by [Counter.Incr] when the store already holds
 // its limit of distinct keys and key is new. Existing keys still count.
 var ErrTooManyKeys = errors.New("too many distinct keys")
+
+// ErrNewKey is returned by [Counter.Visit] for a key the store does not
+// hold when the caller may not make one: nothing was counted or made.
+var ErrNewKey = errors.New("the key is new and may not be made now")
 
 // ErrOutcomeUnknown is wrapped by the error of a call after which the
 // store cannot tell whether the visit counted (a shared store that did
@@ -28,11 +38,11 @@ var ErrOutcomeUnknown = errors.New("the store did not answer: the visit may have
 // ErrKeyTooLong is returned for a key of more than [MaxKeyBytes] bytes.
 var ErrKeyTooLong = fmt.Errorf("key longer than %d bytes", MaxKeyBytes)
 
-// ErrHiExhausted is returned by [Store.Hit] once the /hi counter has
+// ErrHiExhausted is returned by [Counter.Hit] once the /hi counter has
 // handed out [MaxHits]: only an import near the bound brings it there.
 var ErrHiExhausted = fmt.Errorf("the /hi counter has handed out every number it may, up to %d", uint64(MaxHits))
 
-// ErrRange is returned by [Store.Add] for an n that would take a
+// ErrRange is returned by [Editor.Add] for an n that would take a
 // key's total past [MaxTotal] or today's count past [MaxDay].
 var ErrRange = fmt.Errorf("the count would pass its limit: a total of at most %d, %d a day", uint64(MaxTotal), uint64(MaxDay))
 
@@ -43,7 +53,7 @@ const (
 	// encodes keys so that none can be refused.
 	MaxKeyBytes = 128
 	// MaxDays is how many UTC days, today included, a caller may read
-	// with [Store.Days]; memory need not hold more.
+	// with [Reader.Days]; memory need not hold more.
 	MaxDays = 365
 	// MaxTotal is the largest total Set and Add make: room is left for
 	// 2^62 more visits, as an import leaves.
@@ -61,11 +71,39 @@ const (
 	MaxImportHits = MaxHits + 1<<32
 )
 
-// ValidKey reports whether key is one that the web layer may hand to a
-// store: at most [MaxKeyBytes] bytes of valid UTF-8 (the empty key is
-// valid). Imports refuse every other key.
+// ValidKey reports whether key is one a store takes: at most
+// [MaxKeyBytes] bytes of valid UTF-8, the empty key included (the rule of
+// storage: /hello's names, the owner API and imports). Imports refuse
+// every other key. The public counters take fewer: [ValidPublicKey].
 func ValidKey(key []byte) bool {
 	return len(key) <= MaxKeyBytes && utf8.Valid(key)
+}
+
+// MsgPublicKey says which keys [ValidPublicKey] takes.
+var MsgPublicKey = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment, and its last segment not daily, graph or stream (/counter/ns/graph.svg is the graph of ns)", MaxKeyBytes)
+
+// ValidPublicKey reports whether key is one /counter/{key} takes, and
+// open creation in the owner API with it: 1-[MaxKeyBytes] bytes of
+// [A-Za-z0-9._~-] and '/', with no empty, "." or ".." segment, and not a
+// key whose last segment is the name of a route ([KeyIsRoute]). Every
+// such key is also a [ValidKey].
+func ValidPublicKey(key string) bool {
+	if len(key) == 0 || len(key) > MaxKeyBytes {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' ||
+			c == '.' || c == '~' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return !KeyIsRoute(key)
 }
 
 // RouteNames are the names of the routes below a key (internal/web):
@@ -130,13 +168,13 @@ type Counts struct {
 	Saturated bool
 }
 
-// Entry is one key and its counts, as [Store.List] returns them.
+// Entry is one key and its counts, as [Editor.List] returns them.
 type Entry struct {
 	Key []byte
 	Counts
 }
 
-// MaxList is the most entries one [Store.List] call returns.
+// MaxList is the most entries one [Editor.List] call returns.
 const MaxList = 1000
 
 // Token is an owner API token as a store keeps it: its public id, name
@@ -176,15 +214,23 @@ type Daily struct {
 	Counts []uint64
 }
 
-// Store counts visits: one global counter and, per key, a total and a
-// count for each UTC day.
-//
-// Implementations must be safe for concurrent use, must never hand out
-// the same global number twice, and must not retain the key slices passed
-// to them after a call returns (callers reuse those buffers). Every key
-// of at most [MaxKeyBytes] bytes must be storable. A call that returns an
-// error counted nothing (a global number may be burned).
-type Store interface {
+// Reader reads a key's counts without counting: what a badge's graph,
+// a live stream and the top list need.
+type Reader interface {
+	// Get returns key's counts without recording a visit; they are zero
+	// for a key never seen.
+	Get(ctx context.Context, key []byte) (Counts, error)
+
+	// Days returns key's counts for the last n UTC days, today included;
+	// 1 <= n <= MaxDays.
+	Days(ctx context.Context, key []byte, n int) (Daily, error)
+}
+
+// Counter counts visits: the role of the public endpoints
+// (internal/visit, internal/web).
+type Counter interface {
+	Reader
+
 	// Hit records one visit to the global counter and returns its number:
 	// 1 for the first visit, one more for each visit after it.
 	Hit(ctx context.Context) (uint64, error)
@@ -194,13 +240,20 @@ type Store interface {
 	// ErrKeyTooLong for a key of more than MaxKeyBytes bytes.
 	Incr(ctx context.Context, key []byte) (Counts, error)
 
-	// Get returns key's counts without recording a visit; they are zero
-	// for a key never seen.
-	Get(ctx context.Context, key []byte) (Counts, error)
+	// Visit records one visit to key, as Incr does, but makes key only if
+	// create is true: for a key the store does not hold and create false
+	// it returns ErrNewKey, counts nothing and makes nothing. made reports
+	// whether this call made key: of callers racing on one new key, at
+	// most one is told it did, so a caller that spends a budget on each
+	// key it makes never spends more than it made. The check and the
+	// count are one step, and one round trip on a shared store.
+	Visit(ctx context.Context, key []byte, create bool) (c Counts, made bool, err error)
+}
 
-	// Days returns key's counts for the last n UTC days, today included;
-	// 1 <= n <= MaxDays.
-	Days(ctx context.Context, key []byte, n int) (Daily, error)
+// Editor is what a counter's owner does to it (internal/api): read,
+// list, set, add, lock, delete and create keys.
+type Editor interface {
+	Reader
 
 	// Keys reports how many distinct keys the store holds.
 	Keys() int
@@ -259,7 +312,10 @@ type Store interface {
 	// durable as Set. On Redis Cluster the token is written just after
 	// the key, in a slot of its own.
 	Create(ctx context.Context, key []byte, t Token) (bool, error)
+}
 
+// TokenStore keeps the owner API's tokens (internal/api).
+type TokenStore interface {
 	// PutToken stores t, durably before it returns, replacing a token
 	// with the same ID.
 	PutToken(ctx context.Context, t Token) error
@@ -285,6 +341,22 @@ type Store interface {
 
 	// Tokens returns every stored token, ordered by ID.
 	Tokens(ctx context.Context) ([]Token, error)
+}
+
+// Store counts visits: one global counter and, per key, a total and a
+// count for each UTC day. It is every role a backend plays; a caller
+// takes the narrowest one it needs ([Reader], [Counter], [Editor],
+// [TokenStore]).
+//
+// Implementations must be safe for concurrent use, must never hand out
+// the same global number twice, and must not retain the key slices passed
+// to them after a call returns (callers reuse those buffers). Every key
+// of at most [MaxKeyBytes] bytes must be storable. A call that returns an
+// error counted nothing (a global number may be burned).
+type Store interface {
+	Counter
+	Editor
+	TokenStore
 
 	// Health returns why the store cannot keep its promises now (say,
 	// counts cannot reach the disk), or nil when it can.

@@ -10,7 +10,7 @@
 // remembers the candidates of the last [MaxDays] days.
 //
 // Ranking reads the last [MaxDays] days of every candidate of those days
-// from the store ([store.Store.Days]), once, and ranks them for each
+// from the store ([store.Reader.Days]), once, and ranks them for each
 // number of days; the lists are cached for a TTL, so the store is read
 // at most once per TTL, whatever the requests ask. Because counts come from the store,
 // they are exact and survive restarts; what a restart loses is the
@@ -19,7 +19,7 @@
 // day's candidates (the 1,001st every day) is not listed, even if its
 // sum over the days would rank it.
 //
-// The board needs nothing of a store beyond [store.Store], so it works
+// The board needs nothing of a store beyond [store.Reader], so it works
 // the same over every backend.
 package top
 
@@ -55,7 +55,7 @@ type Entry struct {
 // Options configure a [Board].
 type Options struct {
 	// Store reads the candidates' counts. Required.
-	Store store.Store
+	Store store.Reader
 	// Today says which UTC day visits count towards now. Required.
 	Today func() store.Day
 	// TTL is how long a list is served before it is ranked again.

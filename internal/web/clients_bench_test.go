@@ -40,17 +40,17 @@ func withClientRules(tb testing.TB, s *Server, rules bool) {
 	if err := p.Set("127.0.0.1"); err != nil {
 		tb.Fatal(err)
 	}
-	s.rules.Trusted = &p
+	s.visits.Rules.Trusted = &p
 	if rules {
 		return
 	}
-	s.rules.Limiter, s.rules.Bots = nil, nil
+	s.visits.Rules.Limiter, s.visits.Rules.Bots = nil, nil
 	u, err := unique.New(unique.Options{Off: true, Now: s.now})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { u.Close() })
-	s.uniques = u
+	s.visits.Uniques = u
 }
 
 // BenchmarkCounterClients serves a counting badge to a new client on

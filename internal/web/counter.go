@@ -12,23 +12,21 @@ import (
 	"visitors/internal/badge"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
+	"visitors/internal/visit"
 )
 
 // Limits of the counter API.
 const (
 	MaxKeyBytes   = store.MaxKeyBytes // a counter key
 	MaxLabelRunes = 64                // a badge label, in characters
-	MaxDays       = 365               // daily.json and graph.svg
 	defaultDays   = 30
 )
 
 // Client messages of the counter API that quote a limit, from its
 // constant.
 var (
-	// MsgKey says which keys ValidKey takes.
-	MsgKey   = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment, and its last segment not daily, graph or stream (/counter/ns/graph.svg is the graph of ns)", MaxKeyBytes)
 	msgLabel = fmt.Sprintf("Optional label must be at most %d characters of valid UTF-8", MaxLabelRunes)
-	msgDays  = fmt.Sprintf("Optional days must be a whole number from 1 to %d", MaxDays)
+	msgDays  = fmt.Sprintf("Optional days must be a whole number from 1 to %d", store.MaxDays) // daily.json and graph.svg
 )
 
 // Client messages of the counter API.
@@ -92,28 +90,6 @@ func splitCounterPath(p string) (key string, kind counterKind, ok bool) {
 	return "", 0, false
 }
 
-// ValidKey reports whether key is one /counter/{key} takes: 1-128 bytes
-// of [A-Za-z0-9._~-] and '/', with no empty, "." or ".." segment, and not
-// a key whose last segment is the name of a route ([store.KeyIsRoute]).
-// The owner API's open creation takes the same keys.
-func ValidKey(key string) bool {
-	if len(key) == 0 || len(key) > MaxKeyBytes {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !(isWord(c) || c == '.' || c == '~' || c == '-' || c == '/') {
-			return false
-		}
-	}
-	for seg := range strings.SplitSeq(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return !store.KeyIsRoute(key)
-}
-
 // counterQuery is a /counter/ request's parsed query; its byte slices
 // point into the request's scratch buffers.
 type counterQuery struct {
@@ -160,7 +136,7 @@ func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	cq.days = defaultDays
 	if v, found := queryValue(q, "days"); found {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxDays {
+		if err != nil || n < 1 || n > store.MaxDays {
 			return cq, msgDays
 		}
 		cq.days = n
@@ -232,7 +208,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	if !ok {
 		return s.fail(w, r, svg, errNotFound)
 	}
-	if !ValidKey(key) {
+	if !store.ValidPublicKey(key) {
 		if store.KeyIsRoute(key) {
 			return s.fail(w, r, svg, errKeyRoute)
 		}
@@ -254,12 +230,12 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	sc.name = append(sc.name[:0], key...)
 	switch kind {
 	case kindDaily, kindGraph:
-		d, err := s.store.Days(r.Context(), sc.name, cq.days)
+		d, err := s.visits.Store.Days(r.Context(), sc.name, cq.days)
 		if err != nil {
 			return s.fail(w, r, svg, s.storeError(err))
 		}
 		if kind == kindDaily {
-			u, err := s.uniques.Days(sc.name, s.now(), cq.days)
+			u, err := s.visits.Uniques.Days(sc.name, s.now(), cq.days)
 			if err != nil {
 				return s.fail(w, r, svg, s.storeError(err))
 			}
@@ -268,22 +244,22 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		return s.writeGraph(w, r, key, d)
 	}
 
-	v := countReq{key: sc.name, count: cq.count && r.Method != http.MethodHead, unique: cq.unique || kind == kindJSON, listed: true, r: r}
+	v := countReq{Visit: visit.Visit{Key: sc.name, Count: cq.count && r.Method != http.MethodHead, Unique: cq.unique || kind == kindJSON, Listed: true}, r: r}
 	o, herr := s.record(&v)
 	if herr != nil {
 		return s.fail(w, r, svg, herr)
 	}
-	c := o.counts
+	c := o.Counts
 	n := c.Total
 	switch {
 	case cq.today:
 		n = c.Today
 	case cq.unique:
-		n = o.unique
+		n = o.Unique
 	}
 	b := sc.body[:0]
 	h := w.Header()
-	if o.refused {
+	if o.Refused {
 		markRefused(h)
 	}
 	if kind == kindJSON {
@@ -294,7 +270,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		b = append(b, `,"today":`...)
 		b = strconv.AppendUint(b, c.Today, 10)
 		b = append(b, `,"unique_today":`...)
-		b = strconv.AppendUint(b, o.unique, 10)
+		b = strconv.AppendUint(b, o.Unique, 10)
 		b = append(b, "}\n"...)
 		h["Content-Type"] = ctJSON
 		h["Access-Control-Allow-Origin"] = anyOrigin
@@ -311,7 +287,7 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 		return http.StatusNotModified
 	}
 	w.Write(b)
-	return http.StatusOK | o.visit
+	return http.StatusOK | counted(&o)
 }
 
 // setImageHeaders marks an SVG image that no proxy may keep: GitHub's

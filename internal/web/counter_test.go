@@ -347,8 +347,8 @@ func TestRouteNamesAreTheRoutes(t *testing.T) {
 				routes[name] = routes[name] || w.Code == 200 // the stream of ns
 			}
 		}
-		if ValidKey("ns/" + name) {
-			t.Errorf("ValidKey(%q) = true, want false", "ns/"+name)
+		if store.ValidPublicKey("ns/" + name) {
+			t.Errorf("ValidPublicKey(%q) = true, want false", "ns/"+name)
 		}
 	}
 	for _, name := range store.RouteNames {

@@ -38,7 +38,7 @@ func serve(s *Server, target, remote, ua string) *httptest.ResponseRecorder {
 func TestRuleOrder(t *testing.T) {
 	s, st := mustServer(t, nil)
 	withDefaultRules(t, s)
-	s.rules.Repeats = unique.NewRepeats(time.Hour, 0)
+	s.visits.Rules.Repeats = unique.NewRepeats(time.Hour, 0)
 	tests := []struct {
 		name, ua, remote string
 		counted          bool
@@ -91,7 +91,7 @@ func mustUnique(tb testing.TB, s *Server, key string) string {
 func TestRateLimitedBadgeShowsTheCount(t *testing.T) {
 	s, st := mustServer(t, nil)
 	withDefaultRules(t, s)
-	s.now = func() time.Time { return day0 } // a clock that stands still: no refill
+	setNow(s, func() time.Time { return day0 }) // a clock that stands still: no refill
 	for i := range 25 {
 		w := serve(s, "/counter/r.svg", "198.51.100.7:1", firefox)
 		want := `aria-label="visitors: ` + itoa(min(i+1, 20)) + `"`
@@ -118,10 +118,10 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func TestNewKeyLimit(t *testing.T) {
 	s, st := mustServer(t, nil)
 	withDefaultRules(t, s)
-	s.now = func() time.Time { return day0 }
+	setNow(s, func() time.Time { return day0 })
 	nk := client.Rate{Events: 3, Per: time.Hour}
-	s.rules.Limiter = client.NewLimiter(client.LimiterOptions{NewKeys: nk})
-	s.rules.NewKeys = nk
+	s.visits.Rules.Limiter = client.NewLimiter(client.LimiterOptions{NewKeys: nk})
+	s.visits.Rules.NewKeys = nk
 	for i := range 3 {
 		if w := serve(s, "/counter/n"+itoa(i)+".svg", "198.51.100.8:1", firefox); w.Code != 200 {
 			t.Fatalf("new key %d = %d", i, w.Code)
@@ -266,14 +266,14 @@ func TestRulesOnEveryEndpoint(t *testing.T) {
 		},
 		{
 			name:   "per-client rate",
-			setup:  func(s *Server) { s.now = func() time.Time { return day0 } }, // no refill
-			before: slices.Repeat([]step{{"k", firefox}}, 20),                    // the burst
+			setup:  func(s *Server) { setNow(s, func() time.Time { return day0 }) }, // no refill
+			before: slices.Repeat([]step{{"k", firefox}}, 20),                       // the burst
 			last:   step{"k", firefox},
 			reason: "rate_limited", status: 200,
 		},
 		{
 			name:   "repeat window",
-			setup:  func(s *Server) { s.rules.Repeats = unique.NewRepeats(time.Hour, 0) },
+			setup:  func(s *Server) { s.visits.Rules.Repeats = unique.NewRepeats(time.Hour, 0) },
 			before: []step{{"k", firefox}},
 			last:   step{"k", firefox},
 			reason: "repeat", status: 200,
@@ -281,10 +281,10 @@ func TestRulesOnEveryEndpoint(t *testing.T) {
 		{
 			name: "new-key budget",
 			setup: func(s *Server) {
-				s.now = func() time.Time { return day0 }
+				setNow(s, func() time.Time { return day0 })
 				nk := client.Rate{Events: 3, Per: time.Hour}
-				s.rules.Limiter = client.NewLimiter(client.LimiterOptions{NewKeys: nk})
-				s.rules.NewKeys = nk
+				s.visits.Rules.Limiter = client.NewLimiter(client.LimiterOptions{NewKeys: nk})
+				s.visits.Rules.NewKeys = nk
 			},
 			before: []step{{"n0", firefox}, {"n1", firefox}, {"n2", firefox}},
 			last:   step{"n3", firefox},

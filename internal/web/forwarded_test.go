@@ -26,7 +26,7 @@ func TestUntrustedForwarded(t *testing.T) {
 	if err := trusted.Set("10.0.0.1"); err != nil {
 		t.Fatal(err)
 	}
-	s.rules.Trusted = trusted
+	s.visits.Rules.Trusted = trusted
 	tests := []struct {
 		name, remote string
 		hdr          []string

@@ -15,7 +15,7 @@ import (
 // element carries (the dark theme changes nothing).
 func TestGraphFollowsDarkTheme(t *testing.T) {
 	s, _, _ := mustClockServer(t)
-	visit(t, s, "/counter/g.json", 3)
+	mustVisit(t, s, "/counter/g.json", 3)
 	tests := []struct {
 		name, path string
 	}{

@@ -89,7 +89,10 @@ func get(h http.Handler, method, target string, hdr ...string) *httptest.Respons
 	return w
 }
 
-// failingStore is a store.Store whose every count fails, as a broken
+// setNow sets the clock of s and of its counting path.
+func setNow(s *Server, now func() time.Time) { s.now, s.visits.Now = now, now }
+
+// failingStore is a store.Counter whose every count fails, as a broken
 // disk or an unreachable Redis would.
 type failingStore struct{}
 
@@ -105,37 +108,11 @@ func (failingStore) Get(context.Context, []byte) (store.Counts, error) {
 func (failingStore) Days(context.Context, []byte, int) (store.Daily, error) {
 	return store.Daily{}, errBroken
 }
-func (failingStore) Set(context.Context, []byte, uint64) (store.Counts, error) {
-	return store.Counts{}, errBroken
+func (failingStore) Visit(context.Context, []byte, bool) (store.Counts, bool, error) {
+	return store.Counts{}, false, errBroken
 }
-func (failingStore) Add(context.Context, []byte, int64) (store.Counts, error) {
-	return store.Counts{}, errBroken
-}
-func (failingStore) AddToken(context.Context, store.Token) (bool, error) { return false, errBroken }
-func (failingStore) Create(context.Context, []byte, store.Token) (bool, error) {
-	return false, errBroken
-}
-func (failingStore) Token(context.Context, string) (store.Token, bool, error) {
-	return store.Token{}, false, errBroken
-}
-func (failingStore) Lock(context.Context, []byte, bool) (store.Counts, error) {
-	return store.Counts{}, errBroken
-}
-func (failingStore) Delete(context.Context, []byte) (bool, error) { return false, errBroken }
-func (failingStore) List(context.Context, []byte, []byte, int) ([]store.Entry, error) {
-	return nil, errBroken
-}
-func (failingStore) PutToken(context.Context, store.Token) error       { return errBroken }
-func (failingStore) DeleteToken(context.Context, string) (bool, error) { return false, errBroken }
-func (failingStore) DeleteTokenIf(context.Context, string, [32]byte) (bool, error) {
-	return false, errBroken
-}
-func (failingStore) Tokens(context.Context) ([]store.Token, error) { return nil, errBroken }
-func (failingStore) Keys() int                                     { return 0 }
-func (failingStore) Health() error                                 { return errBroken }
-func (failingStore) Close() error                                  { return nil }
 
-var _ store.Store = failingStore{}
+var _ store.Counter = failingStore{}
 
 // mustHit takes the next global number from st.
 func mustHit(tb testing.TB, st store.Store) uint64 {
@@ -183,9 +160,9 @@ func withDefaultRules(tb testing.TB, s *Server) {
 	tb.Helper()
 	var t atomic.Int64
 	t.Store(storetest.At(2, "00:00").UnixNano())
-	s.now = func() time.Time { return time.Unix(0, t.Add(int64(100*time.Millisecond))).UTC() }
+	setNow(s, func() time.Time { return time.Unix(0, t.Add(int64(100*time.Millisecond))).UTC() })
 	visits, newKeys := client.Rate{Events: 10, Per: time.Second}, client.Rate{Events: 100, Per: time.Hour}
-	s.rules = Rules{
+	s.visits.Rules = Rules{
 		Trusted: &client.Proxies{},
 		Limiter: client.NewLimiter(client.LimiterOptions{Visits: visits, Burst: 20, NewKeys: newKeys}),
 		NewKeys: newKeys,

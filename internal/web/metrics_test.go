@@ -19,14 +19,14 @@ import (
 // slowStore is a memory store whose Hit takes d on the manual clock, as
 // a stalled disk would.
 type slowStore struct {
-	store.Store
+	store.Counter
 	clock *coarse.Clock
 	d     time.Duration
 }
 
 func (s slowStore) Hit(ctx context.Context) (uint64, error) {
 	s.clock.Advance(s.d)
-	return s.Store.Hit(ctx)
+	return s.Counter.Hit(ctx)
 }
 
 // mustGather returns the value of every sample of c's metrics, keyed by

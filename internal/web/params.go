@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"visitors/internal/httperr"
 )
 
 // msgCounterParams lists the parameters of the /counter/ routes, for the
@@ -71,7 +73,7 @@ func unknownCounterParam(q string) (string, bool) {
 // whose escaped name is raw: its message quotes the name, in ASCII, and
 // its badge shows at most [maxShownParam] bytes of it, which the badge
 // escapes as any text.
-func unknownParam(raw string) *HTTPError {
+func unknownParam(raw string) *httperr.HTTPError {
 	name := raw
 	if u, err := appendUnescape(nil, raw); err == nil {
 		name = string(u)

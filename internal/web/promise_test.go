@@ -38,8 +38,8 @@ func mustClockServer(tb testing.TB) (s *Server, st *memstore.Store, nextDay func
 	return New(Config{Store: st, Hostname: "testhost", Now: clock.Now}), st, nextDay
 }
 
-// visit serves GET target n times and fails unless each is a 200.
-func visit(tb testing.TB, s *Server, target string, n int) {
+// mustVisit serves GET target n times and fails unless each is a 200.
+func mustVisit(tb testing.TB, s *Server, target string, n int) {
 	tb.Helper()
 	for range n {
 		if w := get(s, "GET", target); w.Code != 200 {
@@ -63,7 +63,7 @@ func TestCounterHeadCountsNothing(t *testing.T) {
 		s, st := mustServer(t, nil)
 		var want uint64
 		if seen {
-			visit(t, s, "/counter/h.svg", 1)
+			mustVisit(t, s, "/counter/h.svg", 1)
 			want = 1
 		}
 		for _, tt := range tests {
@@ -151,9 +151,9 @@ func mustDaily(tb testing.TB, body []byte) daily {
 // on a day when the two differ (bug: show=today ignored).
 func TestCounterShowToday(t *testing.T) {
 	s, _, nextDay := mustClockServer(t)
-	visit(t, s, "/counter/t.svg", 3)
+	mustVisit(t, s, "/counter/t.svg", 3)
 	nextDay()
-	visit(t, s, "/counter/t.svg", 1)
+	mustVisit(t, s, "/counter/t.svg", 1)
 	tests := []struct {
 		target, want string
 	}{
@@ -175,10 +175,10 @@ func TestCounterShowToday(t *testing.T) {
 // first, today last, each with its own count.
 func TestCounterDailyDates(t *testing.T) {
 	s, _, nextDay := mustClockServer(t)
-	visit(t, s, "/counter/d.svg", 2) // day0
+	mustVisit(t, s, "/counter/d.svg", 2) // day0
 	nextDay()
 	nextDay()
-	visit(t, s, "/counter/d.json", 1) // day0 + 2
+	mustVisit(t, s, "/counter/d.json", 1) // day0 + 2
 	w := get(s, "GET", "/counter/d/daily.json?days=4")
 	want := storetest.Dated(`{"key":"d","days":[{"date":"$D","count":0,"unique":0},{"date":"$D+1","count":2,"unique":1},{"date":"$D+2","count":0,"unique":0},{"date":"$D+3","count":1,"unique":1}]}` + "\n")
 	if w.Code != 200 || w.Body.String() != want {
@@ -204,7 +204,7 @@ func TestCounterETags(t *testing.T) {
 	for _, target := range targets {
 		t.Run(target, func(t *testing.T) {
 			s, st := mustServer(t, nil)
-			visit(t, s, "/counter/e.svg", 1)
+			mustVisit(t, s, "/counter/e.svg", 1)
 			w := get(s, "GET", target)
 			etag := w.Header().Get("Etag")
 			if w.Code != 200 || !regexp.MustCompile(`^"[0-9a-z]+"$`).MatchString(etag) {
@@ -224,7 +224,7 @@ func TestCounterETags(t *testing.T) {
 			if c := mustCount(t, st, "e"); c.Total != 1 {
 				t.Errorf("reads counted visits: total %d, want 1", c.Total)
 			}
-			visit(t, s, "/counter/e.json", 1)
+			mustVisit(t, s, "/counter/e.json", 1)
 			w = get(s, "GET", target, "If-None-Match", etag)
 			if w.Code != 200 || w.Header().Get("Etag") == etag {
 				t.Errorf("after a visit, the old ETag = %d with ETag %q, want 200 and a new ETag", w.Code, w.Header().Get("Etag"))
@@ -378,7 +378,7 @@ func TestGraph(t *testing.T) {
 		if i > 0 {
 			nextDay()
 		}
-		visit(t, s, "/counter/g.json", n)
+		mustVisit(t, s, "/counter/g.json", n)
 	}
 	w := get(s, "GET", "/counter/g/graph.svg?days=7")
 	if w.Code != 200 {

@@ -15,12 +15,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/client"
+	"visitors/internal/httperr"
 	"visitors/internal/live"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
 	"visitors/internal/store/tally"
 	"visitors/internal/top"
 	"visitors/internal/unique"
+	"visitors/internal/visit"
 )
 
 // Limits on user input. Longer values get 400.
@@ -64,7 +66,7 @@ var (
 // Config holds what a [Server] depends on.
 type Config struct {
 	// Store counts the visits. Required.
-	Store store.Store
+	Store store.Counter
 	// Log receives one line per /hello visit and the causes of 5xx
 	// responses. The zero Logger logs nothing.
 	Log zerolog.Logger
@@ -91,24 +93,23 @@ type Config struct {
 	streamTimes *streamTimes // tests shorten the streams' timing
 }
 
-// Server serves the public endpoints /hi, /hello and /whoami.
-// It is safe for concurrent use.
+// Server serves the public listener: /hi, /hello, /whoami, the landing
+// page, the counters under /counter/ (badges, JSON, daily counts, graphs
+// and live streams), /top.json and, if Config.API is set, hands /api/ to
+// the owner API. It is safe for concurrent use.
 type Server struct {
-	store    store.Store
+	visits   *visit.Recorder // decides and counts; holds the store, the rules and the unique visitors
 	log      zerolog.Logger
 	hostname string
 	now      func() time.Time
 	req      *metrics.Requests // nil: not observed
-	rules    Rules
-	uniques  *unique.Counter // rules.Uniques, or one of the Server's own
-	scratch  sync.Pool       // of *scratch
-	hub      *live.Hub       // the live streams
+	scratch  sync.Pool         // of *scratch
+	hub      *live.Hub         // the live streams
 	times    streamTimes
 	top      *top.Board      // nil unless PublicTop
 	api      http.Handler    // nil: no /api/
 	cal      *tally.Calendar // top's calendar, or nil
 
-	hiExhausted   atomic.Bool                // the last /hi was refused with store.ErrHiExhausted
 	untrusted     atomic.Uint64              // requests with forwarding headers from an untrusted peer
 	untrustedPeer atomic.Pointer[netip.Addr] // the first such peer; set once
 }
@@ -130,18 +131,23 @@ type scratch struct {
 // process ends. A server that may hold live streams must be told of
 // shutdown with [Server.Shutdown].
 func New(c Config) *Server {
-	s := &Server{store: c.Store, log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, rules: c.Rules, uniques: c.Rules.Uniques, api: c.API}
+	s := &Server{log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, api: c.API}
 	s.hub, s.times = newHub(c)
 	s.top, s.cal = newBoard(c)
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.uniques == nil {
+	uniques := c.Rules.Uniques
+	if uniques == nil {
 		u, err := unique.New(unique.Options{Now: s.now, Log: c.Log})
 		if err != nil { // only a seed file fails, and there is none
 			panic(err)
 		}
-		s.uniques = u
+		uniques = u
+	}
+	s.visits = &visit.Recorder{Store: c.Store, Rules: c.Rules, Uniques: uniques, Now: s.now, Log: c.Log}
+	if s.top != nil {
+		s.visits.Observe = s.observe
 	}
 	s.scratch.New = func() any {
 		return &scratch{
@@ -162,7 +168,7 @@ type handler func(*Server, http.ResponseWriter, *http.Request) int
 // ServeHTTP routes a request to its handler, and reports it to the
 // Requests of the Config, if any.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if peer, ok := client.ForwardedUntrusted(r.RemoteAddr, r.Header, s.rules.Trusted); ok {
+	if peer, ok := client.ForwardedUntrusted(r.RemoteAddr, r.Header, s.visits.Rules.Trusted); ok {
 		s.forwardedUntrusted(peer)
 	}
 	var h handler
@@ -297,7 +303,7 @@ func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) int {
 		setHTML(w)
 		return http.StatusOK
 	}
-	v := countReq{global: true, count: true, r: r}
+	v := countReq{Visit: visit.Visit{Global: true, Count: true}, r: r}
 	o, herr := s.record(&v)
 	if herr != nil {
 		return s.fail(w, r, false, herr)
@@ -305,11 +311,11 @@ func (s *Server) handleHi(w http.ResponseWriter, r *http.Request) int {
 	b := append(sc.body[:0], "<h1 style='color: "...)
 	b = append(b, color...)
 	b = append(b, "'>Welcome!</h1>You are visitor number "...)
-	b = strconv.AppendUint(b, o.number, 10)
+	b = strconv.AppendUint(b, o.Number, 10)
 	b = append(b, '!')
 	sc.body = b
 	w.Write(b) // net/http sniffs text/html; charset=utf-8: see setHTML
-	return http.StatusOK | o.visit
+	return http.StatusOK | counted(&o)
 }
 
 // handleHello serves /hello?name=X&color=C: a counter per name.
@@ -330,16 +336,16 @@ func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) int {
 		setHTML(w)
 		return http.StatusOK
 	}
-	v := countReq{key: name, count: true, r: r}
+	v := countReq{Visit: visit.Visit{Key: name, Count: true}, r: r}
 	o, herr := s.record(&v)
 	if herr != nil {
 		return s.fail(w, r, false, herr)
 	}
-	if o.refused {
+	if o.Refused {
 		markRefused(w.Header())
 	}
-	n := o.counts.Total
-	s.log.Info().Bytes("name", name).Uint64("count", n).Bool("counted", o.visit != 0).Msg("visited")
+	n := o.Counts.Total
+	s.log.Info().Bytes("name", name).Uint64("count", n).Bool("counted", o.Counted).Msg("visited")
 	b := append(sc.body[:0], "<h1 style='color: "...)
 	b = append(b, color...)
 	b = append(b, "'>Welcome!</h1> <p>Name: "...)
@@ -349,7 +355,7 @@ func (s *Server) handleHello(w http.ResponseWriter, r *http.Request) int {
 	b = append(b, "</p>"...)
 	sc.body = b
 	w.Write(b) // net/http sniffs text/html; charset=utf-8: see setHTML
-	return http.StatusOK | o.visit
+	return http.StatusOK | counted(&o)
 }
 
 // handleWhoami serves /whoami: the caller's User-Agent, this server's host
@@ -425,7 +431,7 @@ func isWord(c byte) bool {
 // parseName unescapes the name parameter of query q into dst. A missing
 // name is the empty name. It returns the client's error when the name is
 // invalid.
-func parseName(dst []byte, q string) ([]byte, *HTTPError) {
+func parseName(dst []byte, q string) ([]byte, *httperr.HTTPError) {
 	v, _ := queryValue(q, "name")
 	if len(v) > 3*MaxNameBytes {
 		return dst, errName
@@ -473,9 +479,4 @@ func writeError(w http.ResponseWriter, code int, msg string) int {
 
 // HiExhausted reports whether /hi answers 503 because its counter has
 // handed out store.MaxHits, for /healthz: the last /hi said so.
-func (s *Server) HiExhausted() error {
-	if s.hiExhausted.Load() {
-		return store.ErrHiExhausted
-	}
-	return nil
-}
+func (s *Server) HiExhausted() error { return s.visits.HiExhausted() }

@@ -232,7 +232,8 @@ func TestWhoamiEscapesJSON(t *testing.T) {
 func TestTooManyNames(t *testing.T) {
 	var logs servertest.Buffer
 	s, _ := mustServer(t, &logs)
-	s.store = memstore.New(memstore.Options{MaxKeys: 2})
+	st := memstore.New(memstore.Options{MaxKeys: 2})
+	s.visits.Store = st
 	for _, n := range []string{"a", "b"} {
 		if w := get(s, "GET", "/hello?name="+n); w.Code != 200 {
 			t.Fatalf("GET /hello?name=%s = %d, want 200", n, w.Code)
@@ -245,7 +246,7 @@ func TestTooManyNames(t *testing.T) {
 	if w := get(s, "GET", "/hello?name=a"); w.Code != 200 || !strings.HasSuffix(w.Body.String(), "<p>Count: 2</p>") {
 		t.Errorf("known name past the limit = %d %q, want 200 with count 2", w.Code, w.Body)
 	}
-	if got := s.store.Keys(); got != 2 {
+	if got := st.Keys(); got != 2 {
 		t.Errorf("Keys() = %d, want 2", got)
 	}
 }
@@ -387,6 +388,9 @@ func (unknownStore) Hit(context.Context) (uint64, error) {
 }
 func (unknownStore) Incr(context.Context, []byte) (store.Counts, error) {
 	return store.Counts{}, fmt.Errorf("round: %w", store.ErrOutcomeUnknown)
+}
+func (unknownStore) Visit(context.Context, []byte, bool) (store.Counts, bool, error) {
+	return store.Counts{}, false, fmt.Errorf("round: %w", store.ErrOutcomeUnknown)
 }
 func (unknownStore) Get(context.Context, []byte) (store.Counts, error) { return store.Counts{}, nil }
 

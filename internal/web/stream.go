@@ -9,6 +9,7 @@ import (
 
 	"visitors/internal/client"
 	"visitors/internal/live"
+	"visitors/internal/store"
 )
 
 // Limits and timing of the live streams, /counter/{key}/stream.
@@ -80,8 +81,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 	if !ok {
 		return writeError(w, http.StatusNotFound, msgNotFound) // /counter/stream
 	}
-	if !ValidKey(key) {
-		return writeError(w, http.StatusBadRequest, MsgKey)
+	if !store.ValidPublicKey(key) {
+		return writeError(w, http.StatusBadRequest, store.MsgPublicKey)
 	}
 	h := w.Header()
 	if r.Method == http.MethodHead {
@@ -91,7 +92,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 	// The client is who the counting path says it is: behind a trusted
 	// proxy, the address it forwards, so that the proxy's address does
 	// not share one client's few streams among everyone behind it.
-	wt, err := s.hub.Watch(key, client.Identify(r.RemoteAddr, r.Header, s.rules.Trusted).String())
+	wt, err := s.hub.Watch(key, client.Identify(r.RemoteAddr, r.Header, s.visits.Rules.Trusted).String())
 	if err != nil {
 		h["Retry-After"] = retryAfter
 		switch {
@@ -103,7 +104,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 		return writeError(w, http.StatusServiceUnavailable, msgStreamsFull)
 	}
 	defer wt.Close()
-	last, err := s.store.Get(r.Context(), []byte(key))
+	last, err := s.visits.Store.Get(r.Context(), []byte(key))
 	if err != nil {
 		s.log.Error().Err(err).Msg("read counts for a live stream")
 		return writeError(w, http.StatusServiceUnavailable, msgStreamStore)

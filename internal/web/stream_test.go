@@ -189,8 +189,8 @@ func TestStreamRejects(t *testing.T) {
 	}
 	for _, target := range []string{"/counter//stream", "/counter/../stream", "/counter/a%20b/stream", "/counter/" + strings.Repeat("k", 129) + "/stream"} {
 		w := get(s, "GET", target)
-		if w.Code != 400 || w.Body.String() != MsgKey {
-			t.Errorf("GET %s = %d %q, want 400 %q", target, w.Code, w.Body, MsgKey)
+		if w.Code != 400 || w.Body.String() != store.MsgPublicKey {
+			t.Errorf("GET %s = %d %q, want 400 %q", target, w.Code, w.Body, store.MsgPublicKey)
 		}
 	}
 	if w := get(s, "POST", "/counter/k/stream"); w.Code != 405 {
@@ -256,7 +256,7 @@ func TestStreamLimitPerForwardedClient(t *testing.T) {
 	if err := proxies.Set("127.0.0.0/8,::1/128"); err != nil {
 		t.Fatal(err)
 	}
-	s.rules.Trusted = &proxies
+	s.visits.Rules.Trusted = &proxies
 	open := func(forwardedFor string) int {
 		t.Helper()
 		req, err := http.NewRequest("GET", hs.URL+"/counter/k/stream", nil)

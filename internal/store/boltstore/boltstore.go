@@ -346,12 +346,37 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-// Incr implements [store.Store].
+// Incr implements [store.Counter].
 func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 	e, err := s.keys.LoadOrNew(key)
 	if err != nil {
 		return store.Counts{}, err
 	}
+	return s.count(e)
+}
+
+// Visit implements [store.Counter]: every key is in memory, so whether
+// key is new is known without reading the file.
+func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts, bool, error) {
+	if !create {
+		e := s.keys.Load(key)
+		if e == nil {
+			return store.Counts{}, false, store.ErrNewKey
+		}
+		c, err := s.count(e)
+		return c, false, err
+	}
+	e, made, err := s.keys.LoadOrMake(key)
+	if err != nil {
+		return store.Counts{}, false, err
+	}
+	c, err := s.count(e)
+	return c, made && err == nil, err
+}
+
+// count counts one visit to e, unless it is locked: in Batch at once, in
+// Sync once the pass that writes it has committed.
+func (s *Store) count(e *entry) (store.Counts, error) {
 	if e.Locked() { // frozen: answered, not counted
 		return e.Counts(s.cal.Today()), nil
 	}

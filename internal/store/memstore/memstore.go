@@ -70,20 +70,41 @@ func (s *Store) Hit(context.Context) (uint64, error) {
 	}
 }
 
-// Incr implements [store.Store].
+// Incr implements [store.Counter].
 func (s *Store) Incr(_ context.Context, key []byte) (store.Counts, error) {
 	t, err := s.keys.LoadOrNew(key)
 	if err != nil {
 		return store.Counts{}, err
 	}
+	return s.count(t), nil
+}
+
+// Visit implements [store.Counter].
+func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts, bool, error) {
+	if !create {
+		t := s.keys.Load(key)
+		if t == nil {
+			return store.Counts{}, false, store.ErrNewKey
+		}
+		return s.count(t), false, nil
+	}
+	t, made, err := s.keys.LoadOrMake(key)
+	if err != nil {
+		return store.Counts{}, false, err
+	}
+	return s.count(t), made, nil
+}
+
+// count counts one visit to t, unless it is locked.
+func (s *Store) count(t *tally.Tally) store.Counts {
 	if t.Locked() {
-		return t.Counts(s.cal.Today()), nil
+		return t.Counts(s.cal.Today())
 	}
 	v := t.Add(s.cal.Today())
 	if v.Rolled {
 		t.Prune(v.Day - store.MaxDays + 1)
 	}
-	return v.Counts, nil
+	return v.Counts
 }
 
 // Get implements [store.Store].

@@ -623,73 +623,130 @@ func (s *Store) load(key []byte) *entry {
 // Batch, with its counts read), making it if needed. It returns
 // ErrTooManyKeys if the key is new and the set is full.
 func (s *Store) entry(ctx context.Context, key []byte) (*entry, error) {
-	e := s.load(key)
-	if e == nil {
-		k := string(key)
-		tag := s.n.tag(key)
-		ne := &entry{key: k, tag: tag, total: total(tag), group: s.groupOf(tag), ready: make(chan struct{})}
-		v, loaded := s.entries.LoadOrStore(k, ne)
-		e = v.(*entry)
-		if !loaded {
-			if err := s.admit(ctx, e); err != nil {
-				e.err = err
-				s.entries.Delete(k)
+	e, _, err := s.entryFor(ctx, key, admitAny)
+	return e, err
+}
+
+// admitMode is what an admission asks of lua/admit.lua.
+type admitMode int
+
+const (
+	admitAny  admitMode = iota // make the key if new, within the limit (Incr, owners)
+	admitOld                   // a visit that may not make the key: store.ErrNewKey if new
+	admitMake                  // a visit that may make it, told whether it did
+)
+
+// entryFor is entry for an admission in mode: it also reports whether
+// this call's admission made the key in Redis (admitMake only). A key
+// this instance holds is admitted already, made by nobody now. An entry
+// refused as new (admitOld) is dropped at once, so that a caller who may
+// make the key, waiting on it, admits it anew.
+func (s *Store) entryFor(ctx context.Context, key []byte, mode admitMode) (*entry, bool, error) {
+	for {
+		e := s.load(key)
+		if e == nil {
+			k := string(key)
+			tag := s.n.tag(key)
+			ne := &entry{key: k, tag: tag, total: total(tag), group: s.groupOf(tag), ready: make(chan struct{})}
+			v, loaded := s.entries.LoadOrStore(k, ne)
+			e = v.(*entry)
+			if !loaded {
+				made, err := s.admit(ctx, e, mode)
+				if err != nil {
+					e.err = err
+					s.entries.Delete(k)
+					close(e.ready)
+					return nil, false, err
+				}
 				close(e.ready)
-				return nil, err
+				return e, made, nil
 			}
-			close(e.ready)
-			return e, nil
 		}
-	}
-	select {
-	case <-e.ready:
-	default:
 		select {
 		case <-e.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default:
+			select {
+			case <-e.ready:
+			case <-ctx.Done():
+				return nil, false, ctx.Err()
+			}
 		}
+		if e.err == store.ErrNewKey && mode != admitOld {
+			continue // refused to a visit that may not make it: this one may
+		}
+		if e.err != nil {
+			return nil, false, e.err
+		}
+		return e, false, nil
 	}
-	if e.err != nil {
-		return nil, e.err
-	}
-	return e, nil
 }
 
 // admit adds e's key to the set of every key and, in Batch, reads its
-// counts, in one round trip.
-func (s *Store) admit(ctx context.Context, e *entry) error {
+// counts, in one round trip, and reports whether it made the key (in
+// admitMake alone).
+func (s *Store) admit(ctx context.Context, e *entry, mode admitMode) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	s.admits.Add(1)
 	defer s.admitted.Add(1)
 	today := s.cal.Today()
-	admit := []script{s.admitScript(e.key)}
+	sc := s.admitScript(e.key)
+	switch mode {
+	case admitOld:
+		sc.args = append(sc.args, "visit", "0")
+	case admitMake:
+		sc.args = append(sc.args, "visit", "1")
+	}
+	admit := []script{sc}
 	var res []rueidis.RedisResult
 	if s.o.Durability == store.Batch {
 		res = s.doScripts(ctx, admit, s.c.B().Mget().Key(e.total, dayKey(e.tag, today), genKey(e.tag), lockKey(e.tag)).Build())
 	} else {
 		res = s.doScripts(ctx, admit)
 	}
-	n, err := res[0].AsInt64()
+	n, made, err := admitted(res[0], mode)
 	if err != nil {
 		s.stats.errors[errAdmit].Add(1)
-		return fmt.Errorf("redis: admit key: %w: %w", ErrUnavailable, err)
+		return false, fmt.Errorf("redis: admit key: %w: %w", ErrUnavailable, err)
 	}
-	if n < 0 {
-		return store.ErrTooManyKeys
+	switch {
+	case n == -3:
+		return false, store.ErrNewKey
+	case n < 0:
+		return false, store.ErrTooManyKeys
 	}
 	s.seeKeys(n)
 	e.justAdmitted = true
 	if s.o.Durability == store.Batch {
 		var v [4]uint64
 		if err := readInts(res[1], v[:]); err != nil {
-			return fmt.Errorf("redis: read counts: %w: %w", ErrUnavailable, err)
+			return false, fmt.Errorf("redis: read counts: %w: %w", ErrUnavailable, err)
 		}
 		e.base, e.baseDay, e.baseToday, e.fresh = v[0], today, v[1], s.rounds.Load()
 		e.gen, e.flightGen, e.locked = v[2], v[2], v[3] != 0
 	}
-	return nil
+	return made, nil
+}
+
+// admitted reads lua/admit.lua's answer to an admission in mode: a
+// number, or {n, made} for a visit's.
+func admitted(r rueidis.RedisResult, mode admitMode) (n int64, made bool, err error) {
+	if mode == admitAny {
+		n, err = r.AsInt64()
+		return n, false, err
+	}
+	vs, err := r.ToArray()
+	if err == nil && len(vs) != 2 {
+		err = fmt.Errorf("admit.lua answered %d values, want 2", len(vs))
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if n, err = vs[0].AsInt64(); err != nil {
+		return 0, false, err
+	}
+	m, err := vs[1].AsInt64()
+	return n, m == 1, err
 }
 
 // admitScript is the run of lua/admit.lua that admits key within the
@@ -789,18 +846,37 @@ func (s *Store) readCounts(ctx context.Context, key []byte, today store.Day) (st
 	return store.Counts{Total: v[0], Today: v[1], Locked: v[2] != 0}, nil
 }
 
-// Incr implements [store.Store].
+// Incr implements [store.Counter].
 func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
+	c, _, err := s.count(ctx, key, admitAny)
+	return c, err
+}
+
+// Visit implements [store.Counter]: whether key is new, and its
+// admission if it may be made, are one run of lua/admit.lua, in the
+// round trip that reads its counts; a key this instance holds needs
+// none.
+func (s *Store) Visit(ctx context.Context, key []byte, create bool) (store.Counts, bool, error) {
+	mode := admitOld
+	if create {
+		mode = admitMake
+	}
+	return s.count(ctx, key, mode)
+}
+
+// count counts one visit to key, admitted in mode, and reports whether
+// the admission made it.
+func (s *Store) count(ctx context.Context, key []byte, mode admitMode) (store.Counts, bool, error) {
 	if len(key) > store.MaxKeyBytes {
-		return store.Counts{}, store.ErrKeyTooLong
+		return store.Counts{}, false, store.ErrKeyTooLong
 	}
 	if s.o.Durability == store.Sync {
-		return s.incrSync(ctx, key)
+		return s.incrSync(ctx, key, mode)
 	}
 	for {
-		e, err := s.entry(ctx, key)
+		e, made, err := s.entryFor(ctx, key, mode)
 		if err != nil {
-			return store.Counts{}, err
+			return store.Counts{}, false, err
 		}
 		today := s.cal.Today()
 		e.mu.Lock()
@@ -827,7 +903,7 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 		if q {
 			s.queue(e)
 		}
-		return c, nil
+		return c, made, nil
 	}
 }
 
@@ -873,16 +949,16 @@ func (e *entry) counts(today store.Day) store.Counts {
 	return c
 }
 
-func (s *Store) incrSync(ctx context.Context, key []byte) (store.Counts, error) {
+func (s *Store) incrSync(ctx context.Context, key []byte, mode admitMode) (store.Counts, bool, error) {
 	if s.stuck.Load() {
-		return store.Counts{}, s.downErr()
+		return store.Counts{}, false, s.downErr()
 	}
-	e, err := s.entry(ctx, key)
+	e, made, err := s.entryFor(ctx, key, mode)
 	for err == nil && e.dead.Load() {
-		e, err = s.entry(ctx, key) // deleted: a new entry admits the key again
+		e, made, err = s.entryFor(ctx, key, mode) // deleted: a new entry admits the key again
 	}
 	if err != nil {
-		return store.Counts{}, err
+		return store.Counts{}, false, err
 	}
 	today := s.cal.Today()
 	s.syncMu.Lock()
@@ -902,16 +978,16 @@ func (s *Store) incrSync(ctx context.Context, key []byte) (store.Counts, error) 
 		case <-ctx.Done():
 			// The client left. Its visit may still count: no answer
 			// reaches it, so none can say otherwise.
-			return store.Counts{}, ctx.Err()
+			return store.Counts{}, false, ctx.Err()
 		}
 	}
 	if r.err != nil {
-		return store.Counts{}, r.err
+		return store.Counts{}, false, r.err
 	}
 	if v := &r.visits[i]; v.err != nil {
-		return store.Counts{}, v.err
+		return store.Counts{}, false, v.err
 	}
-	return r.visits[i].c, nil
+	return r.visits[i].c, made, nil
 }
 
 func (s *Store) downErr() error {

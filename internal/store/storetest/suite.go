@@ -104,6 +104,8 @@ func Run(t *testing.T, b Backend) {
 	t.Run("DoesNotRetainKeys", s.doesNotRetainKeys)
 	t.Run("MaxKeys", s.maxKeys)
 	t.Run("LastSlotRace", s.lastSlotRace)
+	t.Run("VisitMakesOnlyIfAllowed", s.visitMakesOnlyIfAllowed)
+	t.Run("VisitBudgetRace", s.visitBudgetRace)
 	t.Run("UnknownKey", s.unknownKey)
 	t.Run("Midnights", s.midnights)
 	t.Run("MemoryIsBoundedOverTime", s.memoryBounded)

@@ -1,0 +1,113 @@
+package visit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"visitors/internal/bots"
+	"visitors/internal/client"
+	"visitors/internal/store/memstore"
+	"visitors/internal/store/storetest"
+	"visitors/internal/unique"
+)
+
+var ctx = context.Background()
+
+// mustRecorder returns a Recorder over a memory store whose clock
+// stands still (no bucket refills), with rules.
+func mustRecorder(t *testing.T, rules Rules) (*Recorder, *memstore.Store) {
+	t.Helper()
+	now := func() time.Time { return storetest.At(0, "12:00") }
+	st := memstore.New(memstore.Options{Now: now})
+	u, err := unique.New(unique.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Recorder{Store: st, Rules: rules, Uniques: u, Now: now}, st
+}
+
+var firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+
+// TestNewKeyBudget: past its budget a client's new key is a NewKeyError
+// that quotes the budget and says when to retry, counts and makes
+// nothing, while its keys already made still count.
+func TestNewKeyBudget(t *testing.T) {
+	nk := client.Rate{Events: 2, Per: time.Hour}
+	r, st := mustRecorder(t, Rules{Limiter: client.NewLimiter(client.LimiterOptions{NewKeys: nk}), NewKeys: nk})
+	addr := netip.MustParseAddr("198.51.100.7")
+	for _, k := range []string{"a", "b"} {
+		if o, err := r.Record(ctx, &Visit{Key: []byte(k), Count: true, Client: addr, UserAgent: firefox}); err != nil || !o.Counted {
+			t.Fatalf("Record(%s) = %+v, %v; want counted", k, o, err)
+		}
+	}
+	o, err := r.Record(ctx, &Visit{Key: []byte("c"), Count: true, Client: addr, UserAgent: firefox})
+	var e *NewKeyError
+	if !errors.As(err, &e) || e.RetryAfter != 30*time.Minute || e.Error() != "too many new counters from your address: at most 2/h (-client-new-keys); try again later" || o.Counted || o.NotCounted != RateLimited {
+		t.Fatalf("Record(c) past the budget = %+v, %v; want a NewKeyError with RetryAfter 30m, rate_limited", o, err)
+	}
+	if st.Keys() != 2 {
+		t.Errorf("Keys() = %d after a refused new key, want 2", st.Keys())
+	}
+	if o, err := r.Record(ctx, &Visit{Key: []byte("a"), Count: true, Client: addr, UserAgent: firefox}); err != nil || o.Counts.Total != 2 {
+		t.Errorf("Record(a) past the budget = %+v, %v; want counted, total 2", o, err)
+	}
+}
+
+// TestNewKeyBudgetRace: one client's concurrent first visits to new keys
+// never make more keys than its budget (the race the check-then-count
+// path of before admitted), and every key made is counted.
+func TestNewKeyBudgetRace(t *testing.T) {
+	const budget = 5
+	for round := range 20 {
+		nk := client.Rate{Events: budget, Per: time.Hour}
+		r, st := mustRecorder(t, Rules{Limiter: client.NewLimiter(client.LimiterOptions{NewKeys: nk}), NewKeys: nk})
+		addr := netip.MustParseAddr("203.0.113.9")
+		var counted atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range 16 {
+			wg.Go(func() {
+				<-start
+				for i := range 4 {
+					o, err := r.Record(ctx, &Visit{Key: fmt.Appendf(nil, "k%d-%d", g, i), Count: true, Client: addr, UserAgent: firefox})
+					var e *NewKeyError
+					switch {
+					case err == nil && o.Counted:
+						counted.Add(1)
+					case !errors.As(err, &e):
+						t.Errorf("Record: %+v, %v", o, err)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if st.Keys() != budget || counted.Load() != budget {
+			t.Fatalf("round %d: %d keys made, %d visits counted; want %d each", round, st.Keys(), counted.Load(), budget)
+		}
+	}
+}
+
+// TestRulesRefuse: a crawler and a repeat view are answered with the
+// counts as they are, counted nothing, and say why.
+func TestRulesRefuse(t *testing.T) {
+	r, _ := mustRecorder(t, Rules{Bots: bots.New(), Repeats: unique.NewRepeats(time.Hour, 0)})
+	addr := netip.MustParseAddr("192.0.2.1")
+	v := Visit{Key: []byte("k"), Count: true, Client: addr, UserAgent: firefox}
+	if o, err := r.Record(ctx, &v); err != nil || !o.Counted || o.Counts.Total != 1 {
+		t.Fatalf("first visit = %+v, %v; want counted", o, err)
+	}
+	if o, err := r.Record(ctx, &v); err != nil || o.Counted || !o.Refused || o.NotCounted != Repeat || o.Counts.Total != 1 {
+		t.Errorf("repeat view = %+v, %v; want refused as a repeat, total 1", o, err)
+	}
+	bot := Visit{Key: []byte("k"), Count: true, Client: addr, UserAgent: "Googlebot/2.1 (+http://www.google.com/bot.html)"}
+	if o, err := r.Record(ctx, &bot); err != nil || o.Counted || o.NotCounted != Bot || o.Counts.Total != 1 {
+		t.Errorf("crawler = %+v, %v; want refused as a bot, total 1", o, err)
+	}
+}
