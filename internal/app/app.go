@@ -91,15 +91,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 // returns nil. It returns an error if the service cannot start or a
 // listener fails.
 func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
-	level, err := parseLevel(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
 	runtime.SetBlockProfileRate(cfg.BlockProfileRate)
 	runtime.SetMutexProfileFraction(cfg.MutexProfileFraction)
 
 	sink := logsink.New(stdout, logsink.Options{})
-	log := zerolog.New(sink).Level(level).With().Timestamp().Logger()
+	log := zerolog.New(sink).Level(cfg.LogLevel).With().Timestamp().Logger()
 	defer func() {
 		if err := sink.Close(); err != nil {
 			fmt.Fprintf(os.Stderr, "visitors: flush log: %v\n", err)
@@ -125,8 +121,7 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 	if err != nil {
 		hostname = "unknown"
 	}
-	flushes, rounds := metrics.NewFlushDurations(), metrics.NewRoundDurations()
-	st, err := openStore(cfg, log, flushes.ObserveFlush, rounds.ObserveRound)
+	st, err := openStore(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -231,17 +226,14 @@ func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
 			Warnings: func() []string { return warnings(public, st, cfg) },
 			Stats: func() map[string]any {
 				vars := map[string]any{"log_lines_written": sink.Written(), "log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
-				switch b := st.(type) {
-				case *boltstore.Store:
-					vars["store"] = b.Stats()
-				case *redisstore.Store:
-					vars["store"] = b.Stats()
+				if b, ok := st.(backend); ok {
+					vars["store"] = b.Vars()
 				}
 				return vars
 			},
 		}
 		if requests != nil && cfg.Metrics {
-			reg, err := registry(cfg, requests, st, flushes, rounds, sink, fr, conns, public)
+			reg, err := registry(cfg, requests, st, sink, fr, conns, public)
 			if err != nil {
 				pub.Close()
 				return err
@@ -323,39 +315,31 @@ func listenAdmin(cfg Config) (net.Listener, error) {
 	return adm, nil
 }
 
+// backend is what a store offers beyond [store.Store] for an operator
+// to read: its own Prometheus collectors, and its counters for
+// /debug/vars. The embedded and Redis stores offer it; the memory store
+// has nothing of its own to report.
+type backend interface {
+	Collectors() []prometheus.Collector
+	Vars() any
+}
+
+var (
+	_ backend = (*boltstore.Store)(nil)
+	_ backend = (*redisstore.Store)(nil)
+)
+
 // registry returns the Prometheus registry of /metrics: the requests,
-// the store, the log, the flight recorder if fr is not nil, the public
+// the store (what every store reports, and the backend's own
+// collectors), the log, the flight recorder if fr is not nil, the public
 // connections, what the public server noticed, and the Go runtime and
 // process.
-func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, rounds *metrics.RoundDurations, sink *logsink.Writer, fr *flightrec.Recorder, conns *connGate, public *web.Server) (*prometheus.Registry, error) {
-	src := metrics.StoreSource{MaxKeys: cfg.MaxKeys, Keys: st.Keys, Health: st.Health}
-	if b, ok := st.(*boltstore.Store); ok {
-		src.Flushes = func() metrics.Flushes {
-			s := b.Stats()
-			return metrics.Flushes{Passes: s.Passes, PassErrors: s.PassErrors, KeyErrors: s.KeyErrors, FailingKeys: s.FailingKeys, SyncVisits: s.SyncVisits}
-		}
-	}
-	// A store that reports what is not yet durable (see docs/operations.md).
-	if p, ok := st.(interface {
-		Pending() (visits uint64, oldest time.Time, syncWaiters int)
-	}); ok {
-		src.Backlog = func() metrics.Backlog {
-			n, oldest, waiters := p.Pending()
-			var age time.Duration
-			if n > 0 && !oldest.IsZero() {
-				age = time.Since(oldest)
-			}
-			return metrics.Backlog{Pending: n, OldestPending: age, SyncWaiters: waiters}
-		}
-	}
+func registry(cfg Config, requests *metrics.Requests, st store.Store, sink *logsink.Writer, fr *flightrec.Recorder, conns *connGate, public *web.Server) (*prometheus.Registry, error) {
 	cs := []prometheus.Collector{requests}
-	if _, ok := st.(*boltstore.Store); ok { // the only store that calls ObserveFlush
-		cs = append(cs, flushes)
+	cs = append(cs, metrics.Store(metrics.StoreSource{MaxKeys: cfg.MaxKeys, Keys: st.Keys, Health: st.Health})...)
+	if b, ok := st.(backend); ok {
+		cs = append(cs, b.Collectors()...)
 	}
-	if r, ok := st.(*redisstore.Store); ok { // the only store that calls ObserveRound
-		cs = append(cs, rounds, metrics.Redis(func() metrics.RedisReport { return redisReport(r) }))
-	}
-	cs = append(cs, metrics.Store(src)...)
 	cs = append(cs, metrics.Log(sink.Written, sink.Dropped)...)
 	if fr != nil {
 		cs = append(cs, metrics.FlightRecorder(fr.Snapshots)...)
@@ -385,19 +369,17 @@ func warnings(public *web.Server, st store.Store, cfg Config) []string {
 	return ws
 }
 
-// openStore opens the store cfg names; a durable one reports each flush
-// pass to onFlush, the Redis store each send of a round to onRound.
-func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error), onRound func(string, time.Duration, error)) (store.Store, error) {
-	if cfg.Store == "memory" {
+// openStore opens the store cfg names.
+func openStore(cfg Config, log zerolog.Logger) (store.Store, error) {
+	switch cfg.Store {
+	case StoreMemory:
 		return memstore.New(memstore.Options{MaxKeys: cfg.MaxKeys}), nil
-	}
-	if cfg.Store == "redis" {
+	case StoreRedis:
 		st, err := redisstore.Open(redisOptions(cfg.Redis, redisstore.Options{
 			Durability:    cfg.Durability,
 			FlushInterval: cfg.FlushInterval,
 			MaxKeys:       cfg.MaxKeys,
 			Log:           log,
-			OnRound:       func(p redisstore.RoundPart, d time.Duration, err error) { onRound(p.String(), d, err) },
 		}))
 		if err != nil {
 			return nil, err
@@ -411,7 +393,6 @@ func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error
 		FlushInterval: cfg.FlushInterval,
 		MaxKeys:       cfg.MaxKeys,
 		Log:           log,
-		OnFlush:       onFlush,
 	})
 	if err != nil {
 		return nil, err

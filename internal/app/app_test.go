@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"visitors/internal/camo"
 	"visitors/internal/certs"
 	"visitors/internal/client"
@@ -43,8 +45,8 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	rootHash := sha256.Sum256([]byte(testRoot))
-	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
-		Store: "embedded", Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
+	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: zerolog.InfoLevel, MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
+		Store: StoreEmbedded, Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
 		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
 		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"},
@@ -61,18 +63,18 @@ func TestParseFlags(t *testing.T) {
 		{"flags", []string{"-addr", ":9", "-admin-addr", "", "-log-level", "off", "-max-keys", "5", "-shutdown-timeout", "1s", "-block-profile-rate", "100", "-mutex-profile-fraction", "10",
 			"-store", "memory", "-data", "/var/lib/v", "-durability", "sync", "-flush-interval", "1s"}, nil,
 			with(func(c *Config) {
-				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
-					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
+				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: zerolog.Disabled, MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
+					Store: StoreMemory, Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
 					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
 					Redis: def.Redis, API: def.API, TLS: def.TLS}
 			})},
 		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,
 			with(func(c *Config) {
-				c.Store, c.Redis = "redis", RedisConfig{URL: "rediss://u@r:6380/2", Cluster: []string{"a:1", "b:2"}, Prefix: "p:"}
+				c.Store, c.Redis = StoreRedis, RedisConfig{URL: "rediss://u@r:6380/2", Cluster: []string{"a:1", "b:2"}, Prefix: "p:"}
 			})},
 		{"redis env", nil, map[string]string{"VISITORS_STORE": "redis", "VISITORS_REDIS_URL": "redis://h:1/0", "VISITORS_REDIS_CLUSTER": "c:3", "VISITORS_REDIS_PREFIX": "q:", "VISITORS_REDIS_PASSWORD": "s3cret"},
 			with(func(c *Config) {
-				c.Store, c.Redis = "redis", RedisConfig{URL: "redis://h:1/0", Cluster: []string{"c:3"}, Prefix: "q:", Password: "s3cret"}
+				c.Store, c.Redis = StoreRedis, RedisConfig{URL: "redis://h:1/0", Cluster: []string{"c:3"}, Prefix: "q:", Password: "s3cret"}
 			})},
 		{"fair flags", []string{"-trusted-proxies", "10.0.0.0/8, 2001:db8::/32,192.0.2.1", "-client-rate", "5/m", "-client-burst", "3", "-client-new-keys", "0",
 			"-repeat-window", "30m", "-unique=false", "-max-conns", "7", "-count-bots", "-camo-ranges", "127.0.0.0/8,::1", "-camo-key-rate", "5/s", "-max-conns-per-client", "0"}, nil,
@@ -97,7 +99,7 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) { c.Metrics, c.SlowRequest, c.TraceDir = false, 100*time.Millisecond, "/e" })},
 		{"env", nil, map[string]string{"VISITORS_ADDR": ":7", "VISITORS_MAX_KEYS": "3", "VISITORS_SHUTDOWN_TIMEOUT": "2s", "VISITORS_LOG_LEVEL": "warn", "VISITORS_DATA": "/d", "VISITORS_DURABILITY": "sync"},
 			with(func(c *Config) {
-				c.Addr, c.MaxKeys, c.ShutdownTimeout, c.LogLevel, c.Data, c.Durability = ":7", 3, 2*time.Second, "warn", "/d", store.Sync
+				c.Addr, c.MaxKeys, c.ShutdownTimeout, c.LogLevel, c.Data, c.Durability = ":7", 3, 2*time.Second, zerolog.WarnLevel, "/d", store.Sync
 			})},
 		{"api flags", []string{"-admin-token-file", tokenFile, "-import-max-bytes", "1024", "-api-auth-failures", "3/h", "-admin-allow-remote"}, nil,
 			with(func(c *Config) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"visitors/internal/flightrec"
 	"visitors/internal/servertest"
 	"visitors/internal/store"
@@ -95,7 +97,7 @@ func mustGetBody(t *testing.T, url string) (int, string) {
 func TestSlowRequestSnapshot(t *testing.T) {
 	data := t.TempDir()
 	addr, admin, out := mustRunConfig(t, Config{
-		LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
+		LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory, Data: data,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
 		// A threshold far above what a fast request takes on a loaded
 		// machine: with 100ms, a /whoami slowed by other work once made
@@ -161,7 +163,7 @@ func TestSlowRequestSnapshot(t *testing.T) {
 // written to -trace-dir.
 func TestObservabilityOff(t *testing.T) {
 	data := t.TempDir()
-	_, admin, _ := mustRunConfig(t, Config{LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
+	_, admin, _ := mustRunConfig(t, Config{LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory, Data: data,
 		SlowRequest: 250 * time.Millisecond, FlightRecorderWindow: time.Second, TraceEvery: time.Minute, TraceKeep: 1})
 	for _, p := range []string{"/metrics", "/debug/flightrecorder"} {
 		if code, _ := mustGetBody(t, "http://"+admin+p); code != 404 {
