@@ -207,11 +207,14 @@ func (s *service) openStore() error {
 	return nil
 }
 
-// observe starts the flight recorder, if on, and the observer of
-// requests that /metrics and the flight recorder read.
+// observe makes the flight recorder, armed for good with
+// -flight-recorder, else disarmed until the admin listener arms it (it
+// is left out with no admin listener to arm it, or no directory for its
+// snapshots), and the observer of requests that /metrics and the flight
+// recorder read.
 func (s *service) observe() error {
 	cfg := s.cfg
-	if cfg.FlightRecorder {
+	if cfg.FlightRecorder || cfg.AdminAddr != "" && (cfg.TraceDir != "" || cfg.Data != "") {
 		fr, err := flightrec.Start(flightrec.Options{
 			Dir:      cfg.TraceDirOrDefault(),
 			Window:   cfg.FlightRecorderWindow,
@@ -219,6 +222,7 @@ func (s *service) observe() error {
 			Every:    cfg.TraceEvery,
 			Keep:     cfg.TraceKeep,
 			Log:      s.log,
+			Always:   cfg.FlightRecorder,
 		})
 		if err != nil {
 			return fmt.Errorf("%w (-flight-recorder=false turns it off)", err)
@@ -446,7 +450,7 @@ func registry(cfg Config, requests *metrics.Requests, st store.Store, sink *logs
 	}
 	cs = append(cs, metrics.Log(sink.Written, sink.Dropped)...)
 	if fr != nil {
-		cs = append(cs, metrics.FlightRecorder(fr.Snapshots)...)
+		cs = append(cs, metrics.FlightRecorder(fr.Snapshots, fr.Armed)...)
 	}
 	cs = append(cs, metrics.Connections(func() float64 { return float64(conns.Open()) }, conns.Refused)...)
 	cs = append(cs, metrics.UntrustedForwarded(func() uint64 { n, _ := public.UntrustedForwarded(); return n }))

@@ -41,7 +41,7 @@ type Config struct {
 	Durability           store.Durability // when a visit is durable: batch or sync
 	FlushInterval        time.Duration    // batch: how often counts reach disk
 	Metrics              bool             // /metrics on the admin listener, and requests observed
-	FlightRecorder       bool             // keep the last seconds of execution trace in memory
+	FlightRecorder       bool             // keep the flight recorder armed for good (else it is armed on demand)
 	FlightRecorderWindow time.Duration    // how much execution the flight recorder keeps
 	FlightRecorderBytes  uint64           // the most memory the flight recorder's window takes
 	SlowRequest          time.Duration    // a request this long is slow: a snapshot is written
@@ -237,7 +237,7 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 	fs.Var(&c.Durability, "durability", "batch: counts reach disk (or Redis) every -flush-interval; sync: a visit is answered only once it is on disk (or confirmed by Redis)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 100*time.Millisecond, "batch durability: how often counts are written (a crash loses at most this much)")
 	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics on the admin listener")
-	fs.BoolVar(&c.FlightRecorder, "flight-recorder", true, "keep the last -flight-recorder-window of execution trace in memory, and write it to -trace-dir after a slow request")
+	fs.BoolVar(&c.FlightRecorder, "flight-recorder", false, "keep the flight recorder armed for good: the last -flight-recorder-window of execution trace in memory, written to -trace-dir after a slow request (off: disarmed until POST /debug/flightrecorder/arm?for=30m on the admin listener)")
 	fs.DurationVar(&c.FlightRecorderWindow, "flight-recorder-window", 10*time.Second, "how much recent execution the flight recorder keeps")
 	fs.Uint64Var(&c.FlightRecorderBytes, "flight-recorder-max-bytes", 32<<20, "the most memory, in `bytes`, the flight recorder's window may take; past it the window is shorter")
 	fs.DurationVar(&c.SlowRequest, "slow-request", 250*time.Millisecond, "a request that takes this long is slow: counted, and a flight-recorder snapshot is written (at least 1ms)")

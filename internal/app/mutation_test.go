@@ -76,8 +76,8 @@ func TestMetricsAndFlightRecorderApart(t *testing.T) {
 					t.Errorf("snapshots %s: %v, want one\nlog:\n%s", pattern, files, out.String())
 				}
 			} else {
-				if code, _ := mustGetBody(t, "http://"+admin+"/debug/flightrecorder"); code != 404 {
-					t.Errorf("GET /debug/flightrecorder with -flight-recorder=false = %d, want 404", code)
+				if code, _ := mustGetBody(t, "http://"+admin+"/debug/flightrecorder"); code != 409 {
+					t.Errorf("GET /debug/flightrecorder with -flight-recorder=false, not armed = %d, want 409", code)
 				}
 				if m, _ := filepath.Glob(filepath.Join(data, "traces")); len(m) != 0 {
 					t.Errorf("-trace-dir created with the flight recorder off")

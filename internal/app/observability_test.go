@@ -159,15 +159,16 @@ func TestSlowRequestSnapshot(t *testing.T) {
 }
 
 // TestObservabilityOff: with -metrics=false and -flight-recorder=false
-// there is no /metrics and no /debug/flightrecorder, and nothing is
-// written to -trace-dir.
+// there is no /metrics, /debug/flightrecorder refuses with 409 while
+// the recorder is not armed (issue 26: it is armed on demand), and
+// nothing is written to -trace-dir.
 func TestObservabilityOff(t *testing.T) {
 	data := t.TempDir()
 	_, admin, _ := mustRunConfig(t, Config{LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory, Data: data,
 		SlowRequest: 250 * time.Millisecond, FlightRecorderWindow: time.Second, TraceEvery: time.Minute, TraceKeep: 1})
-	for _, p := range []string{"/metrics", "/debug/flightrecorder"} {
-		if code, _ := mustGetBody(t, "http://"+admin+p); code != 404 {
-			t.Errorf("GET %s = %d, want 404", p, code)
+	for p, want := range map[string]int{"/metrics": 404, "/debug/flightrecorder": 409} {
+		if code, _ := mustGetBody(t, "http://"+admin+p); code != want {
+			t.Errorf("GET %s = %d, want %d", p, code, want)
 		}
 	}
 	if m, _ := filepath.Glob(filepath.Join(data, "traces")); len(m) != 0 {

@@ -116,13 +116,19 @@ func Store(src StoreSource) []prometheus.Collector {
 }
 
 // FlightRecorder returns the counters of flight-recorder snapshots,
-// written for slow requests and on request.
-func FlightRecorder(snapshots func() (slow, requested uint64)) []prometheus.Collector {
+// written for slow requests and on request, and whether it is armed.
+func FlightRecorder(snapshots func() (slow, requested uint64), armed func() bool) []prometheus.Collector {
 	const name, help = "visitors_flight_recorder_snapshots_total", "Execution-trace snapshots the flight recorder wrote, by trigger: a slow request, or GET /debug/flightrecorder."
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"trigger": "slow_request"}},
 			func() float64 { s, _ := snapshots(); return float64(s) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"trigger": "on_demand"}},
 			func() float64 { _, r := snapshots(); return float64(r) }),
+		gaugeFunc("visitors_flight_recorder_armed", "1 while the flight recorder is armed (keeps the execution trace, and slow requests write snapshots): -flight-recorder, or POST /debug/flightrecorder/arm?for= on the admin listener; 0 when disarmed.", func() float64 {
+			if armed() {
+				return 1
+			}
+			return 0
+		}),
 	}
 }
