@@ -70,7 +70,8 @@ func waitMetric(tb testing.TB, p *servertest.Proc, name, want string) {
 }
 
 // slowRequest makes one request to p that takes 300ms at least, as the
-// server times it: an owner-API import whose body comes late.
+// server times it: an owner-API import whose body comes late (the
+// memory store takes no import: p must have another).
 func slowRequest(tb testing.TB, p *servertest.Proc) {
 	tb.Helper()
 	pr, pw := io.Pipe()
@@ -100,7 +101,7 @@ func slowRequest(tb testing.TB, p *servertest.Proc) {
 // itself. Bad arming requests are 400 or 405 and change nothing.
 func TestFlightRecorderArmedOnDemand(t *testing.T) {
 	traces := t.TempDir()
-	p := servertest.Start(t, bin, apiEnv, "-store", "memory", "-log-level", "warn",
+	p := servertest.Start(t, bin, apiEnv, "-data", t.TempDir(), "-log-level", "warn",
 		"-slow-request", "100ms", "-trace-every", "1ms", "-trace-dir", traces)
 	const armed, slow = "visitors_flight_recorder_armed", "visitors_http_slow_requests_total"
 	snapshots := func() []string {
