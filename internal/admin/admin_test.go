@@ -123,9 +123,8 @@ func TestVarsAreExpvar(t *testing.T) {
 // fakeRecorder is a FlightRecorder that records what it was told.
 type fakeRecorder struct {
 	http.Handler
-	armed     time.Duration // the last Arm's, 0 after Disarm
-	always    bool
-	disarmErr error
+	armed  time.Duration // the last Arm's, 0 after Disarm
+	always bool
 }
 
 func (f *fakeRecorder) Arm(d time.Duration) (time.Time, error) {
