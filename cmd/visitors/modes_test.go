@@ -25,6 +25,7 @@ func TestPrivateFiles(t *testing.T) {
 	mustGet(t, p.URL("/counter/private/modes.svg"))
 	mustGet(t, p.URL("/hello?name=modes"))
 	mustCreate(t, p, "private/created")
+	armFlightRecorder(t, p, "1m")
 	if code, _, _ := mustGet(t, p.AdminURL("/debug/flightrecorder")); code != 200 {
 		t.Fatalf("GET /debug/flightrecorder = %d", code)
 	}

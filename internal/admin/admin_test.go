@@ -8,6 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"visitors/internal/flightrec"
 )
 
 func TestHealthz(t *testing.T) {
@@ -80,7 +83,7 @@ func TestOptionalEndpoints(t *testing.T) {
 	}{
 		{"metrics", Options{Metrics: ok}, "/metrics", 200},
 		{"no metrics", Options{}, "/metrics", 404},
-		{"flight recorder", Options{FlightRecorder: ok}, "/debug/flightrecorder", 200},
+		{"flight recorder", Options{FlightRecorder: &fakeRecorder{Handler: ok}}, "/debug/flightrecorder", 200},
 		{"no flight recorder", Options{}, "/debug/flightrecorder", 404},
 	}
 	for _, tt := range tests {
@@ -114,5 +117,83 @@ func TestVarsAreExpvar(t *testing.T) {
 	}
 	if got.Published != 42 || got.Goroutines == 0 || len(got.Cmdline) == 0 || got.Visitors.Keys != 2 {
 		t.Errorf("/debug/vars = %+v, want the expvar published (42), goroutines, cmdline and the latest Stats (keys 2)", got)
+	}
+}
+
+// fakeRecorder is a FlightRecorder that records what it was told.
+type fakeRecorder struct {
+	http.Handler
+	armed  time.Duration // the last Arm's, 0 after Disarm
+	always bool
+}
+
+func (f *fakeRecorder) Arm(d time.Duration) (time.Time, error) {
+	f.armed = d
+	if f.always {
+		return time.Time{}, nil
+	}
+	return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nil
+}
+
+func (f *fakeRecorder) Disarm() error {
+	if f.always {
+		return errors.New("armed for good")
+	}
+	f.armed = 0
+	return nil
+}
+
+// TestArmFlightRecorder: POST /debug/flightrecorder/arm?for= arms the
+// recorder for that long and DELETE disarms it; a for= that is missing,
+// unparsable, zero, negative or past MaxArm is a 400 that says why, and
+// leaves the recorder as it was; any other method is a 405 naming the
+// two.
+func TestArmFlightRecorder(t *testing.T) {
+	fr := &fakeRecorder{}
+	h := Handler(Options{FlightRecorder: fr})
+	do := func(method, target string) (int, string, http.Header) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+		return w.Code, w.Body.String(), w.Header()
+	}
+	for _, tt := range []struct{ query, want string }{
+		{"", "for= is missing"},
+		{"?for=", "for= is missing"},
+		{"?for=soon", "for= is not a duration"},
+		{"?for=30", "for= is not a duration"},
+		{"?for=0s", `for="0s": want a positive duration`},
+		{"?for=-5m", `for="-5m": want a positive duration`},
+		{"?for=24h0m1s", `for="24h0m1s": at most 24h0m0s`},
+		{"?for=%3Cb%3E1h", "for= is not a duration"},
+	} {
+		code, body, _ := do("POST", "/debug/flightrecorder/arm"+tt.query)
+		if code != 400 || !strings.Contains(body, tt.want) || strings.Contains(body, "<b>") {
+			t.Errorf("POST arm%s = %d %q, want 400 saying %q", tt.query, code, body, tt.want)
+		}
+		if fr.armed != 0 {
+			t.Fatalf("POST arm%s armed it for %v", tt.query, fr.armed)
+		}
+	}
+	if code, body, _ := do("POST", "/debug/flightrecorder/arm?for=30m"); code != 200 || fr.armed != 30*time.Minute || body != "armed until 2026-01-02T03:04:05Z (for 30m0s)\n" {
+		t.Errorf("POST arm?for=30m = %d %q, armed %v; want 200, 30m", code, body, fr.armed)
+	}
+	if code, body, _ := do("POST", "/debug/flightrecorder/arm?for=24h"); code != 200 || fr.armed != flightrec.MaxArm {
+		t.Errorf("POST arm?for=24h = %d %q, armed %v; want 200, 24h", code, body, fr.armed)
+	}
+	if code, body, _ := do("DELETE", "/debug/flightrecorder/arm"); code != 200 || fr.armed != 0 || body != "disarmed\n" {
+		t.Errorf("DELETE arm = %d %q, armed %v; want 200, disarmed", code, body, fr.armed)
+	}
+	for _, m := range []string{"GET", "PUT", "PATCH"} {
+		code, body, hdr := do(m, "/debug/flightrecorder/arm?for=30m")
+		if code != 405 || hdr.Get("Allow") != "POST, DELETE" || !strings.Contains(body, "POST ?for=30m arms") {
+			t.Errorf("%s arm = %d %q, Allow %q; want 405, Allow POST, DELETE", m, code, body, hdr.Get("Allow"))
+		}
+	}
+	fr.always = true
+	if code, body, _ := do("DELETE", "/debug/flightrecorder/arm"); code != 409 || !strings.Contains(body, "armed for good") {
+		t.Errorf("DELETE arm of an always-on recorder = %d %q, want 409", code, body)
+	}
+	if code, body, _ := do("POST", "/debug/flightrecorder/arm?for=1m"); code != 200 || body != "armed for good by -flight-recorder\n" {
+		t.Errorf("POST arm of an always-on recorder = %d %q, want 200 armed for good", code, body)
 	}
 }

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -93,216 +94,315 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 // returns nil. It returns an error if the service cannot start or a
 // listener fails.
 func Run(ctx context.Context, cfg Config, to Timeouts, stdout io.Writer) error {
-	level, err := parseLevel(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
 	runtime.SetBlockProfileRate(cfg.BlockProfileRate)
 	runtime.SetMutexProfileFraction(cfg.MutexProfileFraction)
 
 	sink := logsink.New(stdout, logsink.Options{})
-	log := zerolog.New(sink).Level(level).With().Timestamp().Logger()
 	defer func() {
 		if err := sink.Close(); err != nil {
 			fmt.Fprintf(os.Stderr, "visitors: flush log: %v\n", err)
 		}
 	}()
+	s := &service{cfg: cfg, to: to, sink: sink, log: zerolog.New(sink).Level(cfg.LogLevel).With().Timestamp().Logger()}
+	defer s.close()
+	if err := s.start(); err != nil {
+		return err
+	}
+	return s.serve(ctx)
+}
 
-	tlsConf, httpHandler, err := cfg.TLS.setup(cfg.Data, log) // before the store: a bad file stops the start at once
+// service is the running visitors of one [Run]: what its steps open,
+// and what they leave to undo. Only Run's goroutine uses it.
+type service struct {
+	cfg  Config
+	to   Timeouts
+	log  zerolog.Logger
+	sink *logsink.Writer
+
+	st       store.Store
+	rules    web.Rules
+	fr       *flightrec.Recorder // nil when the flight recorder is off
+	requests *metrics.Requests   // nil when nothing observes requests
+	conns    *connGate
+	public   *web.Server
+
+	servers   []*http.Server
+	listeners []net.Listener // listeners[i] is servers[i]'s
+	opened    []net.Listener // every listener; until serving, close closes them
+	serving   bool           // the servers own the listeners
+	undo      []func()       // what close undoes, in reverse
+}
+
+// start opens everything the service needs, in the order that stops a
+// bad start soonest: the TLS files and the admin address, which log
+// nothing, then the store, the observers and the servers.
+func (s *service) start() error {
+	tlsConf, redirect, err := s.cfg.TLS.setup(s.cfg.Data, s.log) // before the store: a bad file stops the start at once
 	if err != nil {
 		return err
 	}
-	adm, err := listenAdmin(cfg) // before the store too: a refused address stops the start before anything is opened or logged
+	adm, err := listenAdmin(s.cfg) // before the store too: a refused address stops the start before anything is opened or logged
 	if err != nil {
 		return err
 	}
-	serving := false // from then on the servers own the listeners
-	defer func() {
-		if adm != nil && !serving {
-			adm.Close()
+	if adm != nil {
+		s.opened = append(s.opened, adm)
+	}
+	if err := s.openStore(); err != nil {
+		return err
+	}
+	if err := s.observe(); err != nil {
+		return err
+	}
+	if err := s.addPublic(tlsConf); err != nil {
+		return err
+	}
+	if adm != nil {
+		if err := s.addAdmin(adm); err != nil {
+			return err
 		}
-	}()
-
-	hostname, err := os.Hostname() // once: it is a syscall
-	if err != nil {
-		hostname = "unknown"
 	}
-	flushes, rounds := metrics.NewFlushDurations(), metrics.NewRoundDurations()
-	st, err := openStore(cfg, log, flushes.ObserveFlush, rounds.ObserveRound)
+	if redirect != nil && s.cfg.TLS.HTTPAddr != "" {
+		return s.addRedirect(redirect)
+	}
+	return nil
+}
+
+// close undoes what start did, the last first: the flight recorder and
+// the request clock, the unique visitors, then the store.
+func (s *service) close() {
+	if !s.serving {
+		for _, l := range s.opened {
+			l.Close()
+		}
+	}
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+}
+
+// openStore opens the store and the fairness rules on it, which are
+// closed after the listeners stop and before the store closes.
+func (s *service) openStore() error {
+	st, err := openStore(s.cfg, s.log)
 	if err != nil {
 		return err
 	}
-	defer func() {
+	s.undo = append(s.undo, func() {
 		if err := st.Close(); err != nil {
-			log.Error().Err(err).Msg("close the store: counts not yet on disk are lost")
+			s.log.Error().Err(err).Msg("close the store: counts not yet on disk are lost")
 		}
-	}()
-	rules, closeRules, err := fairRules(cfg, st, log)
+	})
+	rules, closeRules, err := fairRules(s.cfg, st, s.log)
 	if err != nil {
 		return err
 	}
-	defer func() { // after the listeners stop, before the store closes
+	s.undo = append(s.undo, func() {
 		if err := closeRules(); err != nil {
-			log.Error().Err(err).Msg("write unique visitors: the last second's may be counted again")
+			s.log.Error().Err(err).Msg("write unique visitors: the last second's may be counted again")
 		}
-	}()
-	if cfg.Test != nil && cfg.Test.WrapStore != nil {
-		st = cfg.Test.WrapStore(st)
+	})
+	if s.cfg.Test != nil && s.cfg.Test.WrapStore != nil {
+		st = s.cfg.Test.WrapStore(st)
 	}
+	s.st, s.rules = st, rules
+	return nil
+}
 
-	var fr *flightrec.Recorder
-	if cfg.FlightRecorder {
-		fr, err = flightrec.Start(flightrec.Options{
+// observe makes the flight recorder, armed for good with
+// -flight-recorder, else disarmed until the admin listener arms it (it
+// is left out with no admin listener to arm it, or no directory for its
+// snapshots), and the observer of requests that /metrics and the flight
+// recorder read.
+func (s *service) observe() error {
+	cfg := s.cfg
+	if cfg.FlightRecorder || cfg.AdminAddr != "" && (cfg.TraceDir != "" || cfg.Data != "") {
+		fr, err := flightrec.Start(flightrec.Options{
 			Dir:      cfg.TraceDirOrDefault(),
 			Window:   cfg.FlightRecorderWindow,
 			MaxBytes: cfg.FlightRecorderBytes,
 			Every:    cfg.TraceEvery,
 			Keep:     cfg.TraceKeep,
-			Log:      log,
+			Log:      s.log,
+			Always:   cfg.FlightRecorder,
 		})
 		if err != nil {
 			return fmt.Errorf("%w (-flight-recorder=false turns it off)", err)
 		}
-		defer fr.Close()
+		s.fr = fr
+		s.undo = append(s.undo, func() { fr.Close() })
 	}
-	var requests *metrics.Requests
-	if cfg.Metrics && cfg.AdminAddr != "" || fr != nil {
+	if cfg.Metrics && cfg.AdminAddr != "" || s.fr != nil {
 		clock := coarse.Start(time.Millisecond) // the resolution MinSlowRequest quotes
-		defer clock.Stop()
+		s.undo = append(s.undo, clock.Stop)
 		o := metrics.RequestsOptions{Clock: clock, SlowRequest: cfg.SlowRequest}
-		if fr != nil {
-			o.OnSlow = fr.Slow
+		if s.fr != nil {
+			o.OnSlow = s.fr.Slow
 		}
-		requests = metrics.NewRequests(o)
+		s.requests = metrics.NewRequests(o)
 	}
+	return nil
+}
 
+// addPublic listens on -addr, behind the gate of -max-conns, and adds
+// the public server: the counters, and the owner API if a root token is
+// set.
+func (s *service) addPublic(tlsConf *tls.Config) error {
+	cfg := s.cfg
 	pub, err := Listen(cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
-	conns := newGate(pub, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
-	pub = conns
-	wc := web.Config{Store: st, Log: log, Hostname: hostname, Requests: requests, Rules: rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
+	s.opened = append(s.opened, pub)
+	s.conns = newGate(pub, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
+	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
-		ac := api.Config{
-			Store:          st,
-			RootHash:       *cfg.API.RootHash,
-			Log:            log,
-			Trusted:        &cfg.Fair.TrustedProxies,
-			Failures:       cfg.API.AuthFailures,
-			NoFailureLimit: cfg.API.AuthFailures.Off(),
-			ImportMaxBytes: cfg.API.ImportMaxBytes,
-			OpenCreate:     cfg.API.OpenCreate,
-			NewKeys:        rules.Limiter, // one budget of new counters per client, badges and API alike
-			NewKeysRate:    cfg.Fair.ClientNewKeys,
-		}
-		if cfg.Fair.Unique {
-			ac.Uniques = rules.Uniques
-		}
-		wc.API = api.New(ac)
-		log.Info().Str("api", api.Prefix).Bool("open_create", cfg.API.OpenCreate).Msg("owner API on")
+		wc.API = s.ownerAPI()
 	}
-	public := web.New(wc)
+	s.public = web.New(wc)
 	srv := &http.Server{
-		Handler:           public,
-		ReadHeaderTimeout: to.ReadHeader,
-		ReadTimeout:       to.Read,
-		WriteTimeout:      to.Write,
-		IdleTimeout:       to.Idle,
-		MaxHeaderBytes:    to.MaxHeaderBytes,
-		ErrorLog:          zerologStd(log),
-		ConnState:         conns.connState,
+		Handler:           s.public,
+		ReadHeaderTimeout: s.to.ReadHeader,
+		ReadTimeout:       s.to.Read,
+		WriteTimeout:      s.to.Write,
+		IdleTimeout:       s.to.Idle,
+		MaxHeaderBytes:    s.to.MaxHeaderBytes,
+		ErrorLog:          zerologStd(s.log),
+		ConnState:         s.conns.connState,
 		TLSConfig:         tlsConf,
 	}
-	srv.RegisterOnShutdown(public.Shutdown) // live streams end, so Shutdown need not wait them out
-	servers := []*http.Server{srv}
-	listeners := []net.Listener{pub}
-	log.Info().Str("addr", pub.Addr().String()).Bool("https", tlsConf != nil).Msg("listening")
+	srv.RegisterOnShutdown(s.public.Shutdown) // live streams end, so Shutdown need not wait them out
+	s.add(srv, s.conns)
+	s.log.Info().Str("addr", pub.Addr().String()).Bool("https", tlsConf != nil).Msg("listening")
+	return nil
+}
 
-	if adm != nil {
-		if remote := notLoopback(adm.Addr()); remote != "" { // and -admin-allow-remote, or listenAdmin refused it
-			log.Warn().Str("admin_addr", remote).Msg("the admin listener is not on loopback (-admin-allow-remote): keep it behind a firewall, its profiles show keys, names and flags")
-		}
-		ao := admin.Options{
-			Health: func() error {
-				if err := st.Health(); err != nil {
-					return err
-				}
-				return public.HiExhausted()
-			},
-			Warnings: func() []string { return warnings(public, st, cfg) },
-			Stats: func() map[string]any {
-				vars := map[string]any{"log_lines_written": sink.Written(), "log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
-				switch b := st.(type) {
-				case *boltstore.Store:
-					vars["store"] = b.Stats()
-				case *redisstore.Store:
-					vars["store"] = b.Stats()
-				}
-				return vars
-			},
-		}
-		if requests != nil && cfg.Metrics {
-			reg, err := registry(cfg, requests, st, flushes, rounds, sink, fr, conns, public)
-			if err != nil {
-				pub.Close()
+// hostname returns the machine's name for /whoami, once: it is a
+// syscall.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}
+
+// ownerAPI returns the owner API's handler, which shares the new-key
+// budget of the public counters.
+func (s *service) ownerAPI() *api.Handler {
+	cfg := s.cfg
+	ac := api.Config{
+		Store:          s.st,
+		RootHash:       *cfg.API.RootHash,
+		Log:            s.log,
+		Trusted:        &cfg.Fair.TrustedProxies,
+		Failures:       cfg.API.AuthFailures,
+		NoFailureLimit: cfg.API.AuthFailures.Off(),
+		ImportMaxBytes: cfg.API.ImportMaxBytes,
+		OpenCreate:     cfg.API.OpenCreate,
+		NewKeys:        s.rules.Limiter, // one budget of new counters per client, badges and API alike
+		NewKeysRate:    cfg.Fair.ClientNewKeys,
+	}
+	if cfg.Fair.Unique {
+		ac.Uniques = s.rules.Uniques
+	}
+	s.log.Info().Str("api", api.Prefix).Bool("open_create", cfg.API.OpenCreate).Msg("owner API on")
+	return api.New(ac)
+}
+
+// addAdmin adds the admin server on adm: health, /debug/vars, pprof,
+// and /metrics and the flight recorder when they are on.
+func (s *service) addAdmin(adm net.Listener) error {
+	if remote := notLoopback(adm.Addr()); remote != "" { // and -admin-allow-remote, or listenAdmin refused it
+		s.log.Warn().Str("admin_addr", remote).Msg("the admin listener is not on loopback (-admin-allow-remote): keep it behind a firewall, its profiles show keys, names and flags")
+	}
+	st, public, sink := s.st, s.public, s.sink
+	ao := admin.Options{
+		Health: func() error {
+			if err := st.Health(); err != nil {
 				return err
 			}
-			ao.Metrics = metrics.Handler(reg)
-		}
-		if fr != nil {
-			ao.FlightRecorder = fr
-		}
-		asrv := &http.Server{
-			Handler:           admin.Handler(ao),
-			ReadHeaderTimeout: to.ReadHeader,
-			WriteTimeout:      to.AdminWrite,
-			IdleTimeout:       to.Idle,
-			MaxHeaderBytes:    to.MaxHeaderBytes,
-			ErrorLog:          zerologStd(log),
-		}
-		servers = append(servers, asrv)
-		listeners = append(listeners, adm)
-		log.Info().Str("admin_addr", adm.Addr().String()).Msg("admin listening")
+			return public.HiExhausted()
+		},
+		Warnings: func() []string { return warnings(public, st, s.cfg) },
+		Stats: func() map[string]any {
+			vars := map[string]any{"log_lines_written": sink.Written(), "log_lines_dropped": sink.Dropped(), "keys": st.Keys()}
+			if b, ok := st.(backend); ok {
+				vars["store"] = b.Vars()
+			}
+			return vars
+		},
 	}
-
-	if httpHandler != nil && cfg.TLS.HTTPAddr != "" {
-		hl, err := Listen(cfg.TLS.HTTPAddr)
+	if s.requests != nil && s.cfg.Metrics {
+		reg, err := registry(s.cfg, s.requests, st, sink, s.fr, s.conns, public)
 		if err != nil {
-			pub.Close() // and adm, when Run returns
-			return fmt.Errorf("listen on -http-addr %s: %w", cfg.TLS.HTTPAddr, err)
+			return err
 		}
-		servers = append(servers, &http.Server{
-			Handler:           httpHandler,
-			ReadHeaderTimeout: to.ReadHeader,
-			ReadTimeout:       to.Read,
-			WriteTimeout:      to.Write,
-			IdleTimeout:       to.Idle,
-			MaxHeaderBytes:    to.MaxHeaderBytes,
-			ErrorLog:          zerologStd(log),
-		})
-		listeners = append(listeners, hl)
-		log.Info().Str("http_addr", hl.Addr().String()).Bool("acme_http_01", len(cfg.TLS.Domains) > 0).Msg("plain HTTP listening: redirects to HTTPS")
+		ao.Metrics = metrics.Handler(reg)
 	}
-
-	errc := make(chan error, len(servers))
-	serving = true
-	for i, s := range servers {
-		go func() { errc <- serve(s, listeners[i]) }()
+	if s.fr != nil {
+		ao.FlightRecorder = s.fr
 	}
+	s.add(&http.Server{
+		Handler:           admin.Handler(ao),
+		ReadHeaderTimeout: s.to.ReadHeader,
+		WriteTimeout:      s.to.AdminWrite,
+		IdleTimeout:       s.to.Idle,
+		MaxHeaderBytes:    s.to.MaxHeaderBytes,
+		ErrorLog:          zerologStd(s.log),
+	}, adm)
+	s.log.Info().Str("admin_addr", adm.Addr().String()).Msg("admin listening")
+	return nil
+}
 
+// addRedirect listens on -http-addr and adds the plain-HTTP server of
+// HTTPS: its redirects, and the ACME HTTP-01 challenges.
+func (s *service) addRedirect(h http.Handler) error {
+	cfg := s.cfg
+	hl, err := Listen(cfg.TLS.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on -http-addr %s: %w", cfg.TLS.HTTPAddr, err)
+	}
+	s.opened = append(s.opened, hl)
+	s.add(&http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.to.ReadHeader,
+		ReadTimeout:       s.to.Read,
+		WriteTimeout:      s.to.Write,
+		IdleTimeout:       s.to.Idle,
+		MaxHeaderBytes:    s.to.MaxHeaderBytes,
+		ErrorLog:          zerologStd(s.log),
+	}, hl)
+	s.log.Info().Str("http_addr", hl.Addr().String()).Bool("acme_http_01", len(cfg.TLS.Domains) > 0).Msg("plain HTTP listening: redirects to HTTPS")
+	return nil
+}
+
+// add adds srv, to serve on l.
+func (s *service) add(srv *http.Server, l net.Listener) {
+	s.servers = append(s.servers, srv)
+	s.listeners = append(s.listeners, l)
+}
+
+// serve serves every server until ctx is done or one fails, then shuts
+// them all down within -shutdown-timeout.
+func (s *service) serve(ctx context.Context) error {
+	errc := make(chan error, len(s.servers))
+	s.serving = true
+	for i, srv := range s.servers {
+		go func() { errc <- serve(srv, s.listeners[i]) }()
+	}
 	select {
 	case <-ctx.Done():
-		log.Info().Msg("shutting down")
+		s.log.Info().Msg("shutting down")
 	case err := <-errc:
 		// A listener failed; stop the others and report it.
-		shutdown(servers, cfg.ShutdownTimeout)
+		shutdown(s.servers, s.cfg.ShutdownTimeout)
 		return fmt.Errorf("serve: %w", err)
 	}
-	if err := shutdown(servers, cfg.ShutdownTimeout); err != nil {
-		log.Error().Err(err).Msg("in-flight requests did not finish in time")
+	if err := shutdown(s.servers, s.cfg.ShutdownTimeout); err != nil {
+		s.log.Error().Err(err).Msg("in-flight requests did not finish in time")
 	}
-	log.Info().Msg("stopped")
+	s.log.Info().Msg("stopped")
 	return nil
 }
 
@@ -325,42 +425,34 @@ func listenAdmin(cfg Config) (net.Listener, error) {
 	return adm, nil
 }
 
+// backend is what a store offers beyond [store.Store] for an operator
+// to read: its own Prometheus collectors, and its counters for
+// /debug/vars. The embedded and Redis stores offer it; the memory store
+// has nothing of its own to report.
+type backend interface {
+	Collectors() []prometheus.Collector
+	Vars() any
+}
+
+var (
+	_ backend = (*boltstore.Store)(nil)
+	_ backend = (*redisstore.Store)(nil)
+)
+
 // registry returns the Prometheus registry of /metrics: the requests,
-// the store, the log, the flight recorder if fr is not nil, the public
+// the store (what every store reports, and the backend's own
+// collectors), the log, the flight recorder if fr is not nil, the public
 // connections, what the public server noticed, and the Go runtime and
 // process.
-func registry(cfg Config, requests *metrics.Requests, st store.Store, flushes *metrics.FlushDurations, rounds *metrics.RoundDurations, sink *logsink.Writer, fr *flightrec.Recorder, conns *connGate, public *web.Server) (*prometheus.Registry, error) {
-	src := metrics.StoreSource{MaxKeys: cfg.MaxKeys, Keys: st.Keys, Health: st.Health}
-	if b, ok := st.(*boltstore.Store); ok {
-		src.Flushes = func() metrics.Flushes {
-			s := b.Stats()
-			return metrics.Flushes{Passes: s.Passes, PassErrors: s.PassErrors, KeyErrors: s.KeyErrors, FailingKeys: s.FailingKeys, SyncVisits: s.SyncVisits}
-		}
-	}
-	// A store that reports what is not yet durable (see docs/operations.md).
-	if p, ok := st.(interface {
-		Pending() (visits uint64, oldest time.Time, syncWaiters int)
-	}); ok {
-		src.Backlog = func() metrics.Backlog {
-			n, oldest, waiters := p.Pending()
-			var age time.Duration
-			if n > 0 && !oldest.IsZero() {
-				age = time.Since(oldest)
-			}
-			return metrics.Backlog{Pending: n, OldestPending: age, SyncWaiters: waiters}
-		}
-	}
+func registry(cfg Config, requests *metrics.Requests, st store.Store, sink *logsink.Writer, fr *flightrec.Recorder, conns *connGate, public *web.Server) (*prometheus.Registry, error) {
 	cs := []prometheus.Collector{requests}
-	if _, ok := st.(*boltstore.Store); ok { // the only store that calls ObserveFlush
-		cs = append(cs, flushes)
+	cs = append(cs, metrics.Store(metrics.StoreSource{MaxKeys: cfg.MaxKeys, Keys: st.Keys, Health: st.Health})...)
+	if b, ok := st.(backend); ok {
+		cs = append(cs, b.Collectors()...)
 	}
-	if r, ok := st.(*redisstore.Store); ok { // the only store that calls ObserveRound
-		cs = append(cs, rounds, metrics.Redis(func() metrics.RedisReport { return redisReport(r) }))
-	}
-	cs = append(cs, metrics.Store(src)...)
 	cs = append(cs, metrics.Log(sink.Written, sink.Dropped)...)
 	if fr != nil {
-		cs = append(cs, metrics.FlightRecorder(fr.Snapshots)...)
+		cs = append(cs, metrics.FlightRecorder(fr.Snapshots, fr.Armed)...)
 	}
 	cs = append(cs, metrics.Connections(func() float64 { return float64(conns.Open()) }, conns.Refused)...)
 	cs = append(cs, metrics.UntrustedForwarded(func() uint64 { n, _ := public.UntrustedForwarded(); return n }))
@@ -387,19 +479,17 @@ func warnings(public *web.Server, st store.Store, cfg Config) []string {
 	return ws
 }
 
-// openStore opens the store cfg names; a durable one reports each flush
-// pass to onFlush, the Redis store each send of a round to onRound.
-func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error), onRound func(string, time.Duration, error)) (store.Store, error) {
-	if cfg.Store == "memory" {
+// openStore opens the store cfg names.
+func openStore(cfg Config, log zerolog.Logger) (store.Store, error) {
+	switch cfg.Store {
+	case StoreMemory:
 		return memstore.New(memstore.Options{MaxKeys: cfg.MaxKeys}), nil
-	}
-	if cfg.Store == "redis" {
+	case StoreRedis:
 		st, err := redisstore.Open(redisOptions(cfg.Redis, redisstore.Options{
 			Durability:    cfg.Durability,
 			FlushInterval: cfg.FlushInterval,
 			MaxKeys:       cfg.MaxKeys,
 			Log:           log,
-			OnRound:       func(p redisstore.RoundPart, d time.Duration, err error) { onRound(p.String(), d, err) },
 		}))
 		if err != nil {
 			return nil, err
@@ -413,7 +503,6 @@ func openStore(cfg Config, log zerolog.Logger, onFlush func(time.Duration, error
 		FlushInterval: cfg.FlushInterval,
 		MaxKeys:       cfg.MaxKeys,
 		Log:           log,
-		OnFlush:       onFlush,
 	})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"visitors/internal/camo"
 	"visitors/internal/certs"
 	"visitors/internal/client"
@@ -43,9 +45,9 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	rootHash := sha256.Sum256([]byte(testRoot))
-	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: "info", MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
-		Store: "embedded", Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
-		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
+	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: zerolog.InfoLevel, MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
+		Store: StoreEmbedded, Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
+		Metrics: true, FlightRecorder: false, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
 		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
 		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"},
 		API:   APIConfig{ImportMaxBytes: 256 << 20, AuthFailures: client.Rate{Events: 5, Per: time.Minute}},
@@ -61,18 +63,18 @@ func TestParseFlags(t *testing.T) {
 		{"flags", []string{"-addr", ":9", "-admin-addr", "", "-log-level", "off", "-max-keys", "5", "-shutdown-timeout", "1s", "-block-profile-rate", "100", "-mutex-profile-fraction", "10",
 			"-store", "memory", "-data", "/var/lib/v", "-durability", "sync", "-flush-interval", "1s"}, nil,
 			with(func(c *Config) {
-				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: "off", MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
-					Store: "memory", Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
-					Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
+				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: zerolog.Disabled, MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
+					Store: StoreMemory, Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
+					Metrics: true, FlightRecorder: false, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
 					Redis: def.Redis, API: def.API, TLS: def.TLS}
 			})},
 		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,
 			with(func(c *Config) {
-				c.Store, c.Redis = "redis", RedisConfig{URL: "rediss://u@r:6380/2", Cluster: []string{"a:1", "b:2"}, Prefix: "p:"}
+				c.Store, c.Redis = StoreRedis, RedisConfig{URL: "rediss://u@r:6380/2", Cluster: []string{"a:1", "b:2"}, Prefix: "p:"}
 			})},
 		{"redis env", nil, map[string]string{"VISITORS_STORE": "redis", "VISITORS_REDIS_URL": "redis://h:1/0", "VISITORS_REDIS_CLUSTER": "c:3", "VISITORS_REDIS_PREFIX": "q:", "VISITORS_REDIS_PASSWORD": "s3cret"},
 			with(func(c *Config) {
-				c.Store, c.Redis = "redis", RedisConfig{URL: "redis://h:1/0", Cluster: []string{"c:3"}, Prefix: "q:", Password: "s3cret"}
+				c.Store, c.Redis = StoreRedis, RedisConfig{URL: "redis://h:1/0", Cluster: []string{"c:3"}, Prefix: "q:", Password: "s3cret"}
 			})},
 		{"fair flags", []string{"-trusted-proxies", "10.0.0.0/8, 2001:db8::/32,192.0.2.1", "-client-rate", "5/m", "-client-burst", "3", "-client-new-keys", "0",
 			"-repeat-window", "30m", "-unique=false", "-max-conns", "7", "-count-bots", "-camo-ranges", "127.0.0.0/8,::1", "-camo-key-rate", "5/s", "-max-conns-per-client", "0"}, nil,
@@ -87,17 +89,17 @@ func TestParseFlags(t *testing.T) {
 				c.Fair.ClientRate, c.Fair.ClientNewKeys = client.Rate{}, client.Rate{Events: 2.5, Per: 24 * time.Hour}
 				c.Fair.TrustedProxies.Set("127.0.0.1")
 			})},
-		{"observability flags", []string{"-metrics=false", "-flight-recorder=false", "-flight-recorder-window", "3s", "-flight-recorder-max-bytes", "1048576",
+		{"observability flags", []string{"-metrics=false", "-flight-recorder", "-flight-recorder-window", "3s", "-flight-recorder-max-bytes", "1048576",
 			"-slow-request", "1s", "-trace-dir", "/t", "-trace-every", "5s", "-trace-keep", "2"}, nil,
 			with(func(c *Config) {
-				c.Metrics, c.FlightRecorder, c.FlightRecorderWindow, c.FlightRecorderBytes = false, false, 3*time.Second, 1<<20
+				c.Metrics, c.FlightRecorder, c.FlightRecorderWindow, c.FlightRecorderBytes = false, true, 3*time.Second, 1<<20
 				c.SlowRequest, c.TraceDir, c.TraceEvery, c.TraceKeep = time.Second, "/t", 5*time.Second, 2
 			})},
 		{"observability env", nil, map[string]string{"VISITORS_METRICS": "false", "VISITORS_SLOW_REQUEST": "100ms", "VISITORS_TRACE_DIR": "/e"},
 			with(func(c *Config) { c.Metrics, c.SlowRequest, c.TraceDir = false, 100*time.Millisecond, "/e" })},
 		{"env", nil, map[string]string{"VISITORS_ADDR": ":7", "VISITORS_MAX_KEYS": "3", "VISITORS_SHUTDOWN_TIMEOUT": "2s", "VISITORS_LOG_LEVEL": "warn", "VISITORS_DATA": "/d", "VISITORS_DURABILITY": "sync"},
 			with(func(c *Config) {
-				c.Addr, c.MaxKeys, c.ShutdownTimeout, c.LogLevel, c.Data, c.Durability = ":7", 3, 2*time.Second, "warn", "/d", store.Sync
+				c.Addr, c.MaxKeys, c.ShutdownTimeout, c.LogLevel, c.Data, c.Durability = ":7", 3, 2*time.Second, zerolog.WarnLevel, "/d", store.Sync
 			})},
 		{"api flags", []string{"-admin-token-file", tokenFile, "-import-max-bytes", "1024", "-api-auth-failures", "3/h", "-admin-allow-remote"}, nil,
 			with(func(c *Config) {
@@ -161,7 +163,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"window", []string{"-flight-recorder-window", "0s"}, nil, "-flight-recorder-window 0s: want a positive duration"},
 		{"trace every", []string{"-trace-every", "0s"}, nil, "-trace-every 0s: want a positive duration"},
 		{"trace keep", []string{"-trace-keep", "0"}, nil, "-trace-keep 0: want a whole number, at least 1"},
-		{"no trace dir", []string{"-store", "memory", "-data", ""}, nil, "-trace-dir or -data must name a directory"},
+		{"no trace dir", []string{"-store", "memory", "-data", "", "-flight-recorder"}, nil, "-trace-dir or -data must name a directory"},
 		{"proxy range", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, `-trusted-proxies 10.0.0.0/33: "10.0.0.0/33": want a CIDR range`},
 		{"proxy name", []string{"-trusted-proxies", "proxy.local"}, nil, `-trusted-proxies proxy.local: "proxy.local": want a CIDR range`},
 		{"rate unit", []string{"-client-rate", "10/week"}, nil, "-client-rate 10/week: want N/s, N/m, N/h or N/d"},

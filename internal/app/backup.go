@@ -17,20 +17,25 @@ var subcommandEnv = map[string]bool{"data": true, "store": true, "redis-url": tr
 
 // subcommandForms are the values the subcommands' flags take.
 var subcommandForms = map[string]form{
-	"store":    oneOf("embedded", "redis"),
+	"store":    {"embedded or redis", func(v any) bool { return v.(StoreKind) != StoreMemory }},
 	"max-keys": wholeNoLimit,
 }
 
-// storeFlags returns the flag set of the subcommand name, whose usage
-// begins with synopsis, with the flags that say which store it uses:
-// -store, -data and the Redis flags.
-func storeFlags(name, synopsis string, getenv func(string) string) (*commandLine, *string, *string, *RedisConfig) {
+// backupStore is the store a subcommand uses, as its flags say.
+type backupStore struct {
+	kind  StoreKind
+	data  string
+	redis RedisConfig
+}
+
+// backupCommand returns the flag set of the subcommand name, whose usage
+// begins with synopsis, with the flags that say which store it uses
+// (those of the service, [storeFlags]), and where they go.
+func backupCommand(name, synopsis string, getenv func(string) string) (*commandLine, *backupStore) {
 	cl := newCommandLine("visitors "+name, synopsis+"\nWith the embedded store the service must be stopped: its lock is taken.\nA flag with a variable named beside it can also be set by that variable.\n\nFlags:\n", func(f string) bool { return subcommandEnv[f] })
-	data := cl.fs.String("data", "./data", "data `directory` of the embedded store")
-	kind := cl.fs.String("store", "embedded", "the store: embedded (in -data) or redis")
-	r := new(RedisConfig)
-	redisFlags(cl.fs, r, getenv)
-	return cl, data, kind, r
+	b := new(backupStore)
+	storeFlags(cl.fs, &b.kind, &b.data, &b.redis, getenv, "the store: embedded (in -data) or redis", "data `directory` of the embedded store")
+	return cl, b
 }
 
 // The usages of the subcommands, before their flags.
@@ -61,7 +66,7 @@ and exits 1 if the store is damaged.
 // the service must be stopped: the store's lock is taken. Redis is read
 // while its instances keep counting, each key at one moment.
 func Export(args []string, getenv func(string) string, stdout io.Writer) error {
-	cl, data, kind, r := storeFlags("export", exportUsage, getenv)
+	cl, b := backupCommand("export", exportUsage, getenv)
 	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
 	if err != nil {
 		return err
@@ -69,13 +74,13 @@ func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(rest) > 0 {
 		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
 	}
-	switch *kind {
-	case "embedded":
-		return boltstore.Export(*data, stdout)
-	case "redis":
-		return redisstore.Export(redisOptions(*r, redisstore.Options{}), stdout, time.Now())
+	switch b.kind {
+	case StoreEmbedded:
+		return boltstore.Export(b.data, stdout)
+	case StoreRedis:
+		return redisstore.Export(redisOptions(b.redis, redisstore.Options{}), stdout, time.Now())
 	}
-	return fmt.Errorf("export: -store %q: want embedded or redis", *kind) // not past its form
+	return fmt.Errorf("export: -store %s: want embedded or redis", b.kind) // not past its form
 }
 
 // Import runs "visitors import": it reads a JSON dump from the named
@@ -85,7 +90,7 @@ func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 // taken; Redis's instances would show the old counts until they read
 // them again).
 func Import(args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	cl, data, kind, r := storeFlags("import", importUsage, getenv)
+	cl, b := backupCommand("import", importUsage, getenv)
 	replace := cl.fs.Bool("replace", false, "replace every count instead of adding to them")
 	maxKeys := cl.fs.Int("max-keys", 1_000_000, "most distinct names the store may hold after the import; past it the import is refused (0: no limit)")
 	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
@@ -105,13 +110,13 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 	default:
 		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[1]))
 	}
-	switch *kind {
-	case "embedded":
-		return boltstore.ImportLimited(*data, in, *replace, *maxKeys)
-	case "redis":
-		return redisstore.Import(redisOptions(*r, redisstore.Options{MaxKeys: *maxKeys}), in, *replace, "", time.Now())
+	switch b.kind {
+	case StoreEmbedded:
+		return boltstore.ImportLimited(b.data, in, *replace, *maxKeys)
+	case StoreRedis:
+		return redisstore.Import(redisOptions(b.redis, redisstore.Options{MaxKeys: *maxKeys}), in, *replace, "", time.Now())
 	}
-	return fmt.Errorf("import: -store %q: want embedded or redis", *kind) // not past its form
+	return fmt.Errorf("import: -store %s: want embedded or redis", b.kind) // not past its form
 }
 
 // Check runs "visitors check": it verifies the embedded store in -data
@@ -119,7 +124,7 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 // checksum), prints what it found, and fails if the store is damaged.
 // The service must be stopped.
 func Check(args []string, getenv func(string) string, stdout io.Writer) error {
-	cl, data, kind, _ := storeFlags("check", checkUsage, getenv)
+	cl, b := backupCommand("check", checkUsage, getenv)
 	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
 	if err != nil {
 		return err
@@ -127,10 +132,10 @@ func Check(args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(rest) > 0 {
 		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
 	}
-	if *kind != "embedded" {
+	if b.kind != StoreEmbedded {
 		// It checked ./data without a word: a report on a store
 		// nobody asked about.
-		return cl.refuse(fmt.Errorf("-store %s: check verifies only the embedded store, its file in -data; Redis keeps no file of ours to check", *kind))
+		return cl.refuse(fmt.Errorf("-store %s: check verifies only the embedded store, its file in -data; Redis keeps no file of ours to check", b.kind))
 	}
-	return boltstore.Check(*data, stdout, 100)
+	return boltstore.Check(b.data, stdout, 100)
 }

@@ -30,18 +30,18 @@ const EnvPrefix = "VISITORS_"
 type Config struct {
 	Addr                 string           // public listener
 	AdminAddr            string           // pprof, health and vars; "" disables it
-	LogLevel             string           // debug, info, warn, error or off
+	LogLevel             zerolog.Level    // -log-level: debug, info, warn, error or off (zerolog.Disabled)
 	MaxKeys              int              // distinct names held; <= 0 means no limit
 	ShutdownTimeout      time.Duration    // how long in-flight requests get at shutdown
 	BlockProfileRate     int              // runtime.SetBlockProfileRate; 0 is off
 	MutexProfileFraction int              // runtime.SetMutexProfileFraction; 0 is off
-	Store                string           // embedded, memory or redis
+	Store                StoreKind        // where counts live: embedded, redis or memory
 	Redis                RedisConfig      // where the redis store's counts live
 	Data                 string           // the embedded store's directory
 	Durability           store.Durability // when a visit is durable: batch or sync
 	FlushInterval        time.Duration    // batch: how often counts reach disk
 	Metrics              bool             // /metrics on the admin listener, and requests observed
-	FlightRecorder       bool             // keep the last seconds of execution trace in memory
+	FlightRecorder       bool             // keep the flight recorder armed for good (else it is armed on demand)
 	FlightRecorderWindow time.Duration    // how much execution the flight recorder keeps
 	FlightRecorderBytes  uint64           // the most memory the flight recorder's window takes
 	SlowRequest          time.Duration    // a request this long is slow: a snapshot is written
@@ -68,10 +68,16 @@ type RedisConfig struct {
 	Password string   // from VISITORS_REDIS_PASSWORD; replaces the URL's
 }
 
-// redisFlags defines the Redis flags on fs, into r. The password has no
-// flag, so that it never shows in a process list: it comes from the URL
-// or from the environment variable VISITORS_REDIS_PASSWORD.
-func redisFlags(fs *flag.FlagSet, r *RedisConfig, getenv func(string) string) {
+// storeFlags defines on fs the flags that say which store holds the
+// counts, the same for the service and for export, import and check:
+// -store into kind, with storeHelp; -data into data, with dataHelp; and
+// the Redis flags into r. The password has no flag, so that it never
+// shows in a process list: it comes from the URL or from the environment
+// variable VISITORS_REDIS_PASSWORD.
+func storeFlags(fs *flag.FlagSet, kind *StoreKind, data *string, r *RedisConfig, getenv func(string) string, storeHelp, dataHelp string) {
+	*kind = StoreEmbedded
+	fs.Var(kind, "store", storeHelp)
+	fs.StringVar(data, "data", "./data", dataHelp)
 	fs.StringVar(&r.URL, "redis-url", redisstore.DefaultURL, "-store redis: `URL` redis://[user:pass@]host:port/db, or rediss:// for TLS (the password may instead come from "+EnvPrefix+"REDIS_PASSWORD)")
 	fs.Func("redis-cluster", "-store redis: `host:port[,host:port...]` of a Redis Cluster (user, password and TLS still come from -redis-url)", func(v string) error {
 		r.Cluster = nil
@@ -192,12 +198,12 @@ Flags:
 // takes more: a negative limit has no meaning, nor does a zero
 // interval. Fair's are [fairForms].
 var serveForms = map[string]form{
-	"log-level":                 oneOf("debug", "info", "warn", "error", "off"),
+	"log-level":                 {"debug, info, warn, error or off", nil},
 	"max-keys":                  wholeNoLimit,
 	"shutdown-timeout":          {"a duration such as 10s or 1m, 0 or more (0: do not wait)", atLeast(time.Duration(0))},
 	"block-profile-rate":        {"a whole number of nanoseconds, 0 or more (0: off)", atLeast(0)},
 	"mutex-profile-fraction":    {"a whole number, 0 or more (0: off)", atLeast(0)},
-	"store":                     oneOf("embedded", "redis", "memory"),
+	"store":                     {"embedded, redis or memory", nil},
 	"durability":                {"batch or sync", nil},
 	"flush-interval":            positiveDur,
 	"flight-recorder-window":    positiveDur,
@@ -220,18 +226,19 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 	fs := cl.fs
 	fs.StringVar(&c.Addr, "addr", ":8080", "public `address` to listen on, or fd:N for a listening socket passed as file descriptor N; "+DefaultTLSAddr+" instead of :8080 when -tls-domains or -tls-cert is set")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:6060", "admin `address` for /debug/pprof/, /debug/vars and /healthz, or fd:N; empty disables it")
-	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn, error or off")
+	c.LogLevel = zerolog.InfoLevel
+	fs.Var((*logLevel)(&c.LogLevel), "log-level", "log `level`: debug, info, warn, error or off")
 	fs.IntVar(&c.MaxKeys, "max-keys", 1_000_000, "most distinct names held; a new name past it gets 503 (0: no limit)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish at shutdown (0: do not wait)")
 	fs.IntVar(&c.BlockProfileRate, "block-profile-rate", 0, "runtime.SetBlockProfileRate `rate` in ns for the block profile (0: off)")
 	fs.IntVar(&c.MutexProfileFraction, "mutex-profile-fraction", 0, "runtime.SetMutexProfileFraction `fraction` for the mutex profile (0: off)")
-	fs.StringVar(&c.Store, "store", "embedded", "where counts live: embedded (a durable file in -data), redis (shared by instances; see -redis-url) or memory (kept nowhere)")
-	redisFlags(fs, &c.Redis, getenv)
-	fs.StringVar(&c.Data, "data", "./data", "data `directory` of the embedded store, created if missing")
+	storeFlags(fs, &c.Store, &c.Data, &c.Redis, getenv,
+		"where counts live: embedded (a durable file in -data), redis (shared by instances; see -redis-url) or memory (kept nowhere)",
+		"data `directory` of the embedded store, created if missing")
 	fs.Var(&c.Durability, "durability", "batch: counts reach disk (or Redis) every -flush-interval; sync: a visit is answered only once it is on disk (or confirmed by Redis)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", 100*time.Millisecond, "batch durability: how often counts are written (a crash loses at most this much)")
 	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics on the admin listener")
-	fs.BoolVar(&c.FlightRecorder, "flight-recorder", true, "keep the last -flight-recorder-window of execution trace in memory, and write it to -trace-dir after a slow request")
+	fs.BoolVar(&c.FlightRecorder, "flight-recorder", false, "keep the flight recorder armed for good: the last -flight-recorder-window of execution trace in memory, written to -trace-dir after a slow request (off: disarmed until POST /debug/flightrecorder/arm?for=30m on the admin listener)")
 	fs.DurationVar(&c.FlightRecorderWindow, "flight-recorder-window", 10*time.Second, "how much recent execution the flight recorder keeps")
 	fs.Uint64Var(&c.FlightRecorderBytes, "flight-recorder-max-bytes", 32<<20, "the most memory, in `bytes`, the flight recorder's window may take; past it the window is shorter")
 	fs.DurationVar(&c.SlowRequest, "slow-request", 250*time.Millisecond, "a request that takes this long is slow: counted, and a flight-recorder snapshot is written (at least 1ms)")
@@ -274,13 +281,13 @@ func (c *Config) check(getenv func(string) string, domainsSet, addrSet bool) err
 	if c.TLS.On() && getenv(envName("addr")) == "" && !addrSet {
 		c.Addr = DefaultTLSAddr
 	}
-	if c.Store == "redis" && strings.ContainsAny(c.Redis.Prefix, "{}") {
+	if c.Store == StoreRedis && strings.ContainsAny(c.Redis.Prefix, "{}") {
 		return fmt.Errorf("-redis-prefix %q: it may not hold { or }, which would move keys between cluster slots", c.Redis.Prefix)
 	}
 	if c.FlightRecorder && c.TraceDir == "" && c.Data == "" {
 		return errors.New("-trace-dir or -data must name a directory for flight-recorder snapshots")
 	}
-	if c.Store == "embedded" && c.Data == "" {
+	if c.Store == StoreEmbedded && c.Data == "" {
 		return errors.New("-data must name a directory for the embedded store")
 	}
 	root, err := rootToken(c.API.TokenFile, getenv)
@@ -292,21 +299,4 @@ func (c *Config) check(getenv func(string) string, domainsSet, addrSet bool) err
 		return errors.New("-open-create needs the owner API: give a root token with -admin-token-file or " + EnvPrefix + "ADMIN_TOKEN")
 	}
 	return nil
-}
-
-// parseLevel maps a -log-level value to zerolog's level.
-func parseLevel(s string) (zerolog.Level, error) {
-	switch s {
-	case "debug":
-		return zerolog.DebugLevel, nil
-	case "info":
-		return zerolog.InfoLevel, nil
-	case "warn":
-		return zerolog.WarnLevel, nil
-	case "error":
-		return zerolog.ErrorLevel, nil
-	case "off":
-		return zerolog.Disabled, nil
-	}
-	return zerolog.NoLevel, fmt.Errorf("-log-level %q: want debug, info, warn, error or off", s)
 }

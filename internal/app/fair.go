@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
 	"visitors/internal/bots"
 	"visitors/internal/camo"
 	"visitors/internal/client"
@@ -91,7 +92,7 @@ func fairRules(cfg Config, st store.Store, log zerolog.Logger) (web.Rules, func(
 		r.Repeats = unique.NewRepeats(f.RepeatWindow, 0)
 	}
 	o := unique.Options{Log: log} // written every second: a crash forgets at most the last second's new visitors
-	if cfg.Store == "embedded" {
+	if cfg.Store == StoreEmbedded {
 		o.Dir = cfg.Data
 	}
 	if sk, ok := st.(store.Sketches); ok {

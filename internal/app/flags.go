@@ -67,22 +67,6 @@ func atLeast[T int | int64 | uint64 | time.Duration](min T) func(any) bool {
 	return func(v any) bool { return v.(T) >= min }
 }
 
-// oneOf returns a form that takes the strings given and no other.
-func oneOf(values ...string) form {
-	want := strings.Join(values, ", ")
-	if n := len(values); n > 1 {
-		want = strings.Join(values[:n-1], ", ") + " or " + values[n-1]
-	}
-	return form{want, func(v any) bool {
-		for _, s := range values {
-			if v.(string) == s {
-				return true
-			}
-		}
-		return false
-	}}
-}
-
 // formOf returns the form of a flag that has none of its own: what its
 // type takes.
 func formOf(v flag.Value) form {
@@ -238,6 +222,9 @@ func (cl *commandLine) usage(w io.Writer) {
 			v = c.Value // for UnquoteUsage, which names the argument by the Value's type
 		}
 		name, usage := flag.UnquoteUsage(&flag.Flag{Name: f.Name, Usage: f.Usage, Value: v})
+		if a, ok := v.(interface{ argName() string }); ok && name == "value" {
+			name = a.argName() // a Value of the service's own, named as its value is written
+		}
 		env := ""
 		if cl.env(f.Name) {
 			env = "; env " + envName(f.Name)

@@ -47,8 +47,8 @@ func uniqueToday(t *testing.T, addr, key, client string, count bool) uint64 {
 // counter, held in memory, are neither shown again nor written back.
 // A replacing import that drops a key forgets them too.
 func TestDeleteForgetsUniqueVisitors(t *testing.T) {
-	for _, st := range []string{"memory", "embedded"} {
-		t.Run(st, func(t *testing.T) {
+	for _, st := range []StoreKind{StoreMemory, StoreEmbedded} {
+		t.Run(st.String(), func(t *testing.T) {
 			cfg := testConfig()
 			cfg.Store, cfg.Data, cfg.FlushInterval = st, t.TempDir(), 20*time.Millisecond
 			cfg.Fair = Fair{Unique: true}
@@ -76,7 +76,7 @@ func TestDeleteForgetsUniqueVisitors(t *testing.T) {
 			}
 			// A replacing import of a dump without "kept" deletes it (the
 			// memory store serves no import).
-			if st == "embedded" {
+			if st == StoreEmbedded {
 				dump := `{"format":"visitors-export-1","hits":0,"keys":[` + "\n" + `{"key":"gone","total":1}` + "\n]}\n"
 				if code, _, body := apiCall(t, r.addr, "POST", "/api/v1/import?replace=true", testRoot, dump); code != 200 {
 					t.Fatalf("import = %d %s", code, body)
@@ -92,7 +92,7 @@ func TestDeleteForgetsUniqueVisitors(t *testing.T) {
 			if err := r.stop(); err != nil {
 				t.Fatal(err)
 			}
-			if st == "memory" {
+			if st == StoreMemory {
 				return
 			}
 			r = mustStart(t, cfg, DefaultTimeouts, io.Discard)

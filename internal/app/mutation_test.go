@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"visitors/internal/flightrec"
 	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
@@ -34,7 +36,7 @@ func TestMetricsAndFlightRecorderApart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			data := t.TempDir()
 			addr, admin, out := mustRunConfig(t, Config{
-				LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
+				LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory, Data: data,
 				Metrics: tt.metrics, FlightRecorder: tt.flightRecorder,
 				FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
 				// Every request here is a slow /hi.
@@ -74,8 +76,8 @@ func TestMetricsAndFlightRecorderApart(t *testing.T) {
 					t.Errorf("snapshots %s: %v, want one\nlog:\n%s", pattern, files, out.String())
 				}
 			} else {
-				if code, _ := mustGetBody(t, "http://"+admin+"/debug/flightrecorder"); code != 404 {
-					t.Errorf("GET /debug/flightrecorder with -flight-recorder=false = %d, want 404", code)
+				if code, _ := mustGetBody(t, "http://"+admin+"/debug/flightrecorder"); code != 409 {
+					t.Errorf("GET /debug/flightrecorder with -flight-recorder=false, not armed = %d, want 409", code)
 				}
 				if m, _ := filepath.Glob(filepath.Join(data, "traces")); len(m) != 0 {
 					t.Errorf("-trace-dir created with the flight recorder off")
@@ -104,13 +106,13 @@ func TestAdminWriteTimeoutCutsStalledReader(t *testing.T) {
 // listening on this machine: the embedded store must not be it.)
 func TestStoreKinds(t *testing.T) {
 	for _, tt := range []struct {
-		store string
+		store StoreKind
 		file  bool
 	}{
-		{"embedded", true},
-		{"memory", false},
+		{StoreEmbedded, true},
+		{StoreMemory, false},
 	} {
-		t.Run(tt.store, func(t *testing.T) {
+		t.Run(tt.store.String(), func(t *testing.T) {
 			cfg := testConfig()
 			cfg.Store, cfg.Data, cfg.FlushInterval = tt.store, t.TempDir(), 20*time.Millisecond
 			r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
@@ -186,7 +188,7 @@ func TestParseFlagsTakesTheLeast(t *testing.T) {
 		{"one stream", []string{"-max-streams", "1"}, nil, "", func(c Config) bool { return c.MaxStreams == 1 }},
 		{"one snapshot kept", []string{"-trace-keep", "1"}, nil, "", func(c Config) bool { return c.TraceKeep == 1 }},
 		{"an import of one byte", []string{"-import-max-bytes", "1"}, nil, "", func(c Config) bool { return c.API.ImportMaxBytes == 1 }},
-		{"memory without -data", []string{"-store", "memory", "-data", "", "-flight-recorder=false"}, nil, "", func(c Config) bool { return c.Store == "memory" && c.Data == "" }},
+		{"memory without -data", []string{"-store", "memory", "-data", "", "-flight-recorder=false"}, nil, "", func(c Config) bool { return c.Store == StoreMemory && c.Data == "" }},
 		{"embedded without -data", []string{"-data", "", "-flight-recorder=false"}, nil, "-data must name a directory for the embedded store", nil},
 		{"open create with a root token", []string{"-open-create"}, withRoot, "", func(c Config) bool { return c.API.OpenCreate && c.API.RootHash != nil }},
 		{"open create without a root token", []string{"-open-create"}, nil, "-open-create needs the owner API", nil},
@@ -252,8 +254,8 @@ func TestRepeatWindowIsWired(t *testing.T) {
 // before a restart is not counted again after it; the memory store,
 // which keeps nothing, writes no seed there.
 func TestUniqueSeedLivesWithTheEmbeddedStore(t *testing.T) {
-	for _, st := range []string{"embedded", "memory"} {
-		t.Run(st, func(t *testing.T) {
+	for _, st := range []StoreKind{StoreEmbedded, StoreMemory} {
+		t.Run(st.String(), func(t *testing.T) {
 			cfg := testConfig()
 			cfg.Store, cfg.Data, cfg.FlushInterval = st, t.TempDir(), 20*time.Millisecond
 			cfg.Fair = Fair{Unique: true}
@@ -268,10 +270,10 @@ func TestUniqueSeedLivesWithTheEmbeddedStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := os.Stat(filepath.Join(cfg.Data, unique.SeedFile))
-			if got, want := err == nil, st == "embedded"; got != want {
+			if got, want := err == nil, st == StoreEmbedded; got != want {
 				t.Fatalf("-store %s: %s in -data: %v, want %v", st, unique.SeedFile, got, want)
 			}
-			if st != "embedded" {
+			if st != StoreEmbedded {
 				return
 			}
 			r = mustStart(t, cfg, DefaultTimeouts, io.Discard)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"visitors/internal/flightrec"
 	"visitors/internal/servertest"
 	"visitors/internal/store"
@@ -95,7 +97,7 @@ func mustGetBody(t *testing.T, url string) (int, string) {
 func TestSlowRequestSnapshot(t *testing.T) {
 	data := t.TempDir()
 	addr, admin, out := mustRunConfig(t, Config{
-		LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
+		LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory, Data: data,
 		Metrics: true, FlightRecorder: true, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
 		// A threshold far above what a fast request takes on a loaded
 		// machine: with 100ms, a /whoami slowed by other work once made
@@ -157,15 +159,16 @@ func TestSlowRequestSnapshot(t *testing.T) {
 }
 
 // TestObservabilityOff: with -metrics=false and -flight-recorder=false
-// there is no /metrics and no /debug/flightrecorder, and nothing is
-// written to -trace-dir.
+// there is no /metrics, /debug/flightrecorder refuses with 409 while
+// the recorder is not armed (issue 26: it is armed on demand), and
+// nothing is written to -trace-dir.
 func TestObservabilityOff(t *testing.T) {
 	data := t.TempDir()
-	_, admin, _ := mustRunConfig(t, Config{LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", Data: data,
+	_, admin, _ := mustRunConfig(t, Config{LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory, Data: data,
 		SlowRequest: 250 * time.Millisecond, FlightRecorderWindow: time.Second, TraceEvery: time.Minute, TraceKeep: 1})
-	for _, p := range []string{"/metrics", "/debug/flightrecorder"} {
-		if code, _ := mustGetBody(t, "http://"+admin+p); code != 404 {
-			t.Errorf("GET %s = %d, want 404", p, code)
+	for p, want := range map[string]int{"/metrics": 404, "/debug/flightrecorder": 409} {
+		if code, _ := mustGetBody(t, "http://"+admin+p); code != want {
+			t.Errorf("GET %s = %d, want %d", p, code, want)
 		}
 	}
 	if m, _ := filepath.Glob(filepath.Join(data, "traces")); len(m) != 0 {

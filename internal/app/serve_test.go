@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"visitors/internal/servertest"
 	"visitors/internal/webtest"
 )
@@ -42,7 +44,7 @@ type running struct {
 // Its fairness rules are off (the zero Fair) but for bots, which count:
 // the tests here use Go's HTTP client, a bot by its User-Agent.
 func testConfig() Config {
-	return Config{LogLevel: "info", ShutdownTimeout: 5 * time.Second, Store: "memory", AdminAddr: "127.0.0.1:0", Fair: Fair{CountBots: true}}
+	return Config{LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory, AdminAddr: "127.0.0.1:0", Fair: Fair{CountBots: true}}
 }
 
 // mustStart starts Run with cfg in the background, on listeners on free

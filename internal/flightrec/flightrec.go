@@ -2,6 +2,11 @@
 // memory (runtime/trace's flight recorder) and writes them to a file when
 // a request was slow, so that the request can be explained after it
 // happened without tracing everything.
+//
+// Tracing costs every request (docs/operations.md has the figure), so a
+// [Recorder] is disarmed unless [Options.Always] says otherwise: it is
+// armed on demand for a while ([Recorder.Arm]), disarms itself when the
+// time is up, and writes snapshots only while armed.
 package flightrec
 
 import (
@@ -44,24 +49,47 @@ type Options struct {
 	// Now is the clock snapshot times and names come from; nil means
 	// time.Now.
 	Now func() time.Time
+	// Always arms the recorder at Start for good: Arm changes nothing,
+	// Disarm is refused.
+	Always bool
 }
 
-// Recorder is a running flight recorder. Its methods may be called
-// concurrently.
+// MaxArm is the longest [Recorder.Arm] takes: a day, long enough to
+// catch what happens once a day (a peak, a nightly job), short enough
+// that an arming forgotten does not cost every request for good; that
+// is what Options.Always is for.
+const MaxArm = 24 * time.Hour
+
+// Errors of [Recorder.Arm], [Recorder.Disarm] and [Recorder.Snapshot].
+var (
+	ErrDisarmed = errors.New("the flight recorder is not armed: POST /debug/flightrecorder/arm?for=30m on the admin listener arms it, and it keeps the execution trace from then on")
+	ErrAlways   = errors.New("the flight recorder is armed for good by -flight-recorder; restart without it to disarm it")
+	ErrArmFor   = fmt.Errorf("the flight recorder arms for a positive duration of at most %v", MaxArm)
+	errClosed   = errors.New("the flight recorder is closed")
+)
+
+// Recorder is a flight recorder, armed or not. Its methods may be
+// called concurrently.
 type Recorder struct {
 	o     Options
-	fr    *trace.FlightRecorder
+	armed atomic.Bool  // read by Slow on every slow request; set under mu
 	last  atomic.Int64 // UnixNano of the last slow-request snapshot, or 0
 	taken [2]atomic.Uint64
-	mu    sync.Mutex // guards writing and pruning: one snapshot at a time
+
+	mu    sync.Mutex            // guards fr, until, timer and gen, and writing and pruning: one snapshot at a time
+	fr    *trace.FlightRecorder // running while armed, else nil
+	until time.Time             // when an arming ends; zero: Always
+	timer *time.Timer           // disarms at until
+	gen   uint64                // arming number: a timer of an earlier arming does nothing
 
 	closeMu sync.Mutex // guards closed, and wg.Add against Close's Wait
 	closed  bool
 	wg      sync.WaitGroup // snapshots taken in the background
 }
 
-// Start starts the flight recorder. Only one can run in a process. The
-// caller must call Close.
+// Start returns a flight recorder, armed for good if o.Always, else
+// disarmed. Only one can be armed in a process. The caller must call
+// Close.
 func Start(o Options) (*Recorder, error) {
 	if o.Dir == "" {
 		return nil, errors.New("flight recorder: no directory for traces")
@@ -81,17 +109,119 @@ func Start(o Options) (*Recorder, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: o.Window, MaxBytes: o.MaxBytes})
-	if err := fr.Start(); err != nil {
-		return nil, fmt.Errorf("flight recorder: %w", err)
+	r := &Recorder{o: o}
+	if o.Always {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err := r.start(); err != nil {
+			return nil, err
+		}
 	}
-	return &Recorder{o: o, fr: fr}, nil
+	return r, nil
 }
 
-// Slow takes a snapshot for slow request s, in the background, unless
-// one was taken for a slow request less than Every ago. It never blocks:
-// it is called on the request's goroutine.
+// start starts the runtime's flight recorder. r.mu must be held.
+func (r *Recorder) start() error {
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: r.o.Window, MaxBytes: r.o.MaxBytes})
+	if err := fr.Start(); err != nil {
+		return fmt.Errorf("flight recorder: %w", err)
+	}
+	r.fr = fr
+	r.armed.Store(true)
+	return nil
+}
+
+// stop stops the runtime's flight recorder, if it runs, and the timer of
+// the arming. r.mu must be held.
+func (r *Recorder) stop() {
+	r.gen++
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	r.armed.Store(false)
+	if r.fr != nil {
+		r.fr.Stop()
+		r.fr = nil
+	}
+}
+
+// Arm arms the recorder for d, from now: it keeps the execution trace,
+// and slow requests write snapshots, until then. Arming an armed
+// recorder sets its end anew. It returns when the arming ends (zero if
+// Always), or [ErrArmFor] if d is not in (0, MaxArm].
+func (r *Recorder) Arm(d time.Duration) (time.Time, error) {
+	if d <= 0 || d > MaxArm {
+		return time.Time{}, ErrArmFor
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.isClosed() {
+		return time.Time{}, errClosed
+	}
+	if r.o.Always {
+		return time.Time{}, nil
+	}
+	if r.fr == nil {
+		if err := r.start(); err != nil {
+			return time.Time{}, err
+		}
+	}
+	r.gen++
+	gen := r.gen
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.until = r.o.Now().Add(d)
+	r.timer = time.AfterFunc(d, func() { r.expire(gen) })
+	r.o.Log.Info().Time("until", r.until).Dur("for", d).Msg("flight recorder armed")
+	return r.until, nil
+}
+
+// expire disarms the recorder at the end of arming gen, unless it was
+// armed anew or disarmed since.
+func (r *Recorder) expire(gen uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen != r.gen || r.fr == nil {
+		return
+	}
+	r.stop()
+	r.o.Log.Info().Msg("flight recorder disarmed: its time is up")
+}
+
+// Disarm disarms the recorder now; disarming one that is not armed does
+// nothing. An Always recorder refuses with [ErrAlways].
+func (r *Recorder) Disarm() error {
+	if r.o.Always {
+		return ErrAlways
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fr != nil {
+		r.stop()
+		r.o.Log.Info().Msg("flight recorder disarmed on request")
+	}
+	return nil
+}
+
+// Armed reports whether the recorder is armed.
+func (r *Recorder) Armed() bool { return r.armed.Load() }
+
+// isClosed reports whether Close was called.
+func (r *Recorder) isClosed() bool {
+	r.closeMu.Lock()
+	defer r.closeMu.Unlock()
+	return r.closed
+}
+
+// Slow takes a snapshot for slow request s, in the background, if the
+// recorder is armed and none was taken for a slow request less than
+// Every ago. It never blocks: it is called on the request's goroutine.
 func (r *Recorder) Slow(s metrics.Slow) {
+	if !r.armed.Load() {
+		return
+	}
 	now := r.o.Now().UnixNano()
 	last := r.last.Load()
 	if last != 0 && now-last < int64(r.o.Every) || !r.last.CompareAndSwap(last, now) {
@@ -108,6 +238,9 @@ func (r *Recorder) Slow(s metrics.Slow) {
 		// A mark in the trace, found under "User-defined logs" in go tool trace.
 		trace.Log(context.Background(), "visitors", fmt.Sprintf("slow request: %s %s %d in %v", s.Method, s.Path, s.Code, s.Duration))
 		path, err := r.snapshot("slow-" + s.Route.String())
+		if errors.Is(err, ErrDisarmed) { // disarmed since the request
+			return
+		}
 		if err != nil {
 			r.o.Log.Error().Err(err).Str("path", s.Path).Msg("slow request: flight recorder snapshot failed")
 			return
@@ -119,7 +252,7 @@ func (r *Recorder) Slow(s metrics.Slow) {
 }
 
 // Snapshot writes the window to a new file in Dir now, and returns its
-// path.
+// path; [ErrDisarmed] if the recorder is not armed.
 func (r *Recorder) Snapshot(why string) (string, error) {
 	path, err := r.snapshot(why)
 	if err == nil {
@@ -142,6 +275,9 @@ const Prefix = "flight-"
 func (r *Recorder) snapshot(why string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.fr == nil {
+		return "", ErrDisarmed
+	}
 	if err := os.MkdirAll(r.o.Dir, 0o700); err != nil { // traces hold request paths and keys: the owner's alone
 		return "", fmt.Errorf("flight recorder snapshot: %w", err)
 	}
@@ -186,9 +322,14 @@ func (r *Recorder) prune() {
 }
 
 // ServeHTTP writes a snapshot to Dir and sends it: GET
-// /debug/flightrecorder, then go tool trace on the file.
+// /debug/flightrecorder, then go tool trace on the file. While the
+// recorder is disarmed it answers 409 and says how to arm it.
 func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	path, err := r.Snapshot("request")
+	if errors.Is(err, ErrDisarmed) {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -206,6 +347,8 @@ func (r *Recorder) Close() error {
 	r.closed = true
 	r.closeMu.Unlock()
 	r.wg.Wait()
-	r.fr.Stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stop()
 	return nil
 }

@@ -2,6 +2,7 @@ package flightrec
 
 import (
 	"bytes"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 
 func mustStart(t *testing.T, o Options) *Recorder {
 	t.Helper()
+	o.Always = true
 	r, err := Start(o)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +165,7 @@ func TestServeHTTP(t *testing.T) {
 // snapshot, and does not race with Close.
 func TestSlowAfterClose(t *testing.T) {
 	dir := t.TempDir()
-	r, err := Start(Options{Dir: dir, Log: zerolog.Nop()})
+	r, err := Start(Options{Dir: dir, Log: zerolog.Nop(), Always: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,5 +174,82 @@ func TestSlowAfterClose(t *testing.T) {
 	r.wg.Wait()
 	if got := traces(t, dir); len(got) != 0 {
 		t.Errorf("a slow request after Close wrote %v", got)
+	}
+}
+
+// TestArmedOnDemand: a recorder started without Always is disarmed: a
+// slow request writes nothing and a snapshot is refused. Armed, it
+// writes; disarmed, it stops; armed briefly, it disarms itself. Arm
+// refuses a duration that is not positive or is past MaxArm.
+func TestArmedOnDemand(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Start(Options{Dir: dir, Every: time.Nanosecond, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	slow := metrics.Slow{Route: metrics.Hi, Method: "GET", Path: "/hi", Code: 200, Duration: time.Second}
+	if r.Armed() {
+		t.Fatal("armed at start without Always")
+	}
+	r.Slow(slow)
+	r.wg.Wait()
+	if _, err := r.Snapshot("test"); !errors.Is(err, ErrDisarmed) {
+		t.Errorf("Snapshot disarmed: %v, want ErrDisarmed", err)
+	}
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("GET", "/debug/flightrecorder", nil))
+	if w.Code != 409 || !strings.Contains(w.Body.String(), "/debug/flightrecorder/arm") {
+		t.Errorf("GET /debug/flightrecorder disarmed = %d %q, want 409 saying how to arm", w.Code, w.Body)
+	}
+	if got := traces(t, dir); len(got) != 0 {
+		t.Fatalf("disarmed, it wrote %v", got)
+	}
+	for _, d := range []time.Duration{0, -time.Second, MaxArm + time.Nanosecond} {
+		if _, err := r.Arm(d); !errors.Is(err, ErrArmFor) || r.Armed() {
+			t.Errorf("Arm(%v) = %v, armed %v; want ErrArmFor, disarmed", d, err, r.Armed())
+		}
+	}
+
+	if _, err := r.Arm(time.Minute); err != nil || !r.Armed() {
+		t.Fatalf("Arm(1m) = %v, armed %v", err, r.Armed())
+	}
+	r.Slow(slow)
+	r.wg.Wait()
+	if got := traces(t, dir); len(got) != 1 {
+		t.Fatalf("armed, a slow request wrote %v, want one snapshot", got)
+	}
+	if err := r.Disarm(); err != nil || r.Armed() {
+		t.Fatalf("Disarm() = %v, armed %v", err, r.Armed())
+	}
+	r.Slow(slow)
+	r.wg.Wait()
+	if got := traces(t, dir); len(got) != 1 {
+		t.Fatalf("disarmed again, %v, want the one snapshot of before", got)
+	}
+
+	if _, err := r.Arm(20 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); r.Armed() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	}
+	if r.Armed() {
+		t.Fatal("armed for 20ms, still armed 10s later")
+	}
+	if _, err := r.Arm(time.Minute); err != nil || !r.Armed() {
+		t.Fatalf("armed again after expiring: %v, armed %v", err, r.Armed())
+	}
+}
+
+// TestAlwaysCannotBeDisarmed: with Always, the recorder is armed from
+// Start, Arm keeps it so, and Disarm is refused.
+func TestAlwaysCannotBeDisarmed(t *testing.T) {
+	r := mustStart(t, Options{Dir: t.TempDir(), Log: zerolog.Nop()})
+	if _, err := r.Arm(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := r.Disarm(); !errors.Is(err, ErrAlways) || !r.Armed() {
+		t.Errorf("Disarm() = %v, armed %v; want ErrAlways, armed", err, r.Armed())
 	}
 }

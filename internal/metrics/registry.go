@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -80,31 +79,14 @@ func gaugeFunc(name, help string, f func() float64) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 }
 
-// Flushes are a durable store's flush counters since it opened.
-type Flushes struct {
-	Passes      uint64 // passes that wrote something
-	PassErrors  uint64 // passes whose transaction failed as a whole
-	KeyErrors   uint64 // writes of one key that failed
-	FailingKeys int    // keys whose last write failed, held in memory
-	SyncVisits  uint64 // sync durability: visits the passes made durable
-}
-
-// Backlog is what a durable store holds that is not yet durable.
-// boltstore does not report it yet; see docs/operations.md.
-type Backlog struct {
-	Pending       uint64        // visits counted in memory, not yet on disk
-	OldestPending time.Duration // how long the oldest of them has waited; 0 if none
-	SyncWaiters   int           // sync durability: requests waiting for a commit
-}
-
-// StoreSource says where the store's metrics are read from, at scrape
-// time. A nil func leaves its metrics out.
+// StoreSource says where the metrics every store has are read from, at
+// scrape time. A nil func leaves its metrics out. A backend's own
+// metrics are its own collectors (boltstore's and redisstore's
+// Collectors).
 type StoreSource struct {
-	MaxKeys int            // the most keys held (-max-keys); 0, no limit, is not exported
-	Keys    func() int     // distinct keys held
-	Health  func() error   // nil when the store can keep its promises
-	Flushes func() Flushes // a durable store's counters
-	Backlog func() Backlog // a durable store's backlog
+	MaxKeys int          // the most keys held (-max-keys); 0, no limit, is not exported
+	Keys    func() int   // distinct keys held
+	Health  func() error // nil when the store can keep its promises
 }
 
 // Store returns the store's metrics, read from src at scrape time. Keys
@@ -130,55 +112,23 @@ func Store(src StoreSource) []prometheus.Collector {
 			return 1
 		}))
 	}
-	if f := src.Flushes; f != nil {
-		cs = append(cs,
-			counterFunc("visitors_store_flushes_total", "Flush passes that wrote something.", func() uint64 { return f().Passes }),
-			counterFunc("visitors_store_flush_errors_total", "Flush passes whose transaction failed; the counts stay in memory and are retried.", func() uint64 { return f().PassErrors }),
-			counterFunc("visitors_store_key_write_errors_total", "Writes of one key that failed, summed over passes.", func() uint64 { return f().KeyErrors }),
-			gaugeFunc("visitors_store_failing_keys", "Keys whose last write failed, held in memory.", func() float64 { return float64(f().FailingKeys) }),
-			counterFunc("visitors_store_sync_visits_total", "Sync durability: visits made durable by flush passes.", func() uint64 { return f().SyncVisits }),
-		)
-	}
-	if b := src.Backlog; b != nil {
-		cs = append(cs,
-			gaugeFunc("visitors_store_pending_visits", "Visits counted in memory and not yet durable.", func() float64 { return float64(b().Pending) }),
-			gaugeFunc("visitors_store_oldest_pending_seconds", "How long the oldest visit not yet durable has waited; 0 when none waits.", func() float64 { return b().OldestPending.Seconds() }),
-			gaugeFunc("visitors_store_sync_waiters", "Sync durability: requests waiting for their visit's commit.", func() float64 { return float64(b().SyncWaiters) }),
-		)
-	}
 	return cs
 }
 
-// FlushDurations is the histogram of a durable store's flush passes,
-// visitors_store_flush_duration_seconds. It is a [prometheus.Collector];
-// its methods may be called concurrently.
-type FlushDurations struct{ prometheus.Histogram }
-
-// NewFlushDurations returns an empty FlushDurations. Register it only
-// with a store that calls ObserveFlush: an empty histogram would say
-// that nothing was flushed.
-func NewFlushDurations() *FlushDurations {
-	return &FlushDurations{prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "visitors_store_flush_duration_seconds",
-		Help:    "How long a durable store's flush pass took (a bbolt transaction and its fdatasyncs, or in sync mode a write-ahead log record and its fdatasync), failed passes included.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-	})}
-}
-
-// ObserveFlush records one flush pass that took d; err is the pass's
-// error, counted apart by visitors_store_flush_errors_total.
-func (f *FlushDurations) ObserveFlush(d time.Duration, err error) {
-	f.Observe(d.Seconds())
-}
-
 // FlightRecorder returns the counters of flight-recorder snapshots,
-// written for slow requests and on request.
-func FlightRecorder(snapshots func() (slow, requested uint64)) []prometheus.Collector {
+// written for slow requests and on request, and whether it is armed.
+func FlightRecorder(snapshots func() (slow, requested uint64), armed func() bool) []prometheus.Collector {
 	const name, help = "visitors_flight_recorder_snapshots_total", "Execution-trace snapshots the flight recorder wrote, by trigger: a slow request, or GET /debug/flightrecorder."
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"trigger": "slow_request"}},
 			func() float64 { s, _ := snapshots(); return float64(s) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{"trigger": "on_demand"}},
 			func() float64 { _, r := snapshots(); return float64(r) }),
+		gaugeFunc("visitors_flight_recorder_armed", "1 while the flight recorder is armed (keeps the execution trace, and slow requests write snapshots): -flight-recorder, or POST /debug/flightrecorder/arm?for= on the admin listener; 0 when disarmed.", func() float64 {
+			if armed() {
+				return 1
+			}
+			return 0
+		}),
 	}
 }

@@ -81,7 +81,8 @@ var Kinds = map[string]string{
 	"visitors-memory":     "visitors with -store memory",
 	"visitors-sync":       "visitors with -durability sync",
 	"visitors-sync-noaio": "visitors with -durability sync, its log synced by a blocking fdatasync (VISITORS_LOG_AIO=0), not through Linux AIO",
-	"visitors-nofr":       "visitors with -flight-recorder=false (metrics on)",
+	"visitors-nofr":       "visitors with -flight-recorder=false (metrics on): the default, the flight recorder disarmed",
+	"visitors-fr":         "visitors with -flight-recorder: the flight recorder armed for good, as an arming on demand leaves it",
 	"visitors-noobs":      "visitors with -flight-recorder=false -metrics=false: nothing observed",
 	"visitors-redis":      "visitors with -store redis (batch) on a redis-server the harness starts, pinned to -redis-cpu",
 	"visitors-redis-sync": "visitors with -store redis -durability sync on that redis-server",
@@ -437,6 +438,8 @@ func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
 			env = append(env, "VISITORS_LOG_AIO=0")
 		case "visitors-nofr":
 			argv = append(argv, "-flight-recorder=false")
+		case "visitors-fr":
+			argv = append(argv, "-flight-recorder")
 		case "visitors-noobs":
 			argv = append(argv, "-flight-recorder=false", "-metrics=false")
 		case "visitors-redis":

@@ -35,7 +35,7 @@
 //
 // Everything about the file is in file.go (opening, checking, migrating)
 // and format.go (the layout and its checksums); export and import are in
-// backup.go.
+// backup.go; the store's Prometheus collectors in metrics.go.
 package boltstore
 
 import (
@@ -51,6 +51,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
@@ -88,6 +89,7 @@ type Store struct {
 	o    Options
 
 	health   atomic.Pointer[error] // why the last pass failed, nil when healthy
+	flushes  prometheus.Histogram  // how long flush passes took, for Collectors
 	stats    statCounters
 	waiters  atomic.Int64         // requests waiting for a pass
 	pending  atomic.Uint64        // visits acknowledged and not on disk, as of the last pass
@@ -237,6 +239,7 @@ func Open(o Options) (*Store, error) {
 		}
 	}
 	s := &Store{
+		flushes: newFlushDurations(),
 		cal:     tally.NewCalendar(o.Now),
 		db:      db,
 		path:    path,
@@ -753,9 +756,7 @@ func (s *Store) logPass() {
 	f.p, f.visits, f.start, f.err = p, visits, time.Now(), nil
 	if err := l.append(rec); err != nil {
 		s.o.Log.Error().Err(err).Msg("write-ahead log write failed; committing this pass to the data file instead")
-		if s.o.OnFlush != nil {
-			s.o.OnFlush(time.Since(f.start), err)
-		}
+		s.observeFlush(time.Since(f.start), err)
 		s.commit(p, visits, false)
 		return
 	}
@@ -820,9 +821,7 @@ func (s *Store) settle() {
 func (s *Store) land(f *flight) {
 	l := s.log
 	l.flying = nil
-	if s.o.OnFlush != nil {
-		s.o.OnFlush(f.took, f.err)
-	}
+	s.observeFlush(f.took, f.err)
 	p, visits := f.p, f.visits
 	f.p, f.visits = nil, nil // answered, or about to be: the waiters reuse their visits
 	if f.err == nil {
@@ -908,9 +907,7 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 		return nil
 	})
 	s.stats.passes.Add(1)
-	if s.o.OnFlush != nil {
-		s.o.OnFlush(time.Since(start), err)
-	}
+	s.observeFlush(time.Since(start), err)
 	if err != nil {
 		s.stats.passErrors.Add(1)
 		for _, w := range s.writes {

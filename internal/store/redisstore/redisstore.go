@@ -68,6 +68,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 	"github.com/rs/zerolog"
 
@@ -121,12 +122,13 @@ type Options struct {
 
 // Store is the Redis [store.Store]. It is safe for concurrent use.
 type Store struct {
-	c       rueidis.Client
-	o       Options
-	n       names
-	id      string // this instance, in sequence keys
-	cal     *tally.Calendar
-	cluster bool
+	c              rueidis.Client
+	o              Options
+	n              names
+	id             string // this instance, in sequence keys
+	cal            *tally.Calendar
+	cluster        bool
+	roundDurations *prometheus.HistogramVec // how long sends of rounds took, for Collectors
 
 	entries  sync.Map     // string -> *entry: keys this instance has counted
 	keyCount atomic.Int64 // the set of every key's size, as last seen
@@ -405,17 +407,18 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 	var id [8]byte
 	rand.Read(id[:])
 	s := &Store{
-		c:       c,
-		o:       o,
-		n:       newNames(o.Prefix),
-		id:      hex.EncodeToString(id[:]),
-		cal:     tally.NewCalendar(o.Now),
-		cluster: c.Mode() == rueidis.ClientModeCluster,
-		kick:    make(chan struct{}, 1),
-		flushRq: make(chan chan error),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		cur:     &round{done: make(chan struct{})},
+		c:              c,
+		o:              o,
+		roundDurations: newRoundDurations(),
+		n:              newNames(o.Prefix),
+		id:             hex.EncodeToString(id[:]),
+		cal:            tally.NewCalendar(o.Now),
+		cluster:        c.Mode() == rueidis.ClientModeCluster,
+		kick:           make(chan struct{}, 1),
+		flushRq:        make(chan chan error),
+		stop:           make(chan struct{}),
+		done:           make(chan struct{}),
+		cur:            &round{done: make(chan struct{})},
 	}
 	s.reserved = sync.NewCond(&s.hiMu)
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)

@@ -104,10 +104,3 @@ func (s *Store) Report() Report {
 	s.hiMu.Unlock()
 	return r
 }
-
-// observe reports one send of a round to Options.OnRound.
-func (s *Store) observe(part RoundPart, d time.Duration, err error) {
-	if s.o.OnRound != nil {
-		s.o.OnRound(part, d, err)
-	}
-}

@@ -1,4 +1,4 @@
-package metrics
+package redisstore
 
 import (
 	"fmt"
@@ -9,20 +9,23 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// TestRedisExportsTheReport: every figure of a RedisReport is exported
+// TestRedisExportsTheReport: every figure of a Report is exported
 // under its name, labels and type, from one read of the report per
 // scrape.
 func TestRedisExportsTheReport(t *testing.T) {
 	reads := 0
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(Redis(func() RedisReport {
+	reg.MustRegister(&reportCollector{report: func() Report {
 		reads++
-		return RedisReport{
-			Up: true, Rounds: 7, RoundErrors: 2, Commands: 11, UniqueCommands: 5, KeysSent: 13, SyncVisits: 3,
-			Reserves: 1, HiLeft: 999, PendingVisits: 4, PendingKeys: 2, HeldVisits: 6, PendingUniques: 8, UniquesDropped: 12,
-			SinceRound: 1500 * time.Millisecond, Errors: map[string]uint64{"round": 2, "ping": 9},
+		r := Report{
+			Stats: Stats{Rounds: 7, RoundErrors: 2, Commands: 11, SyncVisits: 3, HeldVisits: 6},
+			Up:    true, UniqueCommands: 5, KeysSent: 13,
+			Reserves: 1, HiLeft: 999, PendingVisits: 4, PendingKeys: 2, PendingUniques: 8, UniquesDropped: 12,
+			SinceRound: 1500 * time.Millisecond,
 		}
-	}))
+		r.Errors[errRound], r.Errors[errPing] = 2, 9
+		return r
+	}})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +69,11 @@ func TestRedisExportsTheReport(t *testing.T) {
 		{"visitors_redis_seconds_since_round", "gauge 1.5"},
 		{"visitors_redis_errors_total{kind=round}", "counter 2"},
 		{"visitors_redis_errors_total{kind=ping}", "counter 9"},
+		{"visitors_redis_errors_total{kind=uniques}", "counter 0"}, // every kind, even at 0
+		{"visitors_redis_errors_total{kind=seed}", "counter 0"},
+		{"visitors_redis_errors_total{kind=read}", "counter 0"},
+		{"visitors_redis_errors_total{kind=admit}", "counter 0"},
+		{"visitors_redis_errors_total{kind=reserve}", "counter 0"},
 	}
 	for _, tt := range tests {
 		if got[tt.name] != tt.want {
@@ -79,13 +87,13 @@ func TestRedisExportsTheReport(t *testing.T) {
 
 // TestRoundDurationsByPart: each send is observed under its part.
 func TestRoundDurationsByPart(t *testing.T) {
-	r := NewRoundDurations()
-	r.ObserveRound("counts", 3*time.Millisecond, nil)
-	r.ObserveRound("counts", time.Second, fmt.Errorf("timeout"))
-	r.ObserveRound("uniques", time.Millisecond, nil)
+	s := &Store{roundDurations: newRoundDurations()}
+	s.observe(Counts, 3*time.Millisecond, nil)
+	s.observe(Counts, time.Second, fmt.Errorf("timeout"))
+	s.observe(Uniques, time.Millisecond, nil)
 	for part, want := range map[string]uint64{"counts": 2, "uniques": 1} {
 		var m dto.Metric
-		if err := r.WithLabelValues(part).(prometheus.Histogram).Write(&m); err != nil {
+		if err := s.roundDurations.WithLabelValues(part).(prometheus.Histogram).Write(&m); err != nil {
 			t.Fatal(err)
 		}
 		if got := m.GetHistogram().GetSampleCount(); got != want {

@@ -1,4 +1,4 @@
-package metrics
+package redisstore
 
 import (
 	"time"
@@ -6,57 +6,42 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// RedisReport is what the Redis store reports at scrape time: what an
-// operator of several instances on one Redis watches to see trouble
-// coming (a Redis that stops answering, rounds that fail or slow down,
-// visits piling up in memory).
-type RedisReport struct {
-	Up             bool              // Redis answered the last round and the last check
-	Stuck          bool              // a round is unanswered and being sent again
-	Rounds         uint64            // rounds of counts Redis answered
-	RoundErrors    uint64            // attempts of rounds that failed (each is sent again)
-	Commands       uint64            // apply scripts sent by rounds of counts, retries included
-	UniqueCommands uint64            // uniques scripts sent, retries included
-	KeysSent       uint64            // counters carried by rounds of counts, retries included
-	SyncVisits     uint64            // sync durability: visits the rounds counted
-	Reserves       uint64            // blocks of /hi numbers reserved
-	HiLeft         uint64            // /hi numbers left in the blocks in hand
-	PendingVisits  uint64            // visits counted in memory, not yet sent
-	PendingKeys    int               // counters waiting for the next round
-	HeldVisits     int64             // visits sent and unconfirmed while Redis does not answer
-	PendingUniques int               // unique visitors added, not yet answered by Redis
-	UniquesDropped uint64            // unique visitors not counted: too many were pending
-	SinceRound     time.Duration     // since Redis last answered a round of counts; 0 before the first
-	Errors         map[string]uint64 // failed calls to Redis, by kind
-}
-
-// RoundDurations is the histogram of the Redis store's sends of rounds,
-// visitors_redis_round_duration_seconds, by part (counts or uniques). It
-// is a [prometheus.Collector]; its methods may be called concurrently.
-type RoundDurations struct{ *prometheus.HistogramVec }
-
-// NewRoundDurations returns an empty RoundDurations.
-func NewRoundDurations() *RoundDurations {
-	return &RoundDurations{prometheus.NewHistogramVec(prometheus.HistogramOpts{
+// newRoundDurations returns the histogram of the store's sends of
+// rounds, visitors_redis_round_duration_seconds, by part (counts or
+// uniques).
+func newRoundDurations() *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "visitors_redis_round_duration_seconds",
 		Help:    "How long one send of a round to Redis took, from the pipelined scripts to their answers, failed attempts included; by part: counts (the apply scripts) or uniques (the HyperLogLog scripts).",
 		Buckets: []float64{.0002, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-	}, []string{"part"})}
+	}, []string{"part"})
 }
 
-// ObserveRound records one send of part ("counts" or "uniques") that
-// took d; err is counted apart, by visitors_redis_rounds_total.
-func (r *RoundDurations) ObserveRound(part string, d time.Duration, err error) {
-	r.WithLabelValues(part).Observe(d.Seconds())
+// observe records one send of a round of part that took d, and tells
+// Options.OnRound; err is counted apart, by visitors_redis_rounds_total.
+func (s *Store) observe(part RoundPart, d time.Duration, err error) {
+	if s.roundDurations != nil {
+		s.roundDurations.WithLabelValues(part.String()).Observe(d.Seconds())
+	}
+	if s.o.OnRound != nil {
+		s.o.OnRound(part, d, err)
+	}
 }
 
-// Redis returns the collector of the Redis store's figures, read from
-// report once per scrape.
-func Redis(report func() RedisReport) prometheus.Collector {
-	return &redisCollector{report: report}
+// Collectors returns the store's Prometheus collectors: the durations of
+// its rounds, and what an operator of several instances on one Redis
+// watches to see trouble coming (a Redis that stops answering, rounds
+// that fail or slow down, visits piling up in memory), read from one
+// [Store.Report] per scrape.
+func (s *Store) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.roundDurations, &reportCollector{report: s.Report}}
 }
 
-type redisCollector struct{ report func() RedisReport }
+// Vars returns the store's counters for /debug/vars.
+func (s *Store) Vars() any { return s.Stats() }
+
+// reportCollector exports a [Report], read once per scrape.
+type reportCollector struct{ report func() Report }
 
 var (
 	redisUp       = prometheus.NewDesc("visitors_redis_up", "1 when Redis answered the last round and the last check between rounds, 0 when it does not answer (/healthz answers 503).", nil, nil)
@@ -76,14 +61,16 @@ var (
 	redisErrors   = prometheus.NewDesc("visitors_redis_errors_total", "Calls to Redis that failed, by kind: round (a round of counts), uniques, seed (the day's unique-visitor seed), read (a read a request waited for), admit (a new key), reserve (/hi numbers), ping (the check between rounds).", []string{"kind"}, nil)
 )
 
-func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
+// Describe sends the descriptions of the report's metrics.
+func (c *reportCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{redisUp, redisStuck, redisRounds, redisCommands, redisKeys, redisSync, redisReserves,
 		redisHiLeft, redisPending, redisPendKeys, redisHeld, redisPendUniq, redisDropUniq, redisSince, redisErrors} {
 		ch <- d
 	}
 }
 
-func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
+// Collect reads the report once and sends its metrics.
+func (c *reportCollector) Collect(ch chan<- prometheus.Metric) {
 	r := c.report()
 	b := func(v bool) float64 {
 		if v {
@@ -113,7 +100,7 @@ func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(redisPendUniq, float64(r.PendingUniques))
 	counter(redisDropUniq, r.UniquesDropped)
 	gauge(redisSince, r.SinceRound.Seconds())
-	for kind, n := range r.Errors {
-		counter(redisErrors, n, kind)
+	for i, n := range r.Errors {
+		counter(redisErrors, n, ErrorKinds[i])
 	}
 }
