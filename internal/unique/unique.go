@@ -139,16 +139,85 @@ type shard struct {
 	_  [48]byte
 }
 
-// sketch is one key's sketch of the current day.
+// sketch is one key's sketch of the current day. While it has at most
+// len(vis) visitors it is those visitors, exactly, and no HyperLogLog:
+// most keys have one or two visitors a day, and an empty sparse
+// HyperLogLog alone costs 160 bytes (BenchmarkMemoryPerKey); written, it
+// is the sketch of those visitors, byte for byte. A third visitor, or a
+// sketch loaded from the store, makes it a HyperLogLog (big).
 type sketch struct {
-	key    string
+	key   string    // the store's own string of the key where it has one (store.HeldKeys)
+	vis   [2]uint64 // while big is nil: the visitors, n of them
+	big   *bigSketch
+	n     uint8
+	dirty bool // changed since it was written
+}
+
+// bigSketch is a sketch past its first visitors.
+type bigSketch struct {
 	hll    *hyperloglog.Sketch
 	recent [4]uint64 // the last visitors added: adding one again changes nothing
 	next   uint8     // where the next recent visitor goes
-	est    uint64    // the estimate as Today last computed it
 	known  bool      // est was computed (a sketch loaded from disk has none yet)
+	est    uint64    // the estimate as Today last computed it
 	since  uint64    // visitors added since est was computed
-	dirty  bool      // changed since it was written
+}
+
+// add adds visitor v and reports whether that changed the sketch.
+func (s *sketch) add(v uint64) bool {
+	if s.big == nil {
+		for _, w := range s.vis[:s.n] {
+			if w == v {
+				return false
+			}
+		}
+		if int(s.n) < len(s.vis) {
+			s.vis[s.n] = v
+			s.n++
+			return true
+		}
+		b := &bigSketch{hll: hyperloglog.New14()}
+		for _, w := range s.vis[:s.n] {
+			b.hll.InsertHash(w)
+			b.recent[b.next%4] = w
+			b.next++
+		}
+		s.big, s.n = b, 0
+	}
+	b := s.big
+	if b.recent[0] == v || b.recent[1] == v || b.recent[2] == v || b.recent[3] == v {
+		return false // a sketch is idempotent: the same hash again changes nothing
+	}
+	b.recent[b.next%4] = v
+	b.next++
+	b.hll.InsertHash(v)
+	b.since++
+	return true
+}
+
+// estimate returns the sketch's estimate of its visitors.
+func (s *sketch) estimate() uint64 {
+	b := s.big
+	if b == nil {
+		return uint64(s.n) // what the HyperLogLog of so few says, but for a 2^-25 chance
+	}
+	if !b.known || b.since > b.est/staleShare {
+		b.est, b.known, b.since = b.hll.Estimate(), true, 0
+	}
+	return b.est
+}
+
+// marshal returns the sketch as the store keeps it: a HyperLogLog's
+// binary form.
+func (s *sketch) marshal() ([]byte, error) {
+	if s.big != nil {
+		return s.big.hll.MarshalBinary()
+	}
+	h := hyperloglog.New14()
+	for _, w := range s.vis[:s.n] {
+		h.InsertHash(w)
+	}
+	return h.MarshalBinary()
 }
 
 // New returns a Counter, loading today's seed from o.Dir and today's
@@ -186,7 +255,7 @@ func New(o Options) (*Counter, error) {
 			return fmt.Errorf("the sketch of key %q: %w", key, err)
 		}
 		sh, k := c.shardOf(key)
-		sh.m[k] = &sketch{key: string(key), hll: h}
+		sh.m[k] = &sketch{key: c.keyString(key), big: &bigSketch{hll: h}}
 		return nil
 	})
 	if err != nil { // count on from what loaded: a damaged sketch costs its key today's count, not the service
@@ -417,18 +486,24 @@ func (c *Counter) Add(key []byte, v uint64, now time.Time) {
 	sh.mu.Lock()
 	s := sh.m[k]
 	if s == nil {
-		s = &sketch{key: string(key), hll: hyperloglog.New14()}
+		s = &sketch{key: c.keyString(key)}
 		sh.m[k] = s
-	} else if s.recent[0] == v || s.recent[1] == v || s.recent[2] == v || s.recent[3] == v {
-		sh.mu.Unlock() // a sketch is idempotent: the same hash again changes nothing
-		return
 	}
-	s.recent[s.next%4] = v
-	s.next++
-	s.hll.InsertHash(v)
-	s.since++
-	s.dirty = true
+	if s.add(v) {
+		s.dirty = true
+	}
 	sh.mu.Unlock()
+}
+
+// keyString returns key as a string to keep: the store's own where it
+// holds one, else a copy.
+func (c *Counter) keyString(key []byte) string {
+	if hk, ok := c.st.(store.HeldKeys); ok {
+		if k, ok := hk.HeldKey(key); ok {
+			return k
+		}
+	}
+	return string(key)
 }
 
 // Today returns the estimated number of unique visitors of key today.
@@ -451,10 +526,7 @@ func (c *Counter) Today(key []byte, now time.Time) uint64 {
 	if s == nil {
 		return 0
 	}
-	if !s.known || s.since > s.est/staleShare {
-		s.est, s.known, s.since = s.hll.Estimate(), true, 0
-	}
-	return s.est
+	return s.estimate()
 }
 
 // staleShare bounds how far Today may lag the sketch: it computes the
@@ -588,7 +660,7 @@ func (c *Counter) flushLocked(d store.Day) error {
 			if !s.dirty {
 				continue
 			}
-			data, err := s.hll.MarshalBinary()
+			data, err := s.marshal()
 			if err != nil {
 				sh.mu.Unlock()
 				return fmt.Errorf("encode the sketch of key %q: %w", s.key, err)

@@ -144,3 +144,13 @@ func (s *Store) SketchDays(key []byte, last store.Day, n int) ([][]byte, error) 
 	}
 	return out, nil
 }
+
+var _ store.HeldKeys = (*Store)(nil)
+
+// HeldKey implements [store.HeldKeys].
+func (s *Store) HeldKey(key []byte) (string, bool) {
+	if e := s.keys.Load(key); e != nil {
+		return e.key, true
+	}
+	return "", false
+}
