@@ -192,3 +192,32 @@ func TestMemoryPerKeyBudget(t *testing.T) {
 		}
 	}
 }
+
+var fillDir = flag.String("fill", "", "TestFillForStartTime: write 1,000,000 keys, each with a visit and a unique visitor today by the real clock, to the data `directory` (scripts/starttime.sh)")
+
+// TestFillForStartTime writes the data directory that
+// scripts/starttime.sh starts the binary on: a million keys of 16 bytes,
+// each visited once today (by the real clock, so that the binary loads
+// today's counts and sketches as it would after a restart the same day).
+// It runs only with -fill.
+func TestFillForStartTime(t *testing.T) {
+	if *fillDir == "" {
+		t.Skip("only with -fill DIR")
+	}
+	h := openHeld(t, *fillDir, time.Now)
+	defer h.close(t)
+	h.lim = nil
+	var buf []byte
+	now := time.Now()
+	for i := range 1_000_000 {
+		buf = memKey(buf, i)
+		h.visit(t, buf, netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), now)
+	}
+	if err := h.st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.u.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d keys in %s", h.st.Keys(), *fillDir)
+}
