@@ -118,6 +118,7 @@ type Counter struct {
 	mu     sync.RWMutex           // held for reading by every visit; for writing by a day change
 	key    atomic.Pointer[dayKey] // the current day's; replaced under mu
 	shards [numShards]shard
+	stored store.Day // a day whose sketches the store has and c has not all read: the day c started on, if any; guarded by mu
 
 	flushMu sync.Mutex  // one flush at a time
 	past    estimates   // past days' estimates, by their sketch's content
@@ -195,6 +196,10 @@ func (s *sketch) add(v uint64) bool {
 	return true
 }
 
+// empty reports whether the sketch has no visitor: made by a read, or
+// by Forget.
+func (s *sketch) empty() bool { return s.big == nil && s.n == 0 }
+
 // estimate returns the sketch's estimate of its visitors.
 func (s *sketch) estimate() uint64 {
 	b := s.big
@@ -220,9 +225,10 @@ func (s *sketch) marshal() ([]byte, error) {
 	return h.MarshalBinary()
 }
 
-// New returns a Counter, loading today's seed from o.Dir and today's
-// sketches from o.Store. The caller must call Close, which writes what
-// is not yet written, before closing the store.
+// New returns a Counter, loading today's seed from o.Dir; today's
+// sketches in o.Store are read as each key is first visited or read.
+// The caller must call Close, which writes what is not yet written,
+// before closing the store.
 func New(o Options) (*Counter, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -249,17 +255,16 @@ func New(o Options) (*Counter, error) {
 		go c.flusher()
 		return c, nil
 	}
-	err := c.st.LoadSketches(today, func(key, data []byte) error {
-		h := hyperloglog.New14()
-		if err := h.UnmarshalBinary(data); err != nil {
-			return fmt.Errorf("the sketch of key %q: %w", key, err)
-		}
-		sh, k := c.shardOf(key)
-		sh.m[k] = &sketch{key: c.keyString(key), big: &bigSketch{hll: h}}
-		return nil
-	})
-	if err != nil { // count on from what loaded: a damaged sketch costs its key today's count, not the service
-		o.Log.Error().Err(err).Msg("unique visitors: today's sketches were not all loaded; their visitors count again")
+	// Today's sketches are read from the store as each key is first
+	// touched, not all at start: a million of them took 41 s to decode
+	// before the first answer (scripts/starttime.sh), and held a
+	// HyperLogLog each whether or not the key was visited again.
+	errAny := errors.New("found one")
+	switch err := c.st.LoadSketches(today, func(_, _ []byte) error { return errAny }); {
+	case errors.Is(err, errAny):
+		c.stored = today
+	case err != nil: // count on: a damaged store costs today's counts, not the service
+		o.Log.Error().Err(err).Msg("unique visitors: today's sketches cannot be read; their visitors count again")
 	}
 	go c.flusher()
 	return c, nil
@@ -484,15 +489,40 @@ func (c *Counter) Add(key []byte, v uint64, now time.Time) {
 	}
 	sh, k := c.shardOf(key)
 	sh.mu.Lock()
-	s := sh.m[k]
-	if s == nil {
-		s = &sketch{key: c.keyString(key)}
-		sh.m[k] = s
-	}
+	s := c.sketchOf(sh, k, key)
 	if s.add(v) {
 		s.dirty = true
 	}
 	sh.mu.Unlock()
+}
+
+// sketchOf returns key's sketch of the current day, making it: read
+// from the store if the store may hold it (c.stored), else empty. A
+// sketch the store holds damaged is logged and starts empty: its key's
+// visitors count again. c.mu must be held for reading, and sh.mu.
+func (c *Counter) sketchOf(sh *shard, k uint64, key []byte) *sketch {
+	if s := sh.m[k]; s != nil {
+		return s
+	}
+	s := &sketch{key: c.keyString(key)}
+	sh.m[k] = s
+	d := store.Day(c.day.Load())
+	if c.stored != d {
+		return s
+	}
+	data, err := c.st.SketchDays(key, d, 1)
+	if err == nil && data[0] != nil {
+		h := hyperloglog.New14()
+		if err = h.UnmarshalBinary(data[0]); err == nil {
+			s.big = &bigSketch{hll: h}
+			return s
+		}
+		err = fmt.Errorf("the sketch of key %q: %w", key, err)
+	}
+	if err != nil {
+		c.o.Log.Error().Err(err).Msg("unique visitors: a sketch of today was not loaded; its visitors count again")
+	}
+	return s
 }
 
 // keyString returns key as a string to keep: the store's own where it
@@ -522,11 +552,7 @@ func (c *Counter) Today(key []byte, now time.Time) uint64 {
 	sh, k := c.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.m[k]
-	if s == nil {
-		return 0
-	}
-	return s.estimate()
+	return c.sketchOf(sh, k, key).estimate()
 }
 
 // staleShare bounds how far Today may lag the sketch: it computes the
@@ -625,6 +651,7 @@ func (c *Counter) rollover(d store.Day) {
 	for i := range c.shards {
 		clear(c.shards[i].m)
 	}
+	c.stored = 0 // a day begun here: the store has nothing of it that c has not
 	if err := c.setDay(d, false); err != nil {
 		// The seed could not be written: the day is counted with a key
 		// kept in memory; a restart today counts its visitors again.
@@ -705,7 +732,11 @@ func (c *Counter) Keys() int {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		for _, s := range sh.m {
+			if !s.empty() {
+				n++
+			}
+		}
 		sh.mu.Unlock()
 	}
 	return n
@@ -719,7 +750,9 @@ func (c *Counter) Held() [][]byte {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		for _, s := range sh.m {
-			keys = append(keys, []byte(s.key))
+			if !s.empty() {
+				keys = append(keys, []byte(s.key))
+			}
 		}
 		sh.mu.Unlock()
 	}
@@ -749,7 +782,13 @@ func (c *Counter) Forget(keys [][]byte) error {
 	for _, key := range keys {
 		sh, k := c.shardOf(key)
 		sh.mu.Lock()
-		delete(sh.m, k)
+		if c.stored == store.Day(c.day.Load()) {
+			// Empty, not gone: the store's sketch is not read back
+			// before the empty one below is written over it.
+			sh.m[k] = &sketch{key: c.keyString(key)}
+		} else {
+			delete(sh.m, k)
+		}
 		sh.mu.Unlock()
 		batch = append(batch, store.Sketch{Key: key, Data: empty})
 	}
