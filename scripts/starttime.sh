@@ -10,7 +10,8 @@
 # until /counter/user000000/repo.json answers 200 (the first key: its
 # answer needs the store open), so a figure is up to ~10 ms late. Each
 # round stops the server with SIGTERM and waits for it to exit before
-# the next. Prints each round and the median, in milliseconds.
+# the next. Prints each round and the medians, in milliseconds: the
+# wall time, and the CPU time the server had used by then.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/tmp/visitors-start-1m}
@@ -23,6 +24,7 @@ if [ ! -e "$dir/visitors.db" ]; then
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 times=()
+cpus=()
 for r in $(seq "$rounds"); do
 	t0=$(date +%s%N)
 	taskset -c 0 "$bin" -data "$dir" -addr "127.0.0.1:$port" -admin-addr "" >"$dir.log" 2>&1 &
@@ -36,11 +38,16 @@ for r in $(seq "$rounds"); do
 		sleep 0.005
 	done
 	t1=$(date +%s%N)
+	# CPU the server used until then (utime + stime, in clock ticks): on
+	# a shared machine the wall time is mostly waiting for core 0.
+	ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	cpu=$((ticks * 1000 / $(getconf CLK_TCK)))
 	ms=$(((t1 - t0) / 1000000))
 	times+=("$ms")
-	echo "round $r: $ms ms to the first answer"
+	cpus+=("$cpu")
+	echo "round $r: $ms ms to the first answer, $cpu ms of CPU; load average $(cut -d' ' -f1 /proc/loadavg)"
 	kill -TERM "$pid"
 	wait "$pid" || true
 done
-median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-echo "median of $rounds: $median ms ($(go version | cut -d' ' -f3), $(date -u +%F))"
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "median of $rounds: $(median "${times[@]}") ms to the first answer, $(median "${cpus[@]}") ms of CPU ($(go version | cut -d' ' -f3), $(date -u +%F))"

@@ -289,6 +289,9 @@ func (s *Store) load() error {
 		s.used = hits
 		// Both buckets sort by key, so one cursor walks the days beside
 		// the totals: a merge, not a lookup per key.
+		// The table of keys sized once: growing it by doubling took a
+		// quarter of the load of a million keys (docs/performance.md).
+		s.keys.Reserve(tx.Bucket(bucketTotals).Stats().KeyN)
 		days := tx.Bucket(bucketDays).Cursor()
 		dk, dv := days.First()
 		err = tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {

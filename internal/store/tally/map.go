@@ -125,6 +125,32 @@ func (m *Map[E]) grow() {
 	m.tab.Store(nt)
 }
 
+// Reserve makes room for n more entries at once, so that a caller about
+// to put them (a store loading its file) does not rebuild the table at
+// each doubling on the way.
+func (m *Map[E]) Reserve(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.tab.Load()
+	size := len(t.entries)
+	for 2*(m.used+n) > size {
+		size *= 2
+	}
+	if size == len(t.entries) {
+		return
+	}
+	nt := newTable[E](size)
+	live := 0
+	for i := range t.entries {
+		if e := t.entries[i].Load(); e != nil && e != m.tomb {
+			m.insert(nt, maphash.String(m.seed, m.keyOf(e)), e)
+			live++
+		}
+	}
+	m.used = live
+	m.tab.Store(nt)
+}
+
 // store stores key's entry e unless key has one, and reports whether it
 // did; the key joins the order with it.
 func (m *Map[E]) store(k string, e *E) (*E, bool) {

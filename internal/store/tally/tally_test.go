@@ -370,3 +370,21 @@ func TestMapReadersWhileItGrows(t *testing.T) {
 		t.Errorf("Range gave %d entries, Len() = %d", n, m.Len())
 	}
 }
+
+// TestMapReserve: after Reserve(n), n new keys rebuild nothing, and the
+// keys held before are still found.
+func TestMapReserve(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	m.Put([]byte("before"))
+	m.Reserve(1000)
+	tab := m.tab.Load()
+	for i := range 1000 {
+		m.Put(fmt.Appendf(nil, "k%d", i))
+	}
+	if m.tab.Load() != tab {
+		t.Error("the table was rebuilt after Reserve(1000) for 1000 keys")
+	}
+	if e := m.Load([]byte("before")); e == nil || e.key != "before" || m.Len() != 1001 {
+		t.Errorf("after Reserve: Load(before) = %v, Len %d", e, m.Len())
+	}
+}
