@@ -26,3 +26,13 @@ type Sketches interface {
 type Sketch struct {
 	Key, Data []byte
 }
+
+// HeldKeys is an optional interface of a [Sketches] store that holds its
+// keys in memory: who keeps something of its own per key beside the
+// store (the unique counter, a sketch per key) takes the store's string
+// rather than a copy of the key.
+type HeldKeys interface {
+	// HeldKey returns the store's string of key, and whether it holds
+	// key.
+	HeldKey(key []byte) (string, bool)
+}

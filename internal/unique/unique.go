@@ -118,6 +118,7 @@ type Counter struct {
 	mu     sync.RWMutex           // held for reading by every visit; for writing by a day change
 	key    atomic.Pointer[dayKey] // the current day's; replaced under mu
 	shards [numShards]shard
+	stored store.Day // a day whose sketches the store has and c has not all read: the day c started on, if any; guarded by mu
 
 	flushMu sync.Mutex  // one flush at a time
 	past    estimates   // past days' estimates, by their sketch's content
@@ -139,21 +140,95 @@ type shard struct {
 	_  [48]byte
 }
 
-// sketch is one key's sketch of the current day.
+// sketch is one key's sketch of the current day. While it has at most
+// len(vis) visitors it is those visitors, exactly, and no HyperLogLog:
+// most keys have one or two visitors a day, and an empty sparse
+// HyperLogLog alone costs 160 bytes (BenchmarkMemoryPerKey); written, it
+// is the sketch of those visitors, byte for byte. A third visitor, or a
+// sketch loaded from the store, makes it a HyperLogLog (big).
 type sketch struct {
-	key    string
+	key   string    // the store's own string of the key where it has one (store.HeldKeys)
+	vis   [2]uint64 // while big is nil: the visitors, n of them
+	big   *bigSketch
+	n     uint8
+	dirty bool // changed since it was written
+}
+
+// bigSketch is a sketch past its first visitors.
+type bigSketch struct {
 	hll    *hyperloglog.Sketch
 	recent [4]uint64 // the last visitors added: adding one again changes nothing
 	next   uint8     // where the next recent visitor goes
-	est    uint64    // the estimate as Today last computed it
 	known  bool      // est was computed (a sketch loaded from disk has none yet)
+	est    uint64    // the estimate as Today last computed it
 	since  uint64    // visitors added since est was computed
-	dirty  bool      // changed since it was written
 }
 
-// New returns a Counter, loading today's seed from o.Dir and today's
-// sketches from o.Store. The caller must call Close, which writes what
-// is not yet written, before closing the store.
+// add adds visitor v and reports whether that changed the sketch.
+func (s *sketch) add(v uint64) bool {
+	if s.big == nil {
+		for _, w := range s.vis[:s.n] {
+			if w == v {
+				return false
+			}
+		}
+		if int(s.n) < len(s.vis) {
+			s.vis[s.n] = v
+			s.n++
+			return true
+		}
+		b := &bigSketch{hll: hyperloglog.New14()}
+		for _, w := range s.vis[:s.n] {
+			b.hll.InsertHash(w)
+			b.recent[b.next%4] = w
+			b.next++
+		}
+		s.big, s.n = b, 0
+	}
+	b := s.big
+	if b.recent[0] == v || b.recent[1] == v || b.recent[2] == v || b.recent[3] == v {
+		return false // a sketch is idempotent: the same hash again changes nothing
+	}
+	b.recent[b.next%4] = v
+	b.next++
+	b.hll.InsertHash(v)
+	b.since++
+	return true
+}
+
+// empty reports whether the sketch has no visitor: made by a read, or
+// by Forget.
+func (s *sketch) empty() bool { return s.big == nil && s.n == 0 }
+
+// estimate returns the sketch's estimate of its visitors.
+func (s *sketch) estimate() uint64 {
+	b := s.big
+	if b == nil {
+		return uint64(s.n) // what the HyperLogLog of so few says, but for a 2^-25 chance
+	}
+	if !b.known || b.since > b.est/staleShare {
+		b.est, b.known, b.since = b.hll.Estimate(), true, 0
+	}
+	return b.est
+}
+
+// marshal returns the sketch as the store keeps it: a HyperLogLog's
+// binary form.
+func (s *sketch) marshal() ([]byte, error) {
+	if s.big != nil {
+		return s.big.hll.MarshalBinary()
+	}
+	h := hyperloglog.New14()
+	for _, w := range s.vis[:s.n] {
+		h.InsertHash(w)
+	}
+	return h.MarshalBinary()
+}
+
+// New returns a Counter, loading today's seed from o.Dir; today's
+// sketches in o.Store are read as each key is first visited or read.
+// The caller must call Close, which writes what is not yet written,
+// before closing the store.
 func New(o Options) (*Counter, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -180,17 +255,16 @@ func New(o Options) (*Counter, error) {
 		go c.flusher()
 		return c, nil
 	}
-	err := c.st.LoadSketches(today, func(key, data []byte) error {
-		h := hyperloglog.New14()
-		if err := h.UnmarshalBinary(data); err != nil {
-			return fmt.Errorf("the sketch of key %q: %w", key, err)
-		}
-		sh, k := c.shardOf(key)
-		sh.m[k] = &sketch{key: string(key), hll: h}
-		return nil
-	})
-	if err != nil { // count on from what loaded: a damaged sketch costs its key today's count, not the service
-		o.Log.Error().Err(err).Msg("unique visitors: today's sketches were not all loaded; their visitors count again")
+	// Today's sketches are read from the store as each key is first
+	// touched, not all at start: a million of them took 41 s to decode
+	// before the first answer (scripts/starttime.sh), and held a
+	// HyperLogLog each whether or not the key was visited again.
+	errAny := errors.New("found one")
+	switch err := c.st.LoadSketches(today, func(_, _ []byte) error { return errAny }); {
+	case errors.Is(err, errAny):
+		c.stored = today
+	case err != nil: // count on: a damaged store costs today's counts, not the service
+		o.Log.Error().Err(err).Msg("unique visitors: today's sketches cannot be read; their visitors count again")
 	}
 	go c.flusher()
 	return c, nil
@@ -415,20 +489,51 @@ func (c *Counter) Add(key []byte, v uint64, now time.Time) {
 	}
 	sh, k := c.shardOf(key)
 	sh.mu.Lock()
-	s := sh.m[k]
-	if s == nil {
-		s = &sketch{key: string(key), hll: hyperloglog.New14()}
-		sh.m[k] = s
-	} else if s.recent[0] == v || s.recent[1] == v || s.recent[2] == v || s.recent[3] == v {
-		sh.mu.Unlock() // a sketch is idempotent: the same hash again changes nothing
-		return
+	s := c.sketchOf(sh, k, key)
+	if s.add(v) {
+		s.dirty = true
 	}
-	s.recent[s.next%4] = v
-	s.next++
-	s.hll.InsertHash(v)
-	s.since++
-	s.dirty = true
 	sh.mu.Unlock()
+}
+
+// sketchOf returns key's sketch of the current day, making it: read
+// from the store if the store may hold it (c.stored), else empty. A
+// sketch the store holds damaged is logged and starts empty: its key's
+// visitors count again. c.mu must be held for reading, and sh.mu.
+func (c *Counter) sketchOf(sh *shard, k uint64, key []byte) *sketch {
+	if s := sh.m[k]; s != nil {
+		return s
+	}
+	s := &sketch{key: c.keyString(key)}
+	sh.m[k] = s
+	d := store.Day(c.day.Load())
+	if c.stored != d {
+		return s
+	}
+	data, err := c.st.SketchDays(key, d, 1)
+	if err == nil && data[0] != nil {
+		h := hyperloglog.New14()
+		if err = h.UnmarshalBinary(data[0]); err == nil {
+			s.big = &bigSketch{hll: h}
+			return s
+		}
+		err = fmt.Errorf("the sketch of key %q: %w", key, err)
+	}
+	if err != nil {
+		c.o.Log.Error().Err(err).Msg("unique visitors: a sketch of today was not loaded; its visitors count again")
+	}
+	return s
+}
+
+// keyString returns key as a string to keep: the store's own where it
+// holds one, else a copy.
+func (c *Counter) keyString(key []byte) string {
+	if hk, ok := c.st.(store.HeldKeys); ok {
+		if k, ok := hk.HeldKey(key); ok {
+			return k
+		}
+	}
+	return string(key)
 }
 
 // Today returns the estimated number of unique visitors of key today.
@@ -447,14 +552,7 @@ func (c *Counter) Today(key []byte, now time.Time) uint64 {
 	sh, k := c.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.m[k]
-	if s == nil {
-		return 0
-	}
-	if !s.known || s.since > s.est/staleShare {
-		s.est, s.known, s.since = s.hll.Estimate(), true, 0
-	}
-	return s.est
+	return c.sketchOf(sh, k, key).estimate()
 }
 
 // staleShare bounds how far Today may lag the sketch: it computes the
@@ -553,6 +651,7 @@ func (c *Counter) rollover(d store.Day) {
 	for i := range c.shards {
 		clear(c.shards[i].m)
 	}
+	c.stored = 0 // a day begun here: the store has nothing of it that c has not
 	if err := c.setDay(d, false); err != nil {
 		// The seed could not be written: the day is counted with a key
 		// kept in memory; a restart today counts its visitors again.
@@ -588,7 +687,7 @@ func (c *Counter) flushLocked(d store.Day) error {
 			if !s.dirty {
 				continue
 			}
-			data, err := s.hll.MarshalBinary()
+			data, err := s.marshal()
 			if err != nil {
 				sh.mu.Unlock()
 				return fmt.Errorf("encode the sketch of key %q: %w", s.key, err)
@@ -633,7 +732,11 @@ func (c *Counter) Keys() int {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		for _, s := range sh.m {
+			if !s.empty() {
+				n++
+			}
+		}
 		sh.mu.Unlock()
 	}
 	return n
@@ -647,7 +750,9 @@ func (c *Counter) Held() [][]byte {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		for _, s := range sh.m {
-			keys = append(keys, []byte(s.key))
+			if !s.empty() {
+				keys = append(keys, []byte(s.key))
+			}
 		}
 		sh.mu.Unlock()
 	}
@@ -677,7 +782,13 @@ func (c *Counter) Forget(keys [][]byte) error {
 	for _, key := range keys {
 		sh, k := c.shardOf(key)
 		sh.mu.Lock()
-		delete(sh.m, k)
+		if c.stored == store.Day(c.day.Load()) {
+			// Empty, not gone: the store's sketch is not read back
+			// before the empty one below is written over it.
+			sh.m[k] = &sketch{key: c.keyString(key)}
+		} else {
+			delete(sh.m, k)
+		}
 		sh.mu.Unlock()
 		batch = append(batch, store.Sketch{Key: key, Data: empty})
 	}

@@ -838,3 +838,45 @@ func BenchmarkDays365Parallel(b *testing.B) {
 		}
 	})
 }
+
+// TestSmallSketchIsTheHyperLogLogOfItsVisitors: a sketch of its first
+// visitors, kept as those visitors, writes the bytes a HyperLogLog of
+// them writes, and estimates what it estimates; from the third visitor
+// on it is that HyperLogLog, with every visitor in it. Repeats change
+// nothing at any size.
+func TestSmallSketchIsTheHyperLogLogOfItsVisitors(t *testing.T) {
+	var s sketch
+	visitors := []uint64{0x9e3779b97f4a7c15, 0xbf58476d1ce4e5b9, 0x94d049bb133111eb, 0x2545f4914f6cdd1d, 0xd6e8feb86659fd93}
+	for i, v := range visitors {
+		if !s.add(v) {
+			t.Fatalf("visitor %d: add reported no change", i)
+		}
+		if s.add(v) {
+			t.Errorf("visitor %d again: add reported a change", i)
+		}
+		ref := hyperloglog.New14() // as the counter made it before: each visitor inserted, no estimate between
+		for _, w := range visitors[:i+1] {
+			ref.InsertHash(w)
+		}
+		want, err := ref.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if small := i < len(s.vis); small != (s.big == nil) {
+			t.Errorf("%d visitors: big = %v", i+1, s.big != nil)
+		} else if small && !bytes.Equal(got, want) {
+			t.Errorf("%d visitors: written as %x, the HyperLogLog of them is %x", i+1, got, want)
+		}
+		back := hyperloglog.New14()
+		if err := back.UnmarshalBinary(got); err != nil {
+			t.Fatalf("%d visitors: the written sketch does not read back: %v", i+1, err)
+		}
+		if e, we, be := s.estimate(), ref.Estimate(), back.Estimate(); e != we || be != we || we != uint64(i+1) {
+			t.Errorf("%d visitors: estimate %d, read back %d, the HyperLogLog's %d", i+1, e, be, we)
+		}
+	}
+}

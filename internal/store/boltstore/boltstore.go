@@ -137,11 +137,20 @@ type entry struct {
 	written  uint64      // the total on disk; only the flusher uses it
 	logStamp uint64      // the log record that lists it; only the flusher uses it
 	// Set by the flusher when an owner operation retires the entry (see
-	// owners.go); only the flusher reads them.
-	gone bool   // no longer its key's: never written again
+	// owners.go); only the flusher reads it. Apart, as few entries are
+	// ever retired: an entry is 96 bytes, not 112.
+	ret *retired
+}
+
+// retired is what an entry retired by an owner operation still holds.
+type retired struct {
 	succ *entry // where visits counted on it after that go, or nil
 	fwd  uint64 // its total up to which visits have gone to succ
 }
+
+// gone reports whether e is no longer its key's: never written again.
+// Only the flusher calls it.
+func (e *entry) gone() bool { return e.ret != nil }
 
 // pass is one run of the flusher; done is closed when its commit ends.
 type pass struct {
@@ -252,7 +261,7 @@ func Open(o Options) (*Store, error) {
 		tokens:  make(map[string]store.Token),
 	}
 	s.stats.replayed = replayed
-	s.keys = tally.NewMap(o.MaxKeys, s.newEntry)
+	s.keys = tally.NewMap(o.MaxKeys, s.newEntry, func(e *entry) string { return e.key })
 	if err := s.load(); err != nil {
 		s.cal.Stop()
 		db.Close()
@@ -283,6 +292,9 @@ func (s *Store) load() error {
 		s.used = hits
 		// Both buckets sort by key, so one cursor walks the days beside
 		// the totals: a merge, not a lookup per key.
+		// The table of keys sized once: growing it by doubling took a
+		// quarter of the load of a million keys (docs/performance.md).
+		s.keys.Reserve(tx.Bucket(bucketTotals).Stats().KeyN)
 		days := tx.Bucket(bucketDays).Cursor()
 		dk, dv := days.First()
 		err = tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
@@ -691,7 +703,7 @@ func (s *Store) take() (*pass, *visit) {
 	visits := p.visits.Swap(sealed)
 	today := s.cal.Today()
 	for v := visits; v != nil; v = v.next {
-		if v.e.gone { // retired by an owner operation: count on the key's entry now
+		if v.e.gone() { // retired by an owner operation: count on the key's entry now
 			e, err := s.keys.LoadOrNew([]byte(v.e.key))
 			if err != nil {
 				v.err, v.skip = err, true
@@ -840,11 +852,12 @@ func (s *Store) land(f *flight) {
 func (s *Store) commit(p *pass, visits *visit, final bool) {
 	s.settle() // the log's record in flight first: this commit may retire it
 	s.writes, s.days = s.writes[:0], s.days[:0]
+	defer s.trimScratch()
 	for e := s.journal.Swap(nil); e != nil; {
 		next := e.next
 		e.dirty.Store(false) // before reading: a visit after this puts e back
 		// Retired by an owner operation: never written again.
-		if e.gone {
+		if e.gone() {
 			s.forward(e)
 			e = next
 			continue
@@ -959,6 +972,21 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 	}
 	s.answer(visits, nil)
 	close(p.done)
+}
+
+// maxScratch is the most writes whose room the flusher keeps between
+// passes: a pass that wrote every key (the first after a start, or a day
+// that touched them all) would otherwise keep 72 bytes a key for good.
+const maxScratch = 4096
+
+// trimScratch lets the room of a large pass go.
+func (s *Store) trimScratch() {
+	if cap(s.writes) > maxScratch {
+		s.writes = nil
+	}
+	if cap(s.days) > maxScratch {
+		s.days = nil
+	}
 }
 
 // put writes w's records. Everything that could make bbolt refuse one of

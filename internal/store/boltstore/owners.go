@@ -166,7 +166,7 @@ func (s *Store) replace(e2 *entry, forward bool, base *entry, baseTotal uint64) 
 // retire marks e as no longer its key's: a pass never writes it again,
 // and visits counted on it from total from on go to succ, if not nil.
 func (s *Store) retire(e, succ *entry, from uint64) {
-	e.succ, e.fwd, e.gone = succ, from, true
+	e.ret = &retired{succ: succ, fwd: from}
 	delete(s.failing, e)
 }
 
@@ -176,22 +176,22 @@ func (s *Store) retire(e, succ *entry, from uint64) {
 // loaded e before it was retired. Without a successor they are dropped.
 // Only the flusher calls it.
 func (s *Store) forward(e *entry) {
-	n := e.Total()
-	if n <= e.fwd {
+	n, r := e.Total(), e.ret
+	if n <= r.fwd {
 		return
 	}
-	to := e.succ
-	for to != nil && to.gone { // retired in turn: on to the entry that is not
-		to = to.succ
+	to := r.succ
+	for to != nil && to.gone() { // retired in turn: on to the entry that is not
+		to = to.ret.succ
 	}
 	if to != nil {
 		today := s.cal.Today()
-		for range n - e.fwd {
+		for range n - r.fwd {
 			to.Add(today)
 		}
 		s.markDirty(to)
 	}
-	e.fwd = n
+	r.fwd = n
 }
 
 // keyFault is the planted failure of key's writes, for tests.

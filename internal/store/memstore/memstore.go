@@ -37,7 +37,7 @@ type Options struct {
 type Store struct {
 	hits tally.Counter
 	cal  *tally.Calendar
-	keys *tally.Map[tally.Tally]
+	keys *tally.Map[entry]
 
 	mu     sync.Mutex // guards tokens
 	tokens map[string]store.Token
@@ -48,8 +48,14 @@ type Store struct {
 func New(o Options) *Store {
 	return &Store{
 		cal:  tally.NewCalendar(o.Now),
-		keys: tally.NewMap(o.MaxKeys, func(string) *tally.Tally { return new(tally.Tally) }),
+		keys: tally.NewMap(o.MaxKeys, func(k string) *entry { return &entry{key: k} }, func(e *entry) string { return e.key }),
 	}
+}
+
+// entry is one key's counts and the key.
+type entry struct {
+	tally.Tally
+	key string
 }
 
 // Rollover makes a new UTC day, if one has begun on the store's clock,
@@ -96,7 +102,7 @@ func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts,
 }
 
 // count counts one visit to t, unless it is locked.
-func (s *Store) count(t *tally.Tally) store.Counts {
+func (s *Store) count(t *entry) store.Counts {
 	if t.Locked() {
 		return t.Counts(s.cal.Today())
 	}

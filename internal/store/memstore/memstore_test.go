@@ -85,8 +85,8 @@ func BenchmarkLookup(b *testing.B) {
 			}
 		})
 	})
-	b.Run("impl=syncmap", func(b *testing.B) {
-		m := tally.NewMap(0, func(string) *tally.Tally { return new(tally.Tally) })
+	b.Run("impl=tallymap", func(b *testing.B) {
+		m := tally.NewMap(0, func(k string) *entry { return &entry{key: k} }, func(e *entry) string { return e.key })
 		m.LoadOrNew([]byte("gopher"))
 		day := store.DayOf(time.Now())
 		b.ReportAllocs()

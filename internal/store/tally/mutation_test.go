@@ -15,15 +15,15 @@ import (
 // made deterministic: mk, which runs outside the map's lock, makes the
 // key itself first.
 func TestMapLoserOfARaceGivesItsPlaceBack(t *testing.T) {
-	var m *Map[Tally]
-	var winner *Tally
+	var m *Map[keyed]
+	var winner *keyed
 	calls := 0
-	m = NewMap(2, func(k string) *Tally {
+	m = NewMap(2, func(k string) *keyed {
 		if calls++; calls == 1 {
 			winner = m.Put([]byte(k)) // the other visit, which makes the key first
 		}
-		return new(Tally)
-	})
+		return &keyed{key: k}
+	}, keyedKey)
 	got, err := m.LoadOrNew([]byte("k"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestMapLoserOfARaceGivesItsPlaceBack(t *testing.T) {
 // order and its count, so a full map takes a new key again; an entry
 // that is no longer the key's is left alone.
 func TestMapDeleteFreesItsPlace(t *testing.T) {
-	m := NewMap(2, func(string) *Tally { return new(Tally) })
+	m := NewMap(2, newKeyed, keyedKey)
 	a, _ := m.LoadOrNew([]byte("a"))
 	if _, err := m.LoadOrNew([]byte("b")); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestMapDeleteFreesItsPlace(t *testing.T) {
 	if _, err := m.LoadOrNew([]byte("c")); !errors.Is(err, store.ErrTooManyKeys) {
 		t.Fatalf("a third key in a map of 2: %v, want ErrTooManyKeys", err)
 	}
-	if m.Delete("a", new(Tally)) {
+	if m.Delete("a", new(keyed)) {
 		t.Error("Delete of a with another entry than a's deleted it")
 	}
 	if m.Len() != 2 {
@@ -83,7 +83,7 @@ func TestMapDeleteFreesItsPlace(t *testing.T) {
 // limit of them, and none for a limit of 0 or less; each key comes with
 // its own entry.
 func TestMapList(t *testing.T) {
-	m := NewMap(0, func(string) *Tally { return new(Tally) })
+	m := NewMap(0, newKeyed, keyedKey)
 	all := []string{"", "a", "b", "b/1", "b/2", "b/3", "c"}
 	for _, k := range []string{"c", "b/2", "", "a", "b/3", "b", "b/1"} { // not in order
 		m.Put([]byte(k))

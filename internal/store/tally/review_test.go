@@ -57,7 +57,7 @@ func TestReviewSnapshotNeverReturnsTheLatestDayTwice(t *testing.T) {
 // place back, which would make the key limit bite early.)
 func TestReviewSameNewKeyRaceCountsOnce(t *testing.T) {
 	for range 200 {
-		m := NewMap(10, func(string) *Tally { return new(Tally) })
+		m := NewMap(10, newKeyed, keyedKey)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for range 8 {

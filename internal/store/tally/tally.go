@@ -152,7 +152,7 @@ func (t *Tally) SetLocked(locked bool) { t.locked.Store(locked) }
 // total).
 func (t *Tally) Reset(total uint64, today store.Day) {
 	t.mu.Lock()
-	clear(t.past)
+	t.past = nil
 	t.mu.Unlock()
 	t.today.Store(pack(today, 0))
 	t.total.Store(total)
@@ -182,7 +182,7 @@ func (t *Tally) Shift(n int64, d store.Day) store.Counts {
 	}
 	if n < 0 {
 		t.mu.Lock()
-		clear(t.past)
+		t.past = nil
 		t.mu.Unlock()
 	}
 	for {
@@ -243,6 +243,17 @@ func (t *Tally) Forget(days []DayCount) {
 			delete(t.past, dc.Day)
 		}
 	}
+	t.dropEmpty()
+}
+
+// dropEmpty lets an empty past go: a map keeps its memory after its
+// last delete, and a durable store forgets every day once it is on
+// disk, so each key that ever saw a midnight kept an empty map (flat
+// over days: BenchmarkMemoryPerKey). t.mu must be held.
+func (t *Tally) dropEmpty() {
+	if len(t.past) == 0 {
+		t.past = nil
+	}
 }
 
 // Prune drops the earlier days before oldest.
@@ -254,6 +265,7 @@ func (t *Tally) Prune(oldest store.Day) {
 			delete(t.past, d)
 		}
 	}
+	t.dropEmpty()
 }
 
 // Held reports how many earlier days the tally holds: a measure of its

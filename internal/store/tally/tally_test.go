@@ -125,9 +125,19 @@ func TestRestore(t *testing.T) {
 	}
 }
 
+// keyed is a map entry of the tests: a Tally and its key.
+type keyed struct {
+	Tally
+	key string
+}
+
+func newKeyed(k string) *keyed { return &keyed{key: k} }
+
+func keyedKey(e *keyed) string { return e.key }
+
 func TestMapLimitAndPut(t *testing.T) {
 	made := 0
-	m := NewMap(2, func(k string) *Tally { made++; return new(Tally) })
+	m := NewMap(2, func(k string) *keyed { made++; return &keyed{key: k} }, keyedKey)
 	a, err := m.LoadOrNew([]byte("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -154,16 +164,16 @@ func TestMapLimitAndPut(t *testing.T) {
 		t.Error("Load of an unknown key found an entry")
 	}
 	keys := map[string]bool{}
-	m.Range(func(k string, _ *Tally) bool { keys[k] = true; return true })
+	m.Range(func(k string, _ *keyed) bool { keys[k] = true; return true })
 	if len(keys) != 3 || !keys["a"] || !keys["b"] || !keys["c"] {
 		t.Errorf("Range saw %v", keys)
 	}
 	n := 0
-	m.Range(func(string, *Tally) bool { n++; return false })
+	m.Range(func(string, *keyed) bool { n++; return false })
 	if n != 1 {
 		t.Errorf("Range went on after fn returned false: %d calls", n)
 	}
-	unlimited := NewMap(0, func(string) *Tally { return new(Tally) })
+	unlimited := NewMap(0, newKeyed, keyedKey)
 	for i := range 100 {
 		if _, err := unlimited.LoadOrNew(fmt.Appendf(nil, "%d", i)); err != nil {
 			t.Fatal(err)
@@ -257,7 +267,7 @@ func TestSubOfADayNotHeldChangesNoDay(t *testing.T) {
 }
 
 func TestMapTakesTheLongestKey(t *testing.T) {
-	m := NewMap(0, func(string) *Tally { return new(Tally) })
+	m := NewMap(0, newKeyed, keyedKey)
 	if _, err := m.LoadOrNew([]byte(strings.Repeat("k", store.MaxKeyBytes))); err != nil {
 		t.Errorf("LoadOrNew of a %d-byte key: %v", store.MaxKeyBytes, err)
 	}
@@ -305,5 +315,76 @@ func TestCalendarStopStopsTheTimer(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	if n := c.count(); n != 1 {
 		t.Errorf("the clock was read %d times after Stop, want once (at the start)", n)
+	}
+}
+
+// TestMapReadersWhileItGrows: readers that take no lock find every key
+// made before they looked, while a writer makes thousands more (the
+// table is rebuilt many times) and deletes some: under -race, and with
+// each found entry's key checked.
+func TestMapReadersWhileItGrows(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	const old = 100
+	for i := range old {
+		m.Put(fmt.Appendf(nil, "old%d", i))
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Appendf(nil, "old%d", n%old)
+				e := m.Load(k)
+				if e == nil || e.key != string(k) {
+					t.Errorf("Load(%s) = %v while the map grew", k, e)
+					return
+				}
+			}
+		})
+	}
+	for i := range 20_000 {
+		e := m.Put(fmt.Appendf(nil, "new%d", i))
+		if i%3 == 0 && !m.Delete(e.key, e) {
+			t.Fatalf("Delete(%s) = false", e.key)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if want := old + 20_000 - 20_000/3 - 1; m.Len() != want {
+		t.Errorf("Len() = %d, want %d", m.Len(), want)
+	}
+	n := 0
+	m.Range(func(k string, e *keyed) bool {
+		if e.key != k || m.Load([]byte(k)) != e {
+			t.Errorf("Range gave %q with the entry of %q", k, e.key)
+		}
+		n++
+		return true
+	})
+	if n != m.Len() {
+		t.Errorf("Range gave %d entries, Len() = %d", n, m.Len())
+	}
+}
+
+// TestMapReserve: after Reserve(n), n new keys rebuild nothing, and the
+// keys held before are still found.
+func TestMapReserve(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	m.Put([]byte("before"))
+	m.Reserve(1000)
+	tab := m.tab.Load()
+	for i := range 1000 {
+		m.Put(fmt.Appendf(nil, "k%d", i))
+	}
+	if m.tab.Load() != tab {
+		t.Error("the table was rebuilt after Reserve(1000) for 1000 keys")
+	}
+	if e := m.Load([]byte("before")); e == nil || e.key != "before" || m.Len() != 1001 {
+		t.Errorf("after Reserve: Load(before) = %v, Len %d", e, m.Len())
 	}
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# starttime.sh: how long the binary takes, from its exec to its first
+# answered request, on an embedded store of a million keys, each visited
+# once today with a unique visitor (the directory is written once, by
+# internal/store/boltstore's TestFillForStartTime, and reused).
+#
+#   scripts/starttime.sh [DIR]      ROUNDS=5 scripts/starttime.sh
+#
+# The server runs pinned to core 0; curl asks from core 1 every 5 ms
+# until /counter/user000000/repo.json answers 200 (the first key: its
+# answer needs the store open), so a figure is up to ~10 ms late. Each
+# round stops the server with SIGTERM and waits for it to exit before
+# the next. Prints each round and the medians, in milliseconds: the
+# wall time, and the CPU time the server had used by then.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-/tmp/visitors-start-1m}
+rounds=${ROUNDS:-3}
+bin=$(mktemp -d)/visitors
+go build -o "$bin" ./cmd/visitors
+if [ ! -e "$dir/visitors.db" ]; then
+	mkdir -p "$dir"
+	go test -count=1 -timeout 60m -run '^TestFillForStartTime$' ./internal/store/boltstore -fill "$dir"
+fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+times=()
+cpus=()
+for r in $(seq "$rounds"); do
+	t0=$(date +%s%N)
+	taskset -c 0 "$bin" -data "$dir" -addr "127.0.0.1:$port" -admin-addr "" >"$dir.log" 2>&1 &
+	pid=$!
+	until taskset -c 1 curl -sf -o /dev/null "http://127.0.0.1:$port/counter/user000000/repo.json"; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "the server exited; its log:" >&2
+			cat "$dir.log" >&2
+			exit 1
+		fi
+		sleep 0.005
+	done
+	t1=$(date +%s%N)
+	# CPU the server used until then (utime + stime, in clock ticks): on
+	# a shared machine the wall time is mostly waiting for core 0.
+	ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	cpu=$((ticks * 1000 / $(getconf CLK_TCK)))
+	ms=$(((t1 - t0) / 1000000))
+	times+=("$ms")
+	cpus+=("$cpu")
+	echo "round $r: $ms ms to the first answer, $cpu ms of CPU; load average $(cut -d' ' -f1 /proc/loadavg)"
+	kill -TERM "$pid"
+	wait "$pid" || true
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "median of $rounds: $(median "${times[@]}") ms to the first answer, $(median "${cpus[@]}") ms of CPU ($(go version | cut -d' ' -f3), $(date -u +%F))"
