@@ -24,7 +24,7 @@ func badRequest(format string, args ...any) *httperr.HTTPError {
 	return &httperr.HTTPError{Code: http.StatusBadRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
-var errNotFound = &httperr.HTTPError{Code: http.StatusNotFound, Msg: "no such API path; see the README's owner API"}
+var errNotFound = &httperr.HTTPError{Code: http.StatusNotFound, Msg: "no such API path; see docs/api.md, the owner API"}
 
 // fail answers err as JSON. An error that is not an *httperr.HTTPError is a 503
 // whose cause goes to the log.

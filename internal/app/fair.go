@@ -15,7 +15,7 @@ import (
 )
 
 // Fair is the configuration of the rules that keep the keyed counters
-// fair (see the README's "What is counted").
+// fair (see docs/api.md, "What is counted").
 type Fair struct {
 	TrustedProxies    client.Proxies // whose X-Forwarded-For and Forwarded are believed
 	CamoRanges        client.Ranges  // where GitHub's image proxy fetches from
