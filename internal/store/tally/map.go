@@ -28,7 +28,7 @@ import (
 // deleting an entry touch the tree and the table's writers, under a
 // lock; a visit to a key that exists never does.
 type Map[E any] struct {
-	n     atomic.Int64 // entries held, never above max
+	n     atomic.Int64 // entries held, never above max; changed under mu
 	max   int64        // <= 0: no limit
 	mk    func(key string) *E
 	keyOf func(*E) string
@@ -151,20 +151,45 @@ func (m *Map[E]) Reserve(n int) {
 	m.tab.Store(nt)
 }
 
-// store stores key's entry e unless key has one, and reports whether it
-// did; the key joins the order with it.
-func (m *Map[E]) store(k string, e *E) (*E, bool) {
-	h := maphash.String(m.seed, k)
+// store stores the entry mk makes for key unless key has one, and
+// reports whether it did; the key joins the order with it. With limit,
+// a new key past max is refused with [store.ErrTooManyKeys]: the count
+// is checked and raised under the writers' lock, with the table, so of
+// visits racing on the same new key for the last place, a loser finds
+// the winner's entry, never a full map, and Len never passes max. mk
+// runs outside the lock (it may use the map); a map already full makes
+// nothing.
+func (m *Map[E]) store(key []byte, limit bool) (*E, bool, error) {
+	h := maphash.Bytes(m.seed, key)
+	ks := unsafe.String(unsafe.SliceData(key), len(key))
+	full := func() bool { return limit && m.max > 0 && m.n.Load() >= m.max }
+	if full() { // the key may be being made: ask under the lock
+		m.mu.RLock()
+		got := m.find(m.tab.Load(), ks, h)
+		m.mu.RUnlock()
+		if got != nil {
+			return got, false, nil
+		}
+		if full() {
+			return nil, false, store.ErrTooManyKeys
+		}
+	}
+	k := string(key) // copies: the caller's buffer is not retained
+	e := m.mk(k)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if got := m.find(m.tab.Load(), k, h); got != nil {
-		return got, false
+		return got, false, nil
+	}
+	if full() {
+		return nil, false, store.ErrTooManyKeys
 	}
 	m.grow()
 	m.insert(m.tab.Load(), h, e)
 	m.used++
+	m.n.Add(1)
 	m.order.ReplaceOrInsert(k)
-	return e, true
+	return e, true, nil
 }
 
 // Load returns key's entry, or nil. It allocates nothing: the key is
@@ -191,19 +216,7 @@ func (m *Map[E]) LoadOrMake(key []byte) (*E, bool, error) {
 	if len(key) > store.MaxKeyBytes {
 		return nil, false, store.ErrKeyTooLong
 	}
-	if n := m.n.Add(1); m.max > 0 && n > m.max {
-		m.n.Add(-1)
-		if e := m.Load(key); e != nil { // made meanwhile by another visit
-			return e, false, nil
-		}
-		return nil, false, store.ErrTooManyKeys
-	}
-	k := string(key) // copies: the caller's buffer is not retained
-	e, stored := m.store(k, m.mk(k))
-	if !stored {
-		m.n.Add(-1)
-	}
-	return e, stored, nil
+	return m.store(key, true)
 }
 
 // Put returns key's entry, making it whatever the limit: what was stored
@@ -212,11 +225,7 @@ func (m *Map[E]) Put(key []byte) *E {
 	if e := m.Load(key); e != nil {
 		return e
 	}
-	k := string(key)
-	e, stored := m.store(k, m.mk(k))
-	if stored {
-		m.n.Add(1)
-	}
+	e, _, _ := m.store(key, false)
 	return e
 }
 
