@@ -42,6 +42,20 @@ func NewRepeats(window time.Duration, max int) *Repeats {
 }
 
 // Seen records a view of pair h at now and reports whether the pair was
+
+// Unsee takes back the view of pair h that Seen recorded at now, for a
+// visit that was then refused (a full store, a spent budget of new
+// keys): its retry is a first view again. A later view recorded since is
+// left alone.
+func (r *Repeats) Unsee(h uint64, now time.Time) {
+	sh := &r.shards[h%numShards]
+	sh.mu.Lock()
+	if last, ok := sh.m[h]; ok && last == now.UnixNano() {
+		delete(sh.m, h)
+	}
+	sh.mu.Unlock()
+}
+
 // viewed less than the window before.
 func (r *Repeats) Seen(h uint64, now time.Time) bool {
 	sh := &r.shards[h%numShards]

@@ -192,15 +192,23 @@ func (r *Recorder) Record(ctx context.Context, v *Visit) (Outcome, error) {
 	if !allowed {
 		return r.refuse(ctx, v, now, RateLimited)
 	}
-	var visitor uint64
+	var visitor, pair uint64
+	seen := false // this visit's view is recorded in Repeats
 	if !fromCamo {
 		visitor = r.Uniques.Hash(id, v.UserAgent, now)
-		if r.Rules.Repeats != nil && r.Rules.Repeats.Seen(r.Uniques.Pair(visitor, v.Key, now), now) {
-			return r.refuse(ctx, v, now, Repeat)
+		if r.Rules.Repeats != nil {
+			pair = r.Uniques.Pair(visitor, v.Key, now)
+			if r.Rules.Repeats.Seen(pair, now) {
+				return r.refuse(ctx, v, now, Repeat)
+			}
+			seen = true
 		}
 	}
 	c, err := r.count(ctx, v.Key, id, now, mayCreate)
 	if err != nil {
+		if seen { // refused: its retry is no repeat of a view that counted
+			r.Rules.Repeats.Unsee(pair, now)
+		}
 		o.NotCounted = StoreError
 		var nk *NewKeyError
 		switch {
@@ -233,21 +241,26 @@ func (r *Recorder) Record(ctx context.Context, v *Visit) (Outcome, error) {
 }
 
 // count counts a visit to key, making key only if client id may make a
-// new key now: mayCreate says whether the limiter saw a token; the token
-// is taken before the store is asked, and given back if the key was
-// there, so that concurrent first visits never make more keys than the
-// budget. The store checks and counts in one call.
+// new key now (mayCreate: the limiter saw a token). A key that exists is
+// counted in one call to the store (one round trip on Redis), and takes
+// no token. Only when the store answers that key is new is a token
+// taken, and the store asked again to make it; the token is given back
+// if another visit made the key meanwhile. So concurrent first visits
+// never make more keys than the budget, and a client's visits to keys
+// that exist never hold the token its one new key needs (found by the
+// review of 2026-11-25, when every visit took a token and gave it back).
 func (r *Recorder) count(ctx context.Context, key []byte, id netip.Addr, now time.Time, mayCreate bool) (store.Counts, error) {
+	c, _, err := r.Store.Visit(ctx, key, false)
+	if !errors.Is(err, store.ErrNewKey) {
+		return c, err
+	}
 	b := r.Rules.Budget()
-	if mayCreate && b.Take(id, now) != nil {
-		mayCreate = false // a concurrent visit took the last token
-	}
-	c, made, err := r.Store.Visit(ctx, key, mayCreate)
-	if mayCreate && !made {
-		b.Return(id, now)
-	}
-	if errors.Is(err, store.ErrNewKey) {
+	if !mayCreate || b.Take(id, now) != nil {
 		return c, b.refused(id, now)
+	}
+	c, made, err := r.Store.Visit(ctx, key, true)
+	if !made {
+		b.Return(id, now)
 	}
 	return c, err
 }

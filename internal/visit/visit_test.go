@@ -111,3 +111,71 @@ func TestRulesRefuse(t *testing.T) {
 		t.Errorf("crawler = %+v, %v; want refused as a bot, total 1", o, err)
 	}
 }
+
+// TestVisitsToKeysThatExistSpendNoToken: a client's visits to keys that
+// exist never hold the token its one new key needs: with a budget of
+// one, eight goroutines visiting a key made before and one making a new
+// key, the new key is always made (found by the review of 2026-11-25:
+// every visit took a token and gave it back, and the new key was
+// refused 429 in 3 of 300 rounds).
+func TestVisitsToKeysThatExistSpendNoToken(t *testing.T) {
+	for round := range 300 {
+		nk := client.Rate{Events: 1, Per: time.Hour}
+		r, st := mustRecorder(t, Rules{Limiter: client.NewLimiter(client.LimiterOptions{NewKeys: nk}), NewKeys: nk})
+		if _, err := st.Set(ctx, []byte("old"), 0); err != nil { // made by its owner
+			t.Fatal(err)
+		}
+		addr := netip.MustParseAddr("198.51.100.20")
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 8 {
+			wg.Go(func() {
+				<-start
+				for range 4 {
+					r.Record(ctx, &Visit{Key: []byte("old"), Count: true, Client: addr, UserAgent: firefox})
+				}
+			})
+		}
+		var err error
+		wg.Go(func() {
+			<-start
+			_, err = r.Record(ctx, &Visit{Key: []byte("new"), Count: true, Client: addr, UserAgent: firefox})
+		})
+		close(start)
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("round %d: the client's one new key: %v, want it made", round, err)
+		}
+	}
+}
+
+// TestRefusedVisitIsNoRepeat: a visit refused for want of a new key's
+// token is not remembered as a view within -repeat-window, so its retry,
+// once the budget allows, counts (found by the review of 2026-11-25: the
+// retry was answered 200 with total 0, the key never made).
+func TestRefusedVisitIsNoRepeat(t *testing.T) {
+	nk := client.Rate{Events: 1, Per: time.Hour}
+	lim := client.NewLimiter(client.LimiterOptions{NewKeys: nk})
+	r, st := mustRecorder(t, Rules{Limiter: lim, NewKeys: nk, Repeats: unique.NewRepeats(time.Hour, 0)})
+	addr := netip.MustParseAddr("198.51.100.21")
+	visit := func(k string) (Outcome, error) {
+		return r.Record(ctx, &Visit{Key: []byte(k), Count: true, Client: addr, UserAgent: firefox})
+	}
+	if o, err := visit("a"); err != nil || !o.Counted {
+		t.Fatalf("first key: %+v, %v", o, err)
+	}
+	var e *NewKeyError
+	if _, err := visit("b"); !errors.As(err, &e) {
+		t.Fatalf("second key past a budget of 1: %v, want a NewKeyError", err)
+	}
+	// The owner makes b; the visitor's retry is its first counted view.
+	if _, err := st.Set(ctx, []byte("b"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := visit("b"); err != nil || !o.Counted || o.Counts.Total != 1 {
+		t.Fatalf("retry of a refused visit within the repeat window = %+v, %v; want counted, total 1", o, err)
+	}
+	if o, _ := visit("b"); o.Counted || o.NotCounted != Repeat {
+		t.Errorf("a second view within the window = %+v, want a repeat, not counted", o)
+	}
+}
