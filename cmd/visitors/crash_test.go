@@ -226,6 +226,7 @@ var aioCrashNames = []string{
 // pipelined syncer), killed with SIGKILL under load: every count a
 // /hello answer gave is still there after the restart, for every input
 // class of name (at most one more: the visit in flight at the kill).
+// Found by review (was TestReviewAIOCrashEveryName).
 func TestAIOCrashEveryName(t *testing.T) {
 	for _, procs := range []string{"1", "2"} {
 		t.Run("GOMAXPROCS="+procs, func(t *testing.T) {

@@ -362,6 +362,7 @@ func redisStore(cluster bool, durability string) func(t *testing.T) []string {
 // answers, without waiting for a flush, loses none of them, and the
 // batch visits counted before an add are written with it; a negative
 // add is not undone by the records of the visits before it.
+// Found by review (was TestReviewAddSurvivesSIGKILL).
 func TestAddSurvivesSIGKILL(t *testing.T) {
 	for _, durability := range []string{"sync", "batch"} {
 		t.Run(durability, func(t *testing.T) {

@@ -32,6 +32,7 @@ func walKeyName(c, j int) string {
 // restart every name must hold at least the last count it was given
 // (at most one more: the visit in flight at the kill), and no /hi number
 // may come twice.
+// Found by review (was TestReviewWALCrashManyKeys).
 func TestWALCrashManyKeys(t *testing.T) {
 	const clients, names, cycles = 12, 6, 6
 	dir := t.TempDir()
@@ -125,6 +126,7 @@ func TestWALCrashManyKeys(t *testing.T) {
 // gives the room back and starts without the log, committing each pass
 // to the data file, with a warning. A 2 MiB tmpfs in a user and mount
 // namespace.
+// Found by review (was TestReviewWALStartOnAFullDisk).
 func TestWALStartOnAFullDisk(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Fatal("unshare (util-linux) is needed to mount a small tmpfs without privileges")
@@ -165,6 +167,7 @@ echo "rc=$rc before=$before after=$after"`
 // a read-only mount fails. It should apply them in memory (or to a
 // temporary copy) instead. A read-only bind mount in a user and mount
 // namespace.
+// Found by review (was TestReviewWALExportFromAReadOnlyDirectory).
 func TestWALExportFromAReadOnlyDirectory(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Fatal("unshare (util-linux) is needed to mount read-only without privileges")

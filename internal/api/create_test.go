@@ -339,6 +339,7 @@ func (s *countingStore) Tokens(ctx context.Context) ([]store.Token, error) {
 // tokens from before ids are the root's, at most MaxTokens: they are
 // read at most once per legacyRefresh, and a match is confirmed by id,
 // so that a revoke is still refused at once.
+// Found by review (was TestReviewBadSecretsDoNotReadEveryToken).
 func TestBadSecretsDoNotReadEveryToken(t *testing.T) {
 	var cs *countingStore
 	e := newEnv(t, 0, func(c *Config) {
@@ -414,6 +415,7 @@ func (d replaceDouble) Import(ctx context.Context, r io.Reader, replace bool) er
 // one while it exists), and an import that replaces and drops it
 // revokes its token though a key it starts is kept, and keeps the
 // longer key's.
+// Found by review (was TestReviewPrefixOfAnotherKey).
 func TestPrefixOfAnotherKey(t *testing.T) {
 	e := newEnv(t, 0, func(c *Config) {
 		c.NoFailureLimit, c.OpenCreate = true, true
@@ -443,6 +445,7 @@ func TestPrefixOfAnotherKey(t *testing.T) {
 
 // TestExactTokensDoNotCountTowardMaxTokens: open creation's
 // tokens, one per counter, do not take the root's MaxTokens.
+// Found by review (was TestReviewExactTokensDoNotCountTowardMaxTokens).
 func TestExactTokensDoNotCountTowardMaxTokens(t *testing.T) {
 	e := newEnv(t, 0, func(c *Config) { c.OpenCreate = true })
 	ctx := context.Background()

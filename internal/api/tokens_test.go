@@ -61,6 +61,7 @@ func (s *orphanRace) AddToken(ctx context.Context, t store.Token) (bool, error) 
 // by id, whatever token the id held then: B's revoke of the orphan it
 // read removed A's new token. Both answered 201; A's token was refused.
 // Fixed by store.TokenStore.DeleteTokenIf: the orphan is revoked by its hash.
+// Found by review (was TestReviewOrphanRaceOneWinner).
 func TestOrphanRaceOneWinner(t *testing.T) {
 	var rs *orphanRace
 	e := newEnv(t, 0, func(c *Config) {
@@ -128,6 +129,7 @@ func (s *deleteHook) Delete(ctx context.Context, key []byte) (bool, error) {
 // revoked: the new owner was locked out of its own counter, which no one
 // may create again (409). Fixed by reading the token before the delete
 // and revoking it by its hash (store.TokenStore.DeleteTokenIf).
+// Found by review (was TestReviewDeleteKeepsTheNextOwnersToken).
 func TestDeleteKeepsTheNextOwnersToken(t *testing.T) {
 	now := day0
 	var hs *deleteHook
@@ -170,6 +172,7 @@ func (s *listHook) List(ctx context.Context, prefix, after []byte, limit int) ([
 // revokes the tokens of the keys it dropped; a creation of such a key
 // between the revoke's check that the key is gone and the revoke keeps
 // its own token.
+// Found by review (was TestReviewImportKeepsTheNextOwnersToken).
 func TestImportKeepsTheNextOwnersToken(t *testing.T) {
 	now := day0
 	var hs *listHook

@@ -886,6 +886,7 @@ func TestSmallSketchIsTheHyperLogLogOfItsVisitors(t *testing.T) {
 // day, nor after Forget, nor for another key of the same shard, and a
 // sketch loaded at a restart is estimated at its first read; past the
 // rollover, the day before reads its own sketch's estimate (Days).
+// Found by review (was TestReviewTodayCacheIsTheDays).
 func TestTodayCacheIsTheDays(t *testing.T) {
 	disk := NewMemory()
 	now := day0

@@ -195,6 +195,7 @@ func aioHeld(t *testing.T) (rings, eventfds int) {
 // gives back its AIO context and its eventfd (a context counts against
 // /proc/sys/fs/aio-max-nr, system-wide: leaked ones turn every later
 // store's AIO off, and in the end every process's).
+// Found by review (was TestReviewAIONothingLeaks).
 func TestAIONothingLeaks(t *testing.T) {
 	if !useAIO {
 		t.Skip("VISITORS_LOG_AIO=0")
@@ -232,6 +233,7 @@ func TestAIONothingLeaks(t *testing.T) {
 // (an error, but one an os.File takes without harm) must not destroy an
 // AIO context it no longer owns: the kernel hands the same ring address,
 // the context's id, to the next io_setup, here another store's.
+// Found by review (was TestReviewCloseTwiceSparesAnotherStore).
 func TestCloseTwiceSparesAnotherStore(t *testing.T) {
 	if !useAIO {
 		t.Skip("VISITORS_LOG_AIO=0")
@@ -260,6 +262,7 @@ func TestCloseTwiceSparesAnotherStore(t *testing.T) {
 // fsync, so the request is a read into an unmapped buffer, which the
 // kernel accepts and completes with -EFAULT, through the same eventfd
 // and ring; then a real sync of the same aioSync succeeds, on AIO still.
+// Found by review (was TestReviewAIOSyncReportsTheCompletionsError).
 func TestAIOSyncReportsTheCompletionsError(t *testing.T) {
 	f, a := newTestAIO(t)
 	if _, err := f.WriteAt([]byte("record"), 0); err != nil {
@@ -283,6 +286,7 @@ func TestAIOSyncReportsTheCompletionsError(t *testing.T) {
 // one) must not make a later sync return before its own completion: the
 // ring, not the eventfd, says the sync is done. After each sync no
 // completion is left to reap.
+// Found by review (was TestReviewAIOStaleSignalDoesNotAnswerEarly).
 func TestAIOStaleSignalDoesNotAnswerEarly(t *testing.T) {
 	f, a := newTestAIO(t)
 	defer a.close()

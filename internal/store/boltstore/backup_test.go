@@ -313,9 +313,9 @@ func TestImportEdges(t *testing.T) {
 	}
 }
 
-// The tests of this file were written for the mutants of backup.go
-// that survived issue 16's fourth round: each states the promise the
-// mutant broke.
+// The tests below, up to TestImportNamesTheLineOfAKeyItCannotAdd, were
+// written for the mutants of backup.go that survived issue 16's fourth
+// round (mutation testing): each states the promise the mutant broke.
 
 // TestOfflineReplaceKeepsEveryToken: a replacing offline import keeps
 // every one of the owner's tokens, field for field, not only the first.
@@ -507,6 +507,7 @@ func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
 // today's count is packed into 40 bits in memory, and a total of
 // MaxUint64 wraps at the next visit. Import accepts both; the restored
 // store then shows a wrong today, or a total of 0.
+// Found by review (was TestReviewImportRefusesCountsTheStoreCannotHold).
 func TestImportRefusesCountsTheStoreCannotHold(t *testing.T) {
 	today := time.Now().UTC().Format(time.DateOnly)
 	for _, tc := range []struct {
@@ -552,6 +553,7 @@ func (r *newlines) Read(p []byte) (int, error) {
 // TestImportMemoryIsBoundedByLines (claim 8: memory bounded).
 // lineReader keeps the offset of every newline until an error asks for a
 // line; a sound dump never asks, so it holds 8 bytes per line of input.
+// Found by review (was TestReviewImportMemoryIsBoundedByLines).
 func TestImportMemoryIsBoundedByLines(t *testing.T) {
 	const lines = 8 << 20 // 8 Mi newlines: 64 MiB of offsets
 	r := io.MultiReader(
@@ -578,6 +580,7 @@ func TestImportMemoryIsBoundedByLines(t *testing.T) {
 // openDB, which migrates a format 1 file in place before the dump is
 // read: a refused dump still rewrites the file, though the error says
 // "the store was not changed".
+// Found by review (was TestReviewRefusedImportLeavesAFormat1StoreUnchanged).
 func TestRefusedImportLeavesAFormat1StoreUnchanged(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)

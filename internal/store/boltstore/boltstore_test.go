@@ -803,6 +803,7 @@ func TestPendingCountsNoRefusedSyncVisit(t *testing.T) {
 // waiting; the restart then hands the same number out again. The app
 // closes the store after an http.Server.Shutdown that can time out with
 // handlers still running, so this is reachable.
+// Found by review (was TestReviewHitDuringCloseIsNeverRepeated).
 func TestHitDuringCloseIsNeverRepeated(t *testing.T) {
 	for round := range 20 {
 		dir := t.TempDir()
@@ -850,6 +851,7 @@ func TestHitDuringCloseIsNeverRepeated(t *testing.T) {
 // so day d is written as n, and Forget drops d from memory: k visits of
 // day d are lost for good (the total keeps them: days no longer add up
 // to the total).
+// Found by review (was TestReviewMidnightDuringSnapshotLosesNoDay).
 func TestMidnightDuringSnapshotLosesNoDay(t *testing.T) {
 	dir := t.TempDir()
 	clock := storetest.NewClock(storetest.At(0, "12:00"))
@@ -900,6 +902,7 @@ func TestMidnightDuringSnapshotLosesNoDay(t *testing.T) {
 // whose context ends while its pass is running must not return an error
 // for a visit that then counts. The store waits for the pass: the answer
 // and the count agree.
+// Found by review (was TestReviewSyncErrorAfterClientGoneMeansNotCounted).
 func TestSyncErrorAfterClientGoneMeansNotCounted(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir, Durability: store.Sync, FlushInterval: time.Hour})
@@ -930,6 +933,7 @@ func TestSyncErrorAfterClientGoneMeansNotCounted(t *testing.T) {
 // number just past the durable reservation must wait for a write, so a
 // crash right after it is handed out cannot give it again. (Passes; no
 // other test fails if Hit compares with reserved+1.)
+// Found by review (was TestReviewHitAtTheReservationEdge).
 func TestHitAtTheReservationEdge(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir, FlushInterval: time.Hour})

@@ -441,6 +441,7 @@ func TestCheckNamesALeftoverImport(t *testing.T) {
 // file is a SIGBUS that kills the process). (Passes; without the size
 // check no other test fails, since the suite's 8 KiB cut of a small
 // store happens not to fault.)
+// Found by review (was TestReviewTruncatedAtEveryPageIsRefused).
 func TestTruncatedAtEveryPageIsRefused(t *testing.T) {
 	src := t.TempDir()
 	s := mustOpen(t, Options{Dir: src})

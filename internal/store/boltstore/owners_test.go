@@ -887,8 +887,8 @@ func TestReviewPositiveAddWhileAKeyFails(t *testing.T) {
 	mustClose(t, s)
 }
 
-// Tests of issue 16 (mutation testing): each states the promise a
-// surviving mutant broke unseen.
+// Token records (found by mutation testing, issue 16): each test below
+// states the promise a surviving mutant broke unseen.
 
 // TestTokenRecordsRefused: a token record whose checksum is right but
 // whose fields are not (another version, a field longer than the record,

@@ -341,8 +341,9 @@ func TestSyncVisitAfterCloseIsRefused(t *testing.T) {
 	}
 }
 
-// Review tests of the sync write-ahead log (wal.go). Each says which bug
-// it exposes or which planted bug it catches that the other tests missed.
+// The tests below, up to TestWALFlushWritesTheFile, were found by a
+// review of the sync write-ahead log (wal.go). Each says which bug it
+// exposes or which planted bug it catches that the other tests missed.
 
 // TestWALManyHeldDaysReplay: a record lists every earlier day a
 // key holds in memory (days not yet in the bbolt file), with no bound,
@@ -352,6 +353,7 @@ func TestSyncVisitAfterCloseIsRefused(t *testing.T) {
 // flush interval of an hour and the clock moved a day per visit) makes
 // its record unreadable; the replay stops there, and every acknowledged
 // visit in that record and after it is lost after a crash.
+// Found by review (was TestReviewWALManyHeldDaysReplay).
 func TestWALManyHeldDaysReplay(t *testing.T) {
 	const days = store.MaxDays + 40
 	clock := storetest.NewClock(storetest.At(0, "12:00"))
@@ -383,6 +385,7 @@ func TestWALManyHeldDaysReplay(t *testing.T) {
 // broke and passes committed to the file). The replay must take the
 // larger value; it caught no planted "put instead of max" in applyLog
 // before (that bug loses acknowledged visits and repeats /hi numbers).
+// Found by review (was TestReviewWALReplayNeverLowersTheFile).
 func TestWALReplayNeverLowersTheFile(t *testing.T) {
 	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 1) // in the log
@@ -421,6 +424,7 @@ func TestWALReplayNeverLowersTheFile(t *testing.T) {
 // every successful transaction survived the other tests: after it, the
 // next record sits at offset 0 with a seq the file does not follow, and
 // the next start refuses the directory ("older than its log").
+// Found by review (was TestReviewWALLogKeptWhileAKeyFails).
 func TestWALLogKeptWhileAKeyFails(t *testing.T) {
 	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 1)
@@ -448,6 +452,7 @@ func TestWALLogKeptWhileAKeyFails(t *testing.T) {
 // settleLog in Import (a planted bug no test caught) the copy keeps the
 // old log-seq, and the next start replays the log's absolute counts over
 // the merged ones: max(file+dump, log) instead of log+dump.
+// Found by review (was TestReviewWALImportMergeKeepsLoggedVisits).
 func TestWALImportMergeKeepsLoggedVisits(t *testing.T) {
 	s := openSyncLogOnly(t, t.TempDir())
 	mustIncrN(t, s, "a", 3)
@@ -470,6 +475,7 @@ func TestWALImportMergeKeepsLoggedVisits(t *testing.T) {
 // (the replay) must number its records after the file's, so that a
 // second crash replays them. The unit tests only crashed fresh stores:
 // a planted "seq starts from 0 at open" was caught by TestCrash alone.
+// Found by review (was TestReviewWALRestartThenCrash).
 func TestWALRestartThenCrash(t *testing.T) {
 	s := openSyncLogOnly(t, t.TempDir())
 	mustIncrN(t, s, "a", 2)
@@ -506,6 +512,7 @@ func TestWALRestartThenCrash(t *testing.T) {
 // log's last byte is written and replayed; the next pass makes the file
 // catch up; the log never grows past its preallocated size (the disk
 // full promise relies on it).
+// Found by review (was TestReviewWALRecordThatExactlyFillsTheLog).
 func TestWALRecordThatExactlyFillsTheLog(t *testing.T) {
 	// Record sizes of three sequential visits, measured in a first store.
 	probe := openSyncLogOnly(t, t.TempDir())
@@ -586,6 +593,7 @@ func durableNow(t *testing.T, s *Store, id uint64, key string) (hits, total uint
 // before its record is written, or a record that reads the /hi counter
 // before it takes the pass (a /hi number of the pass above the record's),
 // went unseen outside the SIGKILL test's luck.
+// Found by review (was TestReviewWALEveryAckIsAlreadyDurable).
 func TestWALEveryAckIsAlreadyDurable(t *testing.T) {
 	defer func(n int64) { logSize = n }(logSize)
 	logSize = 16 << 10 // the file catches up, and the log starts over, often
@@ -628,6 +636,7 @@ func TestWALEveryAckIsAlreadyDurable(t *testing.T) {
 // log beside it (of another file: format 1 never had one) is neither
 // refused nor given the log's visits, by check or a sync start;
 // the migrated file gets a log of its own that replays after a crash.
+// Found by review (was TestReviewWALFormat1WithALog).
 func TestWALFormat1WithALog(t *testing.T) {
 	other := openSyncLogOnly(t, t.TempDir())
 	mustIncrN(t, other, "a", 3)
@@ -660,6 +669,7 @@ func TestWALFormat1WithALog(t *testing.T) {
 // longest length in one pass (a record of about a megabyte) are all
 // acknowledged and all back after a crash (1,000 at a time, 10,000 in
 // all; 2,000 under the race detector, which makes each slow).
+// Found by review (was TestReviewWALHugePass).
 func TestWALHugePass(t *testing.T) {
 	s := openSyncLogOnly(t, t.TempDir())
 	goroutines, each := 1000, 10
@@ -708,6 +718,7 @@ func TestWALHugePass(t *testing.T) {
 // fails and they get an error (a 503) though the log had room. Every
 // visit here must be answered 200 from the log, and be back after the
 // restart.
+// Found by review (was TestReviewWALFileOutageLogStillAcks).
 func TestWALFileOutageLogStillAcks(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir, Durability: store.Sync, FlushInterval: 2 * time.Millisecond})
@@ -754,6 +765,7 @@ func TestWALFileOutageLogStillAcks(t *testing.T) {
 // suite relies on Flush to empty memory of earlier days). Flushes at
 // every point of a pass under constant sync load find it within about a
 // thousand tries. Fix: take the pass first, then read the flag.
+// Found by review (was TestReviewWALFlushWritesTheFile).
 func TestWALFlushWritesTheFile(t *testing.T) {
 	s := mustOpen(t, Options{Dir: t.TempDir(), Durability: store.Sync, FlushInterval: time.Hour})
 	defer mustClose(t, s)
@@ -787,9 +799,9 @@ func TestWALFlushWritesTheFile(t *testing.T) {
 	}
 }
 
-// Tests of issue 16's fourth round (mutation testing of the flusher, the
-// file, its format and the sketches): each states the promise a surviving
-// mutant broke unseen.
+// The log's tests below were found by issue 16's fourth round (mutation
+// testing of the flusher): each states the promise a surviving mutant
+// broke unseen.
 
 // TestCloseReportsTheLogsCloseError: a healthy store whose write-ahead
 // log cannot be closed says so from Close, naming the log: nothing else

@@ -236,6 +236,7 @@ func TestLostAnswerCountsOnce(t *testing.T) {
 // not add flight, or use the entry's base (as Get does) for today and
 // add flight only for days the base does not cover; or keep roundMu held
 // across retries of an unanswered round.
+// Found by review (was TestReviewRedisDaysDuringUnansweredRoundCountsOnce).
 func TestDaysDuringUnansweredRoundCountsOnce(t *testing.T) {
 	p := startLossyProxy(t, standalone.Addr)
 	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Durability: store.Batch,
@@ -301,6 +302,7 @@ func TestDaysDuringUnansweredRoundCountsOnce(t *testing.T) {
 // here it did (the answer was lost), so the client was told 503 for a
 // visit Redis holds, and a retry counted it twice. Fixed: Close asks
 // Redis, with a plain command, whether the round landed (settle).
+// Found by review (was TestReviewRedisSyncCloseDoesNotRefuseACountedVisit).
 func TestSyncCloseDoesNotRefuseACountedVisit(t *testing.T) {
 	p := startLossyProxy(t, standalone.Addr)
 	// Nothing here waits for Timeout to pass: the answer is lost and

@@ -209,6 +209,7 @@ func TestHealthSaysWhyHiFails(t *testing.T) {
 // Suggested fix: the names of one store are exactly prefix+"{"...; scan
 // with MATCH escape(prefix)+"{*" (and escape '\\' too), and keep the
 // other store's names untouched.
+// Found by review (was TestReviewRedisImportReplaceSparesLongerPrefix).
 func TestImportReplaceSparesLongerPrefix(t *testing.T) {
 	base := prefixOf(t.TempDir())
 	other := base + "staging:"
@@ -249,8 +250,8 @@ func TestImportReplaceSparesLongerPrefix(t *testing.T) {
 	}
 }
 
-// Tests of issue 16 (mutation testing): each states the promise a
-// surviving mutant broke unseen.
+// Export and import tests found by mutation testing (issue 16): each
+// states the promise a surviving mutant broke unseen.
 
 // mustParseDump decodes an export, failing the test if it is not one.
 func mustParseDump(t *testing.T, b []byte) dump.Dump {

@@ -296,6 +296,7 @@ func TestWarnsWhenRedisMayEvict(t *testing.T) {
 // own total (1..n), as one after another would. A planted bug that gave
 // every visit of a round Redis's final total survived the package's
 // tests; this catches it.
+// Found by review (was TestReviewRedisSyncConcurrentVisitsGetDistinctTotals).
 func TestSyncConcurrentVisitsGetDistinctTotals(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {

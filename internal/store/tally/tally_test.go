@@ -399,6 +399,7 @@ func TestMapReserve(t *testing.T) {
 // larger count. boltstore's put writes past, then latest: day d goes to
 // disk with the smaller count, and Forget then drops d from memory, so
 // those visits are lost from the day for good (the total keeps them).
+// Found by review (was TestReviewSnapshotNeverReturnsTheLatestDayTwice).
 func TestSnapshotNeverReturnsTheLatestDayTwice(t *testing.T) {
 	var tl Tally
 	var day atomic.Uint32
@@ -437,6 +438,7 @@ func TestSnapshotNeverReturnsTheLatestDayTwice(t *testing.T) {
 // racing to make the same new key, one makes it and Len is 1. (Passes;
 // no other test fails if the loser of LoadOrStore does not give its
 // place back, which would make the key limit bite early.)
+// Found by review (was TestReviewSameNewKeyRaceCountsOnce).
 func TestSameNewKeyRaceCountsOnce(t *testing.T) {
 	for range 200 {
 		m := NewMap(10, newKeyed, keyedKey)
