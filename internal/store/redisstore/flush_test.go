@@ -40,11 +40,7 @@ func TestBatchRoundsGoOnTheirOwn(t *testing.T) {
 // logged once and Health is nil.
 func TestRedisDownIsLoggedOncePerOutage(t *testing.T) {
 	rs := redistest.StartTest(t)
-	var log syncBuffer
-	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(&log)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, log := openLogged(t, rs.URL())
 	defer st.Close()
 	for range 3 {
 		st.countKeys() // the flusher's check between rounds
@@ -88,11 +84,7 @@ func TestRedisDownIsLoggedOncePerOutage(t *testing.T) {
 // round since.
 func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 	rs := redistest.StartTest(t)
-	var log syncBuffer
-	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(&log)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, log := openLogged(t, rs.URL())
 	defer st.Close()
 	m := musts{t}
 	m.c(st.Incr(t.Context(), []byte("a")))
@@ -200,4 +192,16 @@ func TestDaysShowsARoundInFlightOnAnEarlierDay(t *testing.T) {
 	if err := <-flushed; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openLogged opens a store on url that flushes only when asked and waits
+// 500ms for Redis, logging into the buffer it returns.
+func openLogged(t *testing.T, url string) (*Store, *syncBuffer) {
+	t.Helper()
+	log := new(syncBuffer)
+	st, err := Open(Options{URL: url, FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, log
 }
