@@ -657,11 +657,7 @@ func TestOnlineImportReplaceWhileAKeyFails(t *testing.T) {
 	}
 	crashed := crashCopy(t, s)
 	r := mustOpen(t, Options{Dir: crashed})
-	for k, want := range map[string]uint64{"bad": 0, "lowered": 4, "dropped": 0} {
-		if c := mustGet(t, r, []byte(k)); c.Total != want {
-			t.Errorf("after a crash that followed an import -replace while bad failed, %s = %d, want %d", k, c.Total, want)
-		}
-	}
+	wantTotals(t, r, "after a crash that followed an import -replace while bad failed,", map[string]uint64{"bad": 0, "lowered": 4, "dropped": 0})
 	if n := mustHit(t, r); n <= 5000 {
 		t.Errorf("after a crash that followed an import of hits 5000, Hit() = %d, want more", n)
 	}

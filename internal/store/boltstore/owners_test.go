@@ -112,11 +112,7 @@ func TestOwnerOpsSurviveSIGKILL(t *testing.T) {
 	if !oldRecords {
 		t.Error("the log holds no record of the deleted key: the test would not see a replay undo the Delete")
 	}
-	for k, want := range map[string]uint64{"lowered": 4, "deleted": 0, "kept": 8} {
-		if c := mustGet(t, s, []byte(k)); c.Total != want {
-			t.Errorf("after SIGKILL and restart %s = %d, want %d", k, c.Total, want)
-		}
-	}
+	wantTotals(t, s, "after SIGKILL and restart", map[string]uint64{"lowered": 4, "deleted": 0, "kept": 8})
 	if d := mustDays(t, s, []byte("deleted"), 2); !slices.Equal(d.Counts, []uint64{0, 0}) {
 		t.Errorf("Days(deleted) = %v after restart, want zeros", d.Counts)
 	}
@@ -154,11 +150,7 @@ func TestOwnerOpsWhileAKeyFails(t *testing.T) {
 	}
 
 	r := mustOpen(t, Options{Dir: crashed})
-	for k, want := range map[string]uint64{"bad": 2, "lowered": 5, "deleted": 0} {
-		if c := mustGet(t, r, []byte(k)); c.Total != want {
-			t.Errorf("after a crash while bad failed, %s = %d, want %d", k, c.Total, want)
-		}
-	}
+	wantTotals(t, r, "after a crash while bad failed,", map[string]uint64{"bad": 2, "lowered": 5, "deleted": 0})
 	floors := countBucket(t, r.db, bucketFloors)
 	mustClose(t, r)
 	if floors != 0 {

@@ -440,11 +440,7 @@ func TestWALLogKeptWhileAKeyFails(t *testing.T) {
 		t.Fatalf("Open after a crash while a key failed: %v", err)
 	}
 	defer mustClose(t, r)
-	for k, want := range map[string]uint64{"bad": 2, "good": 2} {
-		if c := mustGet(t, r, []byte(k)); c.Total != want {
-			t.Errorf("after a crash %s = %d, want %d", k, c.Total, want)
-		}
-	}
+	wantTotals(t, r, "after a crash", map[string]uint64{"bad": 2, "good": 2})
 }
 
 // TestWALImportMergeKeepsLoggedVisits: an import that adds to the
@@ -501,11 +497,7 @@ func TestWALRestartThenCrash(t *testing.T) {
 	mustClose(t, y)
 	z := mustOpen(t, Options{Dir: third})
 	defer mustClose(t, z)
-	for k, want := range map[string]uint64{"a": 6, "b": 1} {
-		if c := mustGet(t, z, []byte(k)); c.Total != want {
-			t.Errorf("after sync, crash, sync, crash, batch, sync, crash: %s = %d, want %d", k, c.Total, want)
-		}
-	}
+	wantTotals(t, z, "after sync, crash, sync, crash, batch, sync, crash:", map[string]uint64{"a": 6, "b": 1})
 }
 
 // TestWALRecordThatExactlyFillsTheLog: a record that ends at the
@@ -988,5 +980,16 @@ func TestLogThatCannotBePreparedGivesItsRoomBack(t *testing.T) {
 	fi, serr := os.Stat(filepath.Join(dir, LogName))
 	if serr == nil && fi.Size() != 0 {
 		t.Errorf("the log that could not be preallocated keeps %d bytes, want 0", fi.Size())
+	}
+}
+
+// wantTotals fails the test for each key of totals whose total in s is
+// not the one given, the message beginning with when.
+func wantTotals(t *testing.T, s *Store, when string, totals map[string]uint64) {
+	t.Helper()
+	for k, want := range totals {
+		if c := mustGet(t, s, []byte(k)); c.Total != want {
+			t.Errorf("%s %s = %d, want %d", when, k, c.Total, want)
+		}
 	}
 }
