@@ -502,12 +502,7 @@ func TestRepeatWindowIsWired(t *testing.T) {
 func TestUniqueSeedLivesWithTheEmbeddedStore(t *testing.T) {
 	for _, st := range []StoreKind{StoreEmbedded, StoreMemory} {
 		t.Run(st.String(), func(t *testing.T) {
-			cfg := testConfig()
-			cfg.Store, cfg.Data, cfg.FlushInterval = st, t.TempDir(), 20*time.Millisecond
-			cfg.Fair = Fair{Unique: true}
-			if err := cfg.Fair.TrustedProxies.Set("127.0.0.0/8,::1/128"); err != nil {
-				t.Fatal(err)
-			}
+			cfg := uniqueConfig(t, st)
 			r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
 			if n := uniqueToday(t, r.addr, "seen", "192.0.2.1", true); n != 1 {
 				t.Fatalf("unique_today = %d after one visitor, want 1", n)
