@@ -46,17 +46,13 @@ func load(t testing.TB, p *servertest.Proc, clients int, stop <-chan struct{}) [
 				if i%2 == 0 {
 					url = p.URL("/hi")
 				}
-				resp, err := c.Get(url)
-				if err != nil {
-					return // killed
-				}
-				body, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil || resp.StatusCode != 200 {
-					return
+				body, ok := answered(c, url)
+				if !ok {
+					return // killed, or not a 200
 				}
 				a := ack{at: time.Now()}
 				if i%2 == 0 {
+					var err error
 					if a.hit, err = numberAfter(string(body), "visitor number "); err != nil {
 						t.Error(err)
 						return
@@ -316,4 +312,20 @@ func aioCrash(t *testing.T, env []string) {
 	}
 	t.Logf("%d visits answered over %d crashes", total, cycles)
 	stop(t, p)
+}
+
+// answered gets url with c and returns the body of a 200 answer; false
+// when the server is gone (killed), the body is cut, or the answer is
+// not a 200.
+func answered(c *http.Client, url string) ([]byte, bool) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, false
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		return nil, false
+	}
+	return body, true
 }

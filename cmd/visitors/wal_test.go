@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
@@ -59,14 +58,9 @@ func TestWALCrashManyKeys(t *testing.T) {
 						name = walKeyName(c, i%names)
 						url = p.URL("/hello?name=" + name)
 					}
-					resp, err := hc.Get(url)
-					if err != nil {
-						return // killed
-					}
-					body, err := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if err != nil || resp.StatusCode != 200 {
-						return
+					body, ok := answered(hc, url)
+					if !ok {
+						return // killed, or not a 200
 					}
 					prefix := "Count: "
 					if name == "" {
