@@ -32,10 +32,7 @@ func TestAIOSync(t *testing.T) {
 		// Nothing left to reap, however long one waits: sync collected
 		// its own completion (a sync that returned before its completion
 		// would leave it here).
-		var ev [1]aioEvent
-		ts := unix.Timespec{Nsec: 200e6}
-		n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 1, 1,
-			uintptr(unsafe.Pointer(&ev[0])), uintptr(unsafe.Pointer(&ts)), 0)
+		n, e := eventsLeft(a)
 		if e != 0 || n != 0 {
 			t.Fatalf("after sync %d: io_getevents = %d, %v; want 0 events left", i, n, e)
 		}
@@ -302,12 +299,19 @@ func TestAIOStaleSignalDoesNotAnswerEarly(t *testing.T) {
 		if err := a.sync(f); err != nil || a.off.Load() {
 			t.Fatalf("sync %d = %v (fell back: %v)", i, err, a.off.Load())
 		}
-		var ev [1]aioEvent
-		ts := unix.Timespec{Nsec: 200e6}
-		n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 1, 1,
-			uintptr(unsafe.Pointer(&ev[0])), uintptr(unsafe.Pointer(&ts)), 0)
+		n, e := eventsLeft(a)
 		if e != 0 || n != 0 {
 			t.Fatalf("after sync %d with a stale signal: io_getevents = %d, %v; want nothing left: the sync returned before its completion", i, n, e)
 		}
 	}
+}
+
+// eventsLeft waits up to 200ms for one completion on a's context and
+// returns how many io_getevents reaped, and its error.
+func eventsLeft(a *aioSync) (uintptr, unix.Errno) {
+	var ev [1]aioEvent
+	ts := unix.Timespec{Nsec: 200e6}
+	n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, a.ctx, 1, 1,
+		uintptr(unsafe.Pointer(&ev[0])), uintptr(unsafe.Pointer(&ts)), 0)
+	return n, e
 }
