@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -87,4 +88,37 @@ func TestBackupAnswers(t *testing.T) {
 		}
 	}()
 	e.do("GET", "/api/v1/export", "root", "")
+}
+
+// TestImportMaxBytesDefault: an ImportMaxBytes of 0 or less means
+// DefaultImportMaxBytes, not a limit of nothing: a small dump is taken
+// and a refusal names the default.
+func TestImportMaxBytesDefault(t *testing.T) {
+	for _, max := range []int64{0, -1} {
+		e := newEnv(t, 0, func(c *Config) {
+			c.Store, c.ImportMaxBytes = &backupDouble{Store: c.Store}, max
+		})
+		if w := e.do("POST", "/api/v1/import", "root", "ok"); w.Code != 200 {
+			t.Errorf("ImportMaxBytes %d: an import of 2 bytes = %d %s, want 200", max, w.Code, w.Body)
+		}
+		if got := e.h.c.ImportMaxBytes; got != DefaultImportMaxBytes {
+			t.Errorf("ImportMaxBytes %d: the handler's limit is %d, want %d", max, got, DefaultImportMaxBytes)
+		}
+	}
+}
+
+// failingExport is a store.Backup whose Export fails before it writes
+// anything.
+type failingExport struct{ backupDouble }
+
+func (failingExport) Export(context.Context, io.Writer) error { return errors.New("disk on fire") }
+
+// TestExportFailsBeforeItsFirstByte: an export that fails before it
+// writes anything is a plain 503 with a JSON error, not an attachment.
+func TestExportFailsBeforeItsFirstByte(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.Store = &failingExport{backupDouble{Store: c.Store}} })
+	w := e.do("GET", "/api/v1/export", "root", "")
+	if w.Code != 503 || w.Header().Get("Content-Disposition") != "" || !json.Valid(w.Body.Bytes()) {
+		t.Errorf("export failing at once: %d %v %s; want a 503 JSON error, no attachment", w.Code, w.Header(), w.Body)
+	}
 }

@@ -49,12 +49,7 @@ func uniqueToday(t *testing.T, addr, key, client string, count bool) uint64 {
 func TestDeleteForgetsUniqueVisitors(t *testing.T) {
 	for _, st := range []StoreKind{StoreMemory, StoreEmbedded} {
 		t.Run(st.String(), func(t *testing.T) {
-			cfg := testConfig()
-			cfg.Store, cfg.Data, cfg.FlushInterval = st, t.TempDir(), 20*time.Millisecond
-			cfg.Fair = Fair{Unique: true}
-			if err := cfg.Fair.TrustedProxies.Set("127.0.0.0/8,::1/128"); err != nil {
-				t.Fatal(err)
-			}
+			cfg := uniqueConfig(t, st)
 			sum := sha256.Sum256([]byte(testRoot))
 			cfg.API = APIConfig{RootHash: &sum, ImportMaxBytes: 1 << 20}
 			r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
@@ -101,4 +96,18 @@ func TestDeleteForgetsUniqueVisitors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// uniqueConfig is the test configuration on store st, with its data in a
+// temporary directory flushed every 20ms, counting unique visitors
+// behind a trusted proxy on the loopback.
+func uniqueConfig(t *testing.T, st StoreKind) Config {
+	t.Helper()
+	cfg := testConfig()
+	cfg.Store, cfg.Data, cfg.FlushInterval = st, t.TempDir(), 20*time.Millisecond
+	cfg.Fair = Fair{Unique: true}
+	if err := cfg.Fair.TrustedProxies.Set("127.0.0.0/8,::1/128"); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -175,3 +175,83 @@ func TestObservabilityOff(t *testing.T) {
 		t.Errorf("-trace-dir created with the flight recorder off")
 	}
 }
+
+// TestMetricsAndFlightRecorderApart: -metrics and -flight-recorder do
+// not need each other. With metrics on and the recorder off, /metrics
+// counts requests and slow requests; with the recorder on and metrics
+// off, a slow request still writes a snapshot (both learn of a request
+// from the same timing of it) and there is no /metrics.
+func TestMetricsAndFlightRecorderApart(t *testing.T) {
+	for _, tt := range []struct {
+		name                    string
+		metrics, flightRecorder bool
+	}{
+		{"metrics without the flight recorder", true, false},
+		{"the flight recorder without metrics", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := t.TempDir()
+			addr, admin, out := mustRunConfig(t, Config{
+				LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory, Data: data,
+				Metrics: tt.metrics, FlightRecorder: tt.flightRecorder,
+				FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
+				// Every request here is a slow /hi.
+				SlowRequest: 200 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10,
+				Test: &TestHooks{WrapStore: func(s store.Store) store.Store { return sleepyStore{s, 300 * time.Millisecond} }},
+			})
+			if code, body := mustGetBody(t, "http://"+addr+"/hi"); code != 200 {
+				t.Fatalf("GET /hi = %d %s", code, body)
+			}
+
+			code, metrics := mustGetBody(t, "http://"+admin+"/metrics")
+			if !tt.metrics {
+				if code != 404 {
+					t.Errorf("GET /metrics with -metrics=false = %d, want 404", code)
+				}
+			} else {
+				if code != 200 {
+					t.Fatalf("GET /metrics = %d, want 200", code)
+				}
+				for _, want := range []string{
+					`visitors_http_requests_total{code="200",route="hi"} 1` + "\n",
+					"visitors_http_slow_requests_total 1\n",
+				} {
+					if !strings.Contains(metrics, want) {
+						t.Errorf("/metrics has no %q", want)
+					}
+				}
+			}
+
+			pattern := filepath.Join(data, "traces", flightrec.Prefix+"*-slow-hi.trace")
+			var files []string
+			if tt.flightRecorder {
+				for deadline := time.Now().Add(10 * time.Second); len(files) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					files, _ = filepath.Glob(pattern)
+				}
+				if len(files) != 1 {
+					t.Errorf("snapshots %s: %v, want one\nlog:\n%s", pattern, files, out.String())
+				}
+			} else {
+				if code, _ := mustGetBody(t, "http://"+admin+"/debug/flightrecorder"); code != 409 {
+					t.Errorf("GET /debug/flightrecorder with -flight-recorder=false, not armed = %d, want 409", code)
+				}
+				if m, _ := filepath.Glob(filepath.Join(data, "traces")); len(m) != 0 {
+					t.Errorf("-trace-dir created with the flight recorder off")
+				}
+			}
+		})
+	}
+}
+
+// TestAdminWriteTimeoutCutsStalledReader: a client of the admin listener
+// that sends requests but never reads the responses holds a connection,
+// and a goroutine, only until the admin listener's write deadline,
+// Timeouts.AdminWrite (its own: the public one is a minute here).
+func TestAdminWriteTimeoutCutsStalledReader(t *testing.T) {
+	to := longTimeouts()
+	to.AdminWrite = 200 * time.Millisecond
+	r := mustStart(t, testConfig(), to, io.Discard)
+	// n responses of /debug/vars (some KiB each, with the runtime's
+	// memstats) are well over the server's send buffer.
+	expectStalledReaderCut(t, r.adminAddr, "/debug/vars", to.AdminWrite)
+}

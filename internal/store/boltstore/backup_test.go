@@ -2,16 +2,23 @@ package boltstore
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"visitors/internal/store"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/storetest"
 )
 
@@ -303,5 +310,428 @@ func TestImportEdges(t *testing.T) {
 	}
 	if strings.Contains(out.String(), storetest.Date(-1)) || !strings.Contains(out.String(), storetest.Dated(`"$D":1`)) {
 		t.Errorf("export = %s, want the day with visits and not the day without", out.String())
+	}
+}
+
+// The tests below, up to TestImportNamesTheLineOfAKeyItCannotAdd, were
+// written for the mutants of backup.go that survived issue 16's fourth
+// round (mutation testing): each states the promise the mutant broke.
+
+// TestOfflineReplaceKeepsEveryToken: a replacing offline import keeps
+// every one of the owner's tokens, field for field, not only the first.
+func TestOfflineReplaceKeepsEveryToken(t *testing.T) {
+	dir := t.TempDir()
+	created := storetest.At(0, "12:00")
+	s := mustOpen(t, Options{Dir: dir})
+	var want []store.Token
+	for i, id := range []string{"t1", "t2", "t3"} {
+		tk := store.Token{ID: id, Name: "owner " + id, Prefix: "p" + id, Exact: i == 1, Hash: sha256.Sum256([]byte(id)), Created: created.Add(time.Duration(i) * time.Second)}
+		if err := s.PutToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, tk)
+	}
+	mustIncrN(t, s, "old", 1)
+	mustClose(t, s)
+
+	if err := Import(dir, strings.NewReader(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"new","total":2}]}`), true); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	got, err := s.Tokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("after a replacing import, tokens\n%+v\nwant\n%+v", got, want)
+	}
+	if c := mustGet(t, s, []byte("new")); c.Total != 2 || s.Keys() != 1 {
+		t.Errorf("new = %+v with %d keys, want total 2 and the one key of the dump", c, s.Keys())
+	}
+}
+
+// openIn returns the files and directories at or under dir that the
+// process holds open, from /proc/self/fd.
+func openIn(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	var open []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && (target == dir || strings.HasPrefix(target, dir+string(filepath.Separator))) {
+			open = append(open, target)
+		}
+	}
+	return open
+}
+
+// TestBackupClosesWhatItOpens: an offline import, into a new directory
+// or onto a store, and an export leave nothing of the data directory
+// open, the directory itself included (it is opened to make the rename
+// durable).
+func TestBackupClosesWhatItOpens(t *testing.T) {
+	dir := t.TempDir()
+	dump := `{"format":"visitors-export-1","hits":1,"keys":[{"key":"a","total":1}]}`
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"an import into a new directory", func() error { return Import(dir, strings.NewReader(dump), false) }},
+		{"an import onto the store", func() error { return Import(dir, strings.NewReader(dump), false) }},
+		{"a replacing import", func() error { return Import(dir, strings.NewReader(dump), true) }},
+		{"an export", func() error { return Export(dir, io.Discard) }},
+	} {
+		if err := step.run(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if open := openIn(t, dir); len(open) != 0 {
+			t.Errorf("after %s, the process holds open %v", step.name, open)
+		}
+	}
+}
+
+// importTxns imports a dump of n keys into a new directory with
+// importBatch set to batch, and returns the id of the last transaction
+// of the file it made: how many transactions the import wrote.
+func importTxns(t *testing.T, n, batch int) uint64 {
+	t.Helper()
+	defer func(b int) { importBatch = b }(importBatch)
+	importBatch = batch
+	var dump strings.Builder
+	dump.WriteString(`{"format":"visitors-export-1","hits":1,"keys":[`)
+	for i := range n {
+		if i > 0 {
+			dump.WriteString(",")
+		}
+		fmt.Fprintf(&dump, "\n{\"key\":\"k%d\",\"total\":1}", i)
+	}
+	dump.WriteString("\n]}\n")
+	dir := t.TempDir()
+	if err := Import(dir, strings.NewReader(dump.String()), false); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id uint64
+	if err := db.View(func(tx *bolt.Tx) error {
+		id = uint64(tx.ID())
+		if k := tx.Bucket(bucketTotals).Stats().KeyN; k != n {
+			return fmt.Errorf("%d keys in the file, want %d", k, n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestImportWritesABatchPerTransaction: an import writes importBatch
+// keys per transaction, neither one transaction per key nor all keys in
+// one: 7 keys in batches of 3 take two transactions more than in one
+// batch (3 + 3 + 1 against 7).
+func TestImportWritesABatchPerTransaction(t *testing.T) {
+	whole, batched := importTxns(t, 7, 100), importTxns(t, 7, 3)
+	if batched-whole != 2 {
+		t.Errorf("7 keys: transaction ids %d in batches of 3, %d in one batch; want 2 more transactions for batches of 3", batched, whole)
+	}
+}
+
+// TestImportTakesAValueOfTheBound: the bound on one JSON value of a dump
+// takes a value of exactly dump.MaxValueBytes (4 MiB): here a key's object
+// padded with white space inside it, which counts. (One far over it is
+// refused: TestImportIsStrict.)
+func TestImportTakesAValueOfTheBound(t *testing.T) {
+	const plain = `{"key":"a","total":1}`
+	obj := `{"key":"a",` + strings.Repeat(" ", dump.MaxValueBytes-len(plain)) + `"total":1}`
+	if len(obj) != dump.MaxValueBytes {
+		t.Fatalf("the object is %d bytes, want %d", len(obj), dump.MaxValueBytes)
+	}
+	dir := t.TempDir()
+	dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + obj + "\n]}\n"
+	if err := Import(dir, strings.NewReader(dump), false); err != nil {
+		t.Fatalf("Import of a key's object of %d bytes: %v", len(obj), err)
+	}
+	s := mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	if c := mustGet(t, s, []byte("a")); c.Total != 1 {
+		t.Errorf("a = %+v, want total 1", c)
+	}
+}
+
+// TestImportNamesTheLineOfAKeyItCannotAdd: a key whose counts, added to
+// the store's, would pass the most a counter or a day holds is refused
+// with its own line, wherever it falls in a batch of keys, and not the
+// line the import had read to when it wrote the batch.
+func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
+	day := time.Now().UTC().Format(time.DateOnly)
+	fullTotal := fmt.Sprintf(`{"key":"full","total":%d}`, uint64(store.MaxTotal))
+	fullDay := fmt.Sprintf(`{"key":"full","total":%d,"days":{%q:%d}}`, uint64(store.MaxDay), day, uint64(store.MaxDay))
+	tests := []struct {
+		name  string
+		batch int
+		keys  []string // one a line, from line 2
+		line  int
+		want  string
+	}{
+		{"a total, in the last batch", 100, []string{`{"key":"a","total":1}`, fullTotal, `{"key":"b","total":1}`}, 3, `key "full": total:`},
+		{"a day, in the last batch", 100, []string{`{"key":"a","total":1}`, fullDay, `{"key":"b","total":1}`}, 3, `key "full": day ` + day},
+		{"a total, last of a full batch", 2, []string{`{"key":"a","total":1}`, fullTotal, `{"key":"b","total":1}`}, 3, `key "full": total:`},
+		{"a total, the last key, a newline after it", 100, []string{`{"key":"a","total":1}`, fullTotal}, 3, `key "full": total:`},
+		{"a total, first of a full batch", 2, []string{`{"key":"a","total":1}`, `{"key":"b","total":1}`, fullTotal, `{"key":"c","total":1}`, `{"key":"d","total":1}`}, 4, `key "full": total:`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func(b int) { importBatch = b }(importBatch)
+			importBatch = tt.batch
+			dir := t.TempDir()
+			s := mustOpen(t, Options{Dir: dir})
+			mustIncrN(t, s, "full", 1)
+			mustClose(t, s)
+			dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + strings.Join(tt.keys, ",\n") + "\n]}\n"
+			err := Import(dir, strings.NewReader(dump), false)
+			if want := fmt.Sprintf("line %d: %s", tt.line, tt.want); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "above the most it may hold") {
+				t.Errorf("Import = %v, want an error containing %q and saying the count is above the most it may hold", err, want)
+			}
+		})
+	}
+}
+
+// TestImportRefusesCountsTheStoreCannotHold (claims 8 and 1):
+// today's count is packed into 40 bits in memory, and a total of
+// MaxUint64 wraps at the next visit. Import accepts both; the restored
+// store then shows a wrong today, or a total of 0.
+// Found by review (was TestReviewImportRefusesCountsTheStoreCannotHold).
+func TestImportRefusesCountsTheStoreCannotHold(t *testing.T) {
+	today := time.Now().UTC().Format(time.DateOnly)
+	for _, tc := range []struct {
+		name  string
+		kd    string
+		today uint64
+	}{
+		{"today of 2^40", fmt.Sprintf(`{"key":"k","total":%d,"days":{%q:%d}}`, uint64(1)<<40, today, uint64(1)<<40), 1 << 40},
+		{"total of MaxUint64", fmt.Sprintf(`{"key":"k","total":%d}`, uint64(1<<64-1)), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dump := `{"format":"visitors-export-1","hits":0,"keys":[` + tc.kd + `]}`
+			if err := Import(dir, strings.NewReader(dump), true); err != nil {
+				return // refused: fine
+			}
+			s := mustOpen(t, Options{Dir: dir})
+			defer mustClose(t, s)
+			before := mustGet(t, s, []byte("k"))
+			after := mustIncr(t, s, []byte("k"))
+			if before.Today != tc.today || after.Total <= before.Total || after.Today <= before.Today {
+				t.Errorf("import accepted %s; then Get = %+v (want today %d) and one visit gave %+v: counts wrapped or lost", tc.kd, before, tc.today, after)
+			}
+		})
+	}
+}
+
+// newlines is a reader of n newlines.
+type newlines struct{ n int }
+
+func (r *newlines) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.n)
+	for i := range k {
+		p[i] = '\n'
+	}
+	r.n -= k
+	return k, nil
+}
+
+// TestImportMemoryIsBoundedByLines (claim 8: memory bounded).
+// lineReader keeps the offset of every newline until an error asks for a
+// line; a sound dump never asks, so it holds 8 bytes per line of input.
+// Found by review (was TestReviewImportMemoryIsBoundedByLines).
+func TestImportMemoryIsBoundedByLines(t *testing.T) {
+	const lines = 8 << 20 // 8 Mi newlines: 64 MiB of offsets
+	r := io.MultiReader(
+		strings.NewReader(`{"format":"visitors-export-1","hits":1,"keys":[`),
+		&newlines{lines},
+		strings.NewReader(`]}`),
+	)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	// Refusing the run of blank lines as too large is fine; holding it
+	// all is not.
+	if err := Import(t.TempDir(), r, true); err != nil && !strings.Contains(err.Error(), "MiB") {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+		t.Errorf("importing a dump of %d blank lines allocated %d MiB: memory grows with the lines read", lines, alloc>>20)
+	}
+}
+
+// TestRefusedImportLeavesAFormat1StoreUnchanged (claim 8: the store
+// is byte-identical after any refusal). Import opens the store with
+// openDB, which migrates a format 1 file in place before the dump is
+// read: a refused dump still rewrites the file, though the error says
+// "the store was not changed".
+// Found by review (was TestReviewRefusedImportLeavesAFormat1StoreUnchanged).
+func TestRefusedImportLeavesAFormat1StoreUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	writeFormat1(t, dir, 42, map[string]uint64{"octocat": 7})
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Import(dir, strings.NewReader("hello"), false)
+	if err == nil {
+		t.Fatal("Import of a bad dump succeeded")
+	}
+	after, err2 := os.ReadFile(path)
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("Import refused the dump (%v), but the format 1 store was rewritten", err)
+	}
+}
+
+// TestImportSpoolFailureIsNotABadDump: a dump the online import cannot
+// spool (the disk is full) is refused as the store's failure, not as a
+// bad dump (store.ErrInvalidDump, which the API answers 400), and
+// changes nothing.
+func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
+	if !storetest.OwnProcess(t) {
+		return
+	}
+	s := mustOpen(t, Options{Dir: t.TempDir()})
+	defer mustClose(t, s)
+	mustIncr(t, s, []byte("kept"))
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var dump strings.Builder
+	dump.WriteString(`{"format":"visitors-export-1","hits":9,"keys":[`)
+	for i := range 5000 { // about 150 KB
+		if i > 0 {
+			dump.WriteString(",")
+		}
+		fmt.Fprintf(&dump, `{"key":"k%04d","total":%d}`, i, i+1)
+	}
+	dump.WriteString("]}")
+	var err error
+	storetest.WithFileSizeLimit(t, 64<<10, func() {
+		err = s.Import(ctx, strings.NewReader(dump.String()), true)
+	})
+	if err == nil || errors.Is(err, store.ErrInvalidDump) || !strings.Contains(err.Error(), "spool") {
+		t.Errorf("Import with a full disk = %v, want a spool error that is not ErrInvalidDump", err)
+	}
+	es, err := s.List(ctx, nil, nil, store.MaxList)
+	if err != nil || len(es) != 1 || string(es[0].Key) != "kept" || es[0].Total != 1 {
+		t.Errorf("List after a refused import = %v, %v; want only kept, total 1", es, err)
+	}
+}
+
+// TestOnlineImportReplaceWhileAKeyFails: an online import that replaces,
+// made while a key cannot be written (the file holds its visits through
+// the log alone), is not undone by the log's replay after a crash: no
+// key comes back with its counts from before, and the /hi counter is at
+// least the dump's.
+func TestOnlineImportReplaceWhileAKeyFails(t *testing.T) {
+	s := openWithAFailingKey(t, t.TempDir(), "bad")
+	mustIncrN(t, s, "bad", 2)
+	mustIncrN(t, s, "lowered", 30)
+	mustIncrN(t, s, "dropped", 5)
+	dump := `{"format":"visitors-export-1","hits":5000,"keys":[{"key":"lowered","total":4}]}`
+	if err := s.Import(ctx, strings.NewReader(dump), true); err != nil {
+		t.Fatal(err)
+	}
+	if s.log.seq == s.log.applied {
+		t.Fatal("the file caught up with the log although bad fails: the test sees no floor")
+	}
+	crashed := crashCopy(t, s)
+	r := mustOpen(t, Options{Dir: crashed})
+	wantTotals(t, r, "after a crash that followed an import -replace while bad failed,", map[string]uint64{"bad": 0, "lowered": 4, "dropped": 0})
+	if n := mustHit(t, r); n <= 5000 {
+		t.Errorf("after a crash that followed an import of hits 5000, Hit() = %d, want more", n)
+	}
+	mustClose(t, r)
+	s.putFault.Store(nil)
+	mustClose(t, s)
+}
+
+// TestOnlineImportReplaceDropsEverySketch: a replace drops the
+// unique-visitor sketches of every key the dump does not have, on every
+// day, and keeps those of the keys it has.
+func TestOnlineImportReplaceDropsEverySketch(t *testing.T) {
+	s := mustOpen(t, Options{Dir: t.TempDir()})
+	defer mustClose(t, s)
+	day := store.DayOf(time.Now())
+	for _, d := range []store.Day{day - 1, day} {
+		err := s.PutSketches(d, []store.Sketch{{Key: []byte("a"), Data: []byte("sa")}, {Key: []byte("b"), Data: []byte("sb")}, {Key: []byte("c"), Data: []byte("sc")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":1}]}`
+	if err := s.Import(ctx, strings.NewReader(dump), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{{"a", true}, {"b", false}, {"c", false}} {
+		got, err := s.SketchDays([]byte(tc.key), day, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if (got[i] != nil) != tc.want {
+				t.Errorf("after a replace by a dump of a alone, the sketch of %q on day %d: %q, want present %v", tc.key, i, got[i], tc.want)
+			}
+		}
+	}
+}
+
+// TestOfflineImportFailsWhenTheLogCannotBeApplied: an offline import
+// first applies the visits a crash left in the log; if that fails (the
+// disk is full), the import fails, naming the log, and changes nothing:
+// the visits are still there for the next start.
+func TestOfflineImportFailsWhenTheLogCannotBeApplied(t *testing.T) {
+	if !storetest.OwnProcess(t) {
+		return
+	}
+	s := openSyncLogOnly(t, t.TempDir())
+	for i := range 2000 {
+		mustIncr(t, s, fmt.Appendf(nil, "key-%04d", i))
+	}
+	crashed := crashCopy(t, s)
+	mustClose(t, s)
+	fi, err := os.Stat(filepath.Join(crashed, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"x","total":1}]}`
+	storetest.WithFileSizeLimit(t, uint64(fi.Size()), func() {
+		err = Import(crashed, strings.NewReader(dump), false)
+	})
+	if err == nil || !strings.Contains(err.Error(), LogName) {
+		t.Errorf("Import while the log cannot be applied = %v, want an error naming %s", err, LogName)
+	}
+	r := mustOpen(t, Options{Dir: crashed})
+	defer mustClose(t, r)
+	for _, k := range []string{"key-0000", "key-1999"} {
+		if c := mustGet(t, r, []byte(k)); c.Total != 1 {
+			t.Errorf("after the failed import and a start, %s = %d, want 1 (from the log)", k, c.Total)
+		}
+	}
+	if c := mustGet(t, r, []byte("x")); c.Total != 0 {
+		t.Errorf("x = %d after a failed import, want 0", c.Total)
 	}
 }

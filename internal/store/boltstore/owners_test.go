@@ -112,11 +112,7 @@ func TestOwnerOpsSurviveSIGKILL(t *testing.T) {
 	if !oldRecords {
 		t.Error("the log holds no record of the deleted key: the test would not see a replay undo the Delete")
 	}
-	for k, want := range map[string]uint64{"lowered": 4, "deleted": 0, "kept": 8} {
-		if c := mustGet(t, s, []byte(k)); c.Total != want {
-			t.Errorf("after SIGKILL and restart %s = %d, want %d", k, c.Total, want)
-		}
-	}
+	wantTotals(t, s, "after SIGKILL and restart", map[string]uint64{"lowered": 4, "deleted": 0, "kept": 8})
 	if d := mustDays(t, s, []byte("deleted"), 2); !slices.Equal(d.Counts, []uint64{0, 0}) {
 		t.Errorf("Days(deleted) = %v after restart, want zeros", d.Counts)
 	}
@@ -154,11 +150,7 @@ func TestOwnerOpsWhileAKeyFails(t *testing.T) {
 	}
 
 	r := mustOpen(t, Options{Dir: crashed})
-	for k, want := range map[string]uint64{"bad": 2, "lowered": 5, "deleted": 0} {
-		if c := mustGet(t, r, []byte(k)); c.Total != want {
-			t.Errorf("after a crash while bad failed, %s = %d, want %d", k, c.Total, want)
-		}
-	}
+	wantTotals(t, r, "after a crash while bad failed,", map[string]uint64{"bad": 2, "lowered": 5, "deleted": 0})
 	floors := countBucket(t, r.db, bucketFloors)
 	mustClose(t, r)
 	if floors != 0 {
@@ -885,4 +877,121 @@ func TestReviewPositiveAddWhileAKeyFails(t *testing.T) {
 	mustClose(t, r)
 	s.putFault.Store(nil)
 	mustClose(t, s)
+}
+
+// Token records (found by mutation testing, issue 16): each test below
+// states the promise a surviving mutant broke unseen.
+
+// TestTokenRecordsRefused: a token record whose checksum is right but
+// whose fields are not (another version, a field longer than the record,
+// a short hash, a missing or extra field, nanoseconds past a second) is
+// refused, never read as a token; the shortest well-formed record and
+// the largest nanoseconds are read.
+func TestTokenRecordsRefused(t *testing.T) {
+	k := keyPrefix([]byte("id"))
+	seal := func(data []byte) []byte {
+		return binary.BigEndian.AppendUint32(bytes.Clone(data), tokenSum(k, data))
+	}
+	hash := bytes.Repeat([]byte{7}, 32)
+	// fields: version, name, prefix, hash, seconds, nanoseconds.
+	rec := func(version byte, name, prefix string, h []byte, tail ...[]byte) []byte {
+		v := []byte{version}
+		v = binary.AppendUvarint(v, uint64(len(name)))
+		v = append(v, name...)
+		v = binary.AppendUvarint(v, uint64(len(prefix)))
+		v = append(v, prefix...)
+		v = append(v, h...)
+		for _, b := range tail {
+			v = append(v, b...)
+		}
+		return v
+	}
+	sec := binary.AppendVarint(nil, 1_700_000_000)
+	nsec := func(n uint64) []byte { return binary.AppendUvarint(nil, n) }
+
+	good := []struct {
+		name string
+		data []byte
+		want store.Token
+	}{
+		{"shortest", rec(1, "", "", hash, sec, nsec(0)), store.Token{ID: "id", Hash: [32]byte(hash), Created: time.Unix(1_700_000_000, 0).UTC()}},
+		{"last nanosecond", rec(1, "n", "p/", hash, sec, nsec(999_999_999)), store.Token{ID: "id", Name: "n", Prefix: "p/", Hash: [32]byte(hash), Created: time.Unix(1_700_000_000, 999_999_999).UTC()}},
+	}
+	for _, tt := range good {
+		got, err := decodeToken(k, seal(tt.data))
+		if err != nil || got != tt.want {
+			t.Errorf("%s: decodeToken = %+v, %v; want %+v", tt.name, got, err, tt.want)
+		}
+	}
+
+	bad := []struct {
+		name string
+		data []byte
+	}{
+		{"version 2", rec(2, "", "", hash, sec, nsec(0))},
+		{"version 0", rec(0, "", "", hash, sec, nsec(0))},
+		{"name longer than the record", append([]byte{1, 5}, "abc"...)},
+		{"name one byte longer than the rest", append([]byte{1, 4}, "abc"...)},
+		{"no name length", []byte{1}},
+		{"prefix longer than the record", append([]byte{1, 0, 40}, hash...)},
+		{"hash of 31 bytes", rec(1, "", "", hash[:31])},
+		{"hash and nothing after", rec(1, "", "", hash)},
+		{"no nanoseconds", rec(1, "", "", hash, sec)},
+		{"a second of nanoseconds", rec(1, "", "", hash, sec, nsec(1_000_000_000))},
+		{"a byte after the nanoseconds", rec(1, "", "", hash, sec, nsec(5), []byte{0})},
+		{"seconds cut", rec(1, "", "", hash, []byte{0x80})},
+	}
+	for _, tt := range bad {
+		if got, err := decodeToken(k, seal(tt.data)); err == nil {
+			t.Errorf("%s: decodeToken(% x) = %+v, want an error", tt.name, tt.data, got)
+		}
+	}
+	for n := range 5 {
+		if _, err := decodeToken(k, make([]byte, n)); err == nil {
+			t.Errorf("decodeToken of %d zero bytes: no error", n)
+		}
+	}
+}
+
+// TestPutTokenBounds: an id of store.MaxKeyBytes and a name and prefix of
+// maxTokenField bytes are stored and read back after a restart, and
+// DeleteToken deletes it; one byte more of any is refused and stores
+// nothing.
+func TestPutTokenBounds(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir})
+	longest := store.Token{
+		ID:      strings.Repeat("i", store.MaxKeyBytes),
+		Name:    strings.Repeat("n", maxTokenField),
+		Prefix:  strings.Repeat("p", maxTokenField),
+		Created: storetest.At(4, "00:00"),
+	}
+	if err := s.PutToken(ctx, longest); err != nil {
+		t.Fatalf("PutToken of the longest fields: %v", err)
+	}
+	for _, tk := range []store.Token{
+		{ID: longest.ID + "i"},
+		{ID: "name", Name: longest.Name + "n"},
+		{ID: "prefix", Prefix: longest.Prefix + "p"},
+	} {
+		if err := s.PutToken(ctx, tk); err == nil {
+			t.Errorf("PutToken(id %d bytes, name %d, prefix %d) = nil, want an error", len(tk.ID), len(tk.Name), len(tk.Prefix))
+		}
+	}
+	mustClose(t, s)
+	s = mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	got, err := s.Tokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != longest {
+		t.Errorf("Tokens after a restart = %d tokens, want only the longest one", len(got))
+	}
+	if found, err := s.DeleteToken(ctx, longest.ID); err != nil || !found {
+		t.Errorf("DeleteToken of an id of %d bytes = %v, %v; want true", len(longest.ID), found, err)
+	}
+	if got, err := s.Tokens(ctx); err != nil || len(got) != 0 {
+		t.Errorf("Tokens after DeleteToken = %d tokens, %v; want none", len(got), err)
+	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"visitors/internal/store"
 )
 
 // TestRedisExportsTheReport: every figure of a Report is exported
@@ -99,5 +101,18 @@ func TestRoundDurationsByPart(t *testing.T) {
 		if got := m.GetHistogram().GetSampleCount(); got != want {
 			t.Errorf("part %s: %d observed, want %d", part, got, want)
 		}
+	}
+}
+
+// TestStatsCountSyncVisits: Stats counts the Sync visits the rounds
+// answered, and the rounds.
+func TestStatsCountSyncVisits(t *testing.T) {
+	st := instance(t, "standalone", prefixOf(t.TempDir()), store.Sync)
+	m := musts{t}
+	for _, k := range []string{"a", "b", "a"} {
+		m.c(st.Incr(t.Context(), []byte(k)))
+	}
+	if got := st.Stats(); got.SyncVisits != 3 || got.Rounds < 1 || got.Rounds > 3 || got.RoundErrors != 0 || got.HeldVisits != 0 {
+		t.Errorf("Stats after three sync visits = %+v, want 3 sync visits in 1 to 3 rounds, no error, none held", got)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
@@ -14,9 +13,9 @@ import (
 	"visitors/internal/servertest"
 )
 
-// reviewName is client c's j-th name: every other one the longest a
+// walKeyName is client c's j-th name: every other one the longest a
 // name may be (128 bytes), so that records and passes vary in size.
-func reviewName(c, j int) string {
+func walKeyName(c, j int) string {
 	p := fmt.Sprintf("w%02d-%d-", c, j)
 	if j%2 == 0 {
 		return p + strings.Repeat("x", 128-len(p))
@@ -24,7 +23,7 @@ func reviewName(c, j int) string {
 	return p
 }
 
-// TestReviewWALCrashManyKeys: TestCrash/sync drives one name. Here each
+// TestWALCrashManyKeys: TestCrash/sync drives one name. Here each
 // client owns names of its own (half of them 128 bytes), so that log
 // records carry many keys of many sizes and the file catches up (the log
 // starts over) every 150ms; kills come as early as 40ms after a start (within the first interval, before the file catches up) or as late as 440ms; the real binary is killed with SIGKILL at
@@ -32,7 +31,8 @@ func reviewName(c, j int) string {
 // restart every name must hold at least the last count it was given
 // (at most one more: the visit in flight at the kill), and no /hi number
 // may come twice.
-func TestReviewWALCrashManyKeys(t *testing.T) {
+// Found by review (was TestReviewWALCrashManyKeys).
+func TestWALCrashManyKeys(t *testing.T) {
 	const clients, names, cycles = 12, 6, 6
 	dir := t.TempDir()
 	args := []string{"-data", dir, "-durability", "sync", "-flush-interval", "150ms", "-log-level", "warn"}
@@ -55,17 +55,12 @@ func TestReviewWALCrashManyKeys(t *testing.T) {
 				for i := 0; ; i++ {
 					url, name := p.URL("/hi"), ""
 					if c%3 != 0 {
-						name = reviewName(c, i%names)
+						name = walKeyName(c, i%names)
 						url = p.URL("/hello?name=" + name)
 					}
-					resp, err := hc.Get(url)
-					if err != nil {
-						return // killed
-					}
-					body, err := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if err != nil || resp.StatusCode != 200 {
-						return
+					body, ok := answered(hc, url)
+					if !ok {
+						return // killed, or not a 200
 					}
 					prefix := "Count: "
 					if name == "" {
@@ -118,14 +113,15 @@ func TestReviewWALCrashManyKeys(t *testing.T) {
 	stop(t, p)
 }
 
-// TestReviewWALStartOnAFullDisk: sync mode preallocates its 4 MiB log at
+// TestWALStartOnAFullDisk: sync mode preallocates its 4 MiB log at
 // start. On a disk with less room it used to refuse to start (a data
 // directory that served in sync mode before the log existed), and the
 // zeros it wrote before ENOSPC stayed, taking every free byte. Now it
 // gives the room back and starts without the log, committing each pass
 // to the data file, with a warning. A 2 MiB tmpfs in a user and mount
 // namespace.
-func TestReviewWALStartOnAFullDisk(t *testing.T) {
+// Found by review (was TestReviewWALStartOnAFullDisk).
+func TestWALStartOnAFullDisk(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Fatal("unshare (util-linux) is needed to mount a small tmpfs without privileges")
 	}
@@ -158,14 +154,15 @@ echo "rc=$rc before=$before after=$after"`
 	}
 }
 
-// TestReviewWALExportFromAReadOnlyDirectory: export used to open the
+// TestWALExportFromAReadOnlyDirectory: export used to open the
 // store read-only, so a data directory on a read-only mount (a snapshot,
 // a backup volume) could be exported. With records a crash left in the
 // log, export now first writes them into visitors.db (settleLog), and on
 // a read-only mount fails. It should apply them in memory (or to a
 // temporary copy) instead. A read-only bind mount in a user and mount
 // namespace.
-func TestReviewWALExportFromAReadOnlyDirectory(t *testing.T) {
+// Found by review (was TestReviewWALExportFromAReadOnlyDirectory).
+func TestWALExportFromAReadOnlyDirectory(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Fatal("unshare (util-linux) is needed to mount read-only without privileges")
 	}

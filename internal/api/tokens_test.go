@@ -56,12 +56,13 @@ func (s *orphanRace) AddToken(ctx context.Context, t store.Token) (bool, error) 
 	return ok, err
 }
 
-// TestReviewOrphanRaceOneWinner: replaceOrphan promised that of
+// TestOrphanRaceOneWinner: replaceOrphan promised that of
 // creations racing to replace an orphan token one wins, but it revoked
 // by id, whatever token the id held then: B's revoke of the orphan it
 // read removed A's new token. Both answered 201; A's token was refused.
 // Fixed by store.TokenStore.DeleteTokenIf: the orphan is revoked by its hash.
-func TestReviewOrphanRaceOneWinner(t *testing.T) {
+// Found by review (was TestReviewOrphanRaceOneWinner).
+func TestOrphanRaceOneWinner(t *testing.T) {
 	var rs *orphanRace
 	e := newEnv(t, 0, func(c *Config) {
 		c.NoFailureLimit, c.OpenCreate = true, true
@@ -121,14 +122,15 @@ func (s *deleteHook) Delete(ctx context.Context, key []byte) (bool, error) {
 	return ok, err
 }
 
-// TestReviewDeleteKeepsTheNextOwnersToken: deleting a counter
+// TestDeleteKeepsTheNextOwnersToken: deleting a counter
 // deleted the key, then revoked the token id of the key. A creation of
 // the key between the two (the old token, over a minute old, is taken
 // for an orphan and replaced) got a 201 and a token the delete then
 // revoked: the new owner was locked out of its own counter, which no one
 // may create again (409). Fixed by reading the token before the delete
 // and revoking it by its hash (store.TokenStore.DeleteTokenIf).
-func TestReviewDeleteKeepsTheNextOwnersToken(t *testing.T) {
+// Found by review (was TestReviewDeleteKeepsTheNextOwnersToken).
+func TestDeleteKeepsTheNextOwnersToken(t *testing.T) {
 	now := day0
 	var hs *deleteHook
 	e := newEnv(t, 0, func(c *Config) {
@@ -166,11 +168,12 @@ func (s *listHook) List(ctx context.Context, prefix, after []byte, limit int) ([
 	return es, err
 }
 
-// TestReviewImportKeepsTheNextOwnersToken: an import that replaces
+// TestImportKeepsTheNextOwnersToken: an import that replaces
 // revokes the tokens of the keys it dropped; a creation of such a key
 // between the revoke's check that the key is gone and the revoke keeps
 // its own token.
-func TestReviewImportKeepsTheNextOwnersToken(t *testing.T) {
+// Found by review (was TestReviewImportKeepsTheNextOwnersToken).
+func TestImportKeepsTheNextOwnersToken(t *testing.T) {
 	now := day0
 	var hs *listHook
 	e := newEnv(t, 0, func(c *Config) {
