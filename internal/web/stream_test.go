@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -61,20 +60,7 @@ func mustOpen(t *testing.T, url string) (*http.Response, *webtest.EventReader) {
 // nextCounts returns the next event's counts, skipping comments.
 func nextCounts(t *testing.T, er *webtest.EventReader) (streamCounts, webtest.Event) {
 	t.Helper()
-	for {
-		ev, err := er.Next()
-		if err != nil {
-			t.Fatalf("stream ended: %v", err)
-		}
-		if ev.Comment != "" {
-			continue
-		}
-		var c streamCounts
-		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
-			t.Fatalf("event data %q: %v", ev.Data, err)
-		}
-		return c, ev
-	}
+	return webtest.NextJSON[streamCounts](t, er)
 }
 
 func TestStreamEvents(t *testing.T) {
