@@ -171,27 +171,23 @@ func minX(img image.Image, c color.RGBA) int {
 // reddish counts pixels that are mostly red: the logo's fill and its
 // antialiased edge over the grey box.
 func reddish(img image.Image) int {
-	n := 0
-	r := img.Bounds()
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if cr>>8 > 150 && cg>>8 < 110 && cb>>8 < 110 {
-				n++
-			}
-		}
-	}
-	return n
+	return countPixels(img, func(r, g, b uint32) bool { return r > 150 && g < 110 && b < 110 })
 }
 
 // darkPixels counts pixels darker than mid-grey.
 func darkPixels(img image.Image) int {
+	return countPixels(img, func(r, g, b uint32) bool { return r+g+b < 3*110 })
+}
+
+// countPixels counts the pixels of img whose 8-bit red, green and blue
+// satisfy is.
+func countPixels(img image.Image, is func(r, g, b uint32) bool) int {
 	n := 0
 	r := img.Bounds()
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if (cr>>8)+(cg>>8)+(cb>>8) < 3*110 {
+			if is(cr>>8, cg>>8, cb>>8) {
 				n++
 			}
 		}
