@@ -7,6 +7,8 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // chromiumArgs run Debian's Chromium headless, as root, without reaching
@@ -166,6 +169,20 @@ func minX(img image.Image, c color.RGBA) int {
 		}
 	}
 	return -1
+}
+
+// proxyGet GETs url for a test's proxy handler, which, not being the
+// test's goroutine, may not fail the test as mustGet does: it returns the
+// body and header, or answers w with a 502 and reports false.
+func proxyGet(w http.ResponseWriter, url string) (string, http.Header, bool) {
+	resp, err := webtest.Client.Get(url)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return "", nil, false
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return string(b), resp.Header, true
 }
 
 // reddish counts pixels that are mostly red: the logo's fill and its
