@@ -85,12 +85,7 @@ func backups(t *testing.T, dir string) []string {
 // rootGet GETs path of p with the root token and returns its body.
 func rootGet(t *testing.T, p *servertest.Proc, path string) string {
 	t.Helper()
-	req, err := http.NewRequest("GET", p.URL(path), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+backupRoot)
-	resp, err := webtest.Client.Do(req)
+	resp, err := webtest.Client.Do(webtest.NewAPIRequest(t, "GET", p.URL(path), backupRoot, ""))
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

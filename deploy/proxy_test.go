@@ -39,21 +39,7 @@ const siteName = "visitors.example.org"
 // bin is the real visitors binary, built once by TestMain.
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "visitors-deploy")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin, err = servertest.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servertest.Main(m, "visitors-deploy", &bin) }
 
 // proxied is a reverse proxy running in front of a visitors process.
 type proxied struct {

@@ -47,28 +47,21 @@ func (r apiResp) decode(tb testing.TB, v any) {
 // JSON if not empty.
 func apiDo(tb testing.TB, p *servertest.Proc, method, path, token, body string) apiResp {
 	tb.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, p.URL(path), rd)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
+	return send(tb, webtest.NewAPIRequest(tb, method, p.URL(path), token, body), path)
+}
+
+// send sends req, the request for path, and returns the answer, all of
+// its body read.
+func send(tb testing.TB, req *http.Request, path string) apiResp {
+	tb.Helper()
 	resp, err := webtest.Client.Do(req)
 	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
+		tb.Fatalf("%s %s: %v", req.Method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		tb.Fatalf("%s %s: read: %v", method, path, err)
+		tb.Fatalf("%s %s: read: %v", req.Method, path, err)
 	}
 	return apiResp{resp.StatusCode, resp.Header, string(b)}
 }

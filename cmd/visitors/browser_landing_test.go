@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
-	"visitors/internal/webtest"
 )
 
 // landingTestJS runs in the landing page, after the page's own script,
@@ -112,19 +111,15 @@ func mustLandingProxy(t *testing.T, p *servertest.Proc) (string, <-chan []byte) 
 			default:
 			}
 		case "/":
-			resp, err := webtest.Client.Get(p.URL("/")) // not mustGet: this is not the test's goroutine
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
+			page, hdr, ok := proxyGet(w, p.URL("/"))
+			if !ok {
 				return
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			for k, v := range resp.Header {
+			for k, v := range hdr {
 				if k != "Content-Length" {
 					w.Header()[k] = v
 				}
 			}
-			page := string(b)
 			cut := strings.LastIndex(page, "</body>")
 			io.WriteString(w, page[:cut]+`<script src="/landing-test.js"></script>`)
 			w.(http.Flusher).Flush()

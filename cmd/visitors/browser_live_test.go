@@ -54,14 +54,10 @@ func TestLiveCountInChromium(t *testing.T) {
 		case "/counter/browser/live/stream":
 			rp.ServeHTTP(eventCounter{w, &sent}, r)
 		case "/":
-			resp, err := webtest.Client.Get(p.URL("/")) // not mustGet: this is not the test's goroutine
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
+			page, _, ok := proxyGet(w, p.URL("/"))
+			if !ok {
 				return
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			page := string(b)
 			cut := len(page) - len("</body>\n</html>\n")
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			io.WriteString(w, page[:cut])

@@ -7,6 +7,8 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // chromiumArgs run Debian's Chromium headless, as root, without reaching
@@ -168,30 +171,40 @@ func minX(img image.Image, c color.RGBA) int {
 	return -1
 }
 
+// proxyGet GETs url for a test's proxy handler, which, not being the
+// test's goroutine, may not fail the test as mustGet does: it returns the
+// body and header, or answers w with a 502 and reports false.
+func proxyGet(w http.ResponseWriter, url string) (string, http.Header, bool) {
+	resp, err := webtest.Client.Get(url)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return "", nil, false
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return string(b), resp.Header, true
+}
+
 // reddish counts pixels that are mostly red: the logo's fill and its
 // antialiased edge over the grey box.
 func reddish(img image.Image) int {
-	n := 0
-	r := img.Bounds()
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if cr>>8 > 150 && cg>>8 < 110 && cb>>8 < 110 {
-				n++
-			}
-		}
-	}
-	return n
+	return countPixels(img, func(r, g, b uint32) bool { return r > 150 && g < 110 && b < 110 })
 }
 
 // darkPixels counts pixels darker than mid-grey.
 func darkPixels(img image.Image) int {
+	return countPixels(img, func(r, g, b uint32) bool { return r+g+b < 3*110 })
+}
+
+// countPixels counts the pixels of img whose 8-bit red, green and blue
+// satisfy is.
+func countPixels(img image.Image, is func(r, g, b uint32) bool) int {
 	n := 0
 	r := img.Bounds()
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if (cr>>8)+(cg>>8)+(cb>>8) < 3*110 {
+			if is(cr>>8, cg>>8, cb>>8) {
 				n++
 			}
 		}

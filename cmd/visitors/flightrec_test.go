@@ -27,20 +27,8 @@ func armFlightRecorder(tb testing.TB, p *servertest.Proc, d string) {
 // returns the status and body.
 func adminDo(tb testing.TB, p *servertest.Proc, method, path string) (int, string) {
 	tb.Helper()
-	req, err := http.NewRequest(method, p.AdminURL(path), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	resp, err := webtest.Client.Do(req)
-	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	r := send(tb, webtest.NewAPIRequest(tb, method, p.AdminURL(path), "", ""), path)
+	return r.code, r.body
 }
 
 // metric returns the value of the sample named exactly name (labels

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -28,22 +27,7 @@ var bin string
 // from one address. fair_test.go tests the rules, with their defaults.
 var rulesOff = []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0"}
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "visitors-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin, err = servertest.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stopRedis()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servertest.Main(m, "visitors-e2e", &bin, stopRedis) }
 
 // command is exec.Command for a run of the binary (or a wrapper of it)
 // that is expected to exit: a process still running after

@@ -172,6 +172,19 @@ func uniqueHis(t *testing.T, his []uint64) {
 	}
 }
 
+// restartOne stops every instance of procs, then starts one with args,
+// stopped when the test ends, to read what the store holds of every
+// visit they acknowledged.
+func restartOne(t *testing.T, procs []*servertest.Proc, args []string) *servertest.Proc {
+	t.Helper()
+	for _, p := range procs {
+		stop(t, p)
+	}
+	p := servertest.Start(t, bin, rulesOff, args...)
+	t.Cleanup(func() { stop(t, p) })
+	return p
+}
+
 // TestRedisInstancesShareExactCounts runs three instances of the real
 // binary on one Redis (standalone, then a 3-node cluster), sends 30,000
 // visits from 64 clients spread over them, and checks that every key's
@@ -199,11 +212,7 @@ func TestRedisInstancesShareExactCounts(t *testing.T) {
 			if len(his) != 6000 {
 				t.Errorf("%d /hi answered, want 6000", len(his))
 			}
-			for _, p := range procs {
-				stop(t, p)
-			}
-			p := servertest.Start(t, bin, rulesOff, args...)
-			defer stop(t, p)
+			p := restartOne(t, procs, args)
 			var sum int64
 			for k := range keys {
 				if r, u := keys[k].refused.Load(), keys[k].unknown.Load(); r != 0 || u != 0 {
@@ -296,11 +305,7 @@ func TestRedisFault(t *testing.T) {
 				t.Fatalf("/healthz while Redis was down: 503 naming redis = %v; after it came back 200 = %v", unhealthy.Load(), healthy.Load())
 			}
 			uniqueHis(t, his)
-			for _, p := range procs {
-				stop(t, p)
-			}
-			p := servertest.Start(t, bin, rulesOff, args...)
-			defer stop(t, p)
+			p := restartOne(t, procs, args)
 			var refused int64
 			for k := range keys {
 				ok, r, u := keys[k].ok.Load(), keys[k].refused.Load(), keys[k].unknown.Load()

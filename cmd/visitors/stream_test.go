@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -33,23 +32,14 @@ func TestBinaryStreamsLiveCounts(t *testing.T) {
 		t.Fatalf("stream = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	er := webtest.NewEventReader(resp.Body)
-	next := func() (c struct {
+	type event struct {
 		Key          string
 		Total, Today uint64
-	}) {
+	}
+	next := func() event {
 		t.Helper()
-		for {
-			ev, err := er.Next()
-			if err != nil {
-				t.Fatalf("stream ended: %v", err)
-			}
-			if ev.Comment == "" {
-				if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
-					t.Fatalf("event %q: %v", ev.Data, err)
-				}
-				return c
-			}
-		}
+		c, _ := webtest.NextJSON[event](t, er)
+		return c
 	}
 	if c := next(); c.Key != "live/key" || c.Total != 3 {
 		t.Fatalf("first event = %+v, want live/key at 3", c)

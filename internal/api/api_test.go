@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"visitors/internal/client"
 	"visitors/internal/golden"
+	"visitors/internal/servertest"
 	"visitors/internal/store"
 	"visitors/internal/store/memstore"
 	"visitors/internal/store/storetest"
@@ -43,26 +43,8 @@ func (fixedUniques) Forget([][]byte) error          { return nil }
 type env struct {
 	h      *Handler
 	st     *memstore.Store
-	log    *syncBuffer
+	log    *servertest.Buffer
 	tokens map[string]string
-}
-
-// syncBuffer is a bytes.Buffer a handler may write while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // newEnv returns an env whose clock stands at day0 and whose secrets
@@ -71,7 +53,7 @@ func newEnv(tb testing.TB, maxKeys int, mod func(*Config)) *env {
 	tb.Helper()
 	st := memstore.New(memstore.Options{MaxKeys: maxKeys, Now: func() time.Time { return day0 }})
 	tb.Cleanup(func() { st.Close() })
-	e := &env{st: st, log: new(syncBuffer), tokens: map[string]string{"root": rootSecret}}
+	e := &env{st: st, log: new(servertest.Buffer), tokens: map[string]string{"root": rootSecret}}
 	c := Config{
 		Store:    st,
 		RootHash: sha256.Sum256([]byte(rootSecret)),
@@ -116,15 +98,44 @@ func (e *env) do(method, target, token, body string, hdr ...string) *httptest.Re
 	return w
 }
 
+// step is one call of a transcript test: what it is called in the
+// golden file, and the request e.do makes.
+type step struct {
+	title, method, target, token, body string
+}
+
+// transcribe writes s and its answer w to a transcript: the title, the
+// request as s writes it (the token by name), the status, the headers a
+// client acts on and the body, which must be JSON.
+func transcribe(tb testing.TB, out *bytes.Buffer, s step, w *httptest.ResponseRecorder) {
+	tb.Helper()
+	fmt.Fprintf(out, "### %s\n%s %s", s.title, s.method, s.target)
+	if s.token != "" {
+		fmt.Fprintf(out, " (as %s)", s.token)
+	}
+	if s.body != "" {
+		fmt.Fprintf(out, "\n%s", s.body)
+	}
+	fmt.Fprintf(out, "\n--> %d\n", w.Code)
+	for _, h := range []string{"Allow", "Retry-After", "Www-Authenticate"} {
+		if v := w.Header().Get(h); v != "" {
+			fmt.Fprintf(out, "%s: %s\n", h, v)
+		}
+	}
+	if !json.Valid(w.Body.Bytes()) {
+		tb.Errorf("%s: the body is not JSON: %q", s.title, w.Body)
+	}
+	out.Write(w.Body.Bytes())
+	out.WriteByte('\n')
+}
+
 // TestTranscript runs the owner's story through every call and compares
 // each answer with testdata/transcript.golden: the root token makes a
 // scoped token; it sets, reads, locks, lists and deletes inside its
 // prefix, and is refused outside it; revoked, it is refused at once.
 func TestTranscript(t *testing.T) {
 	e := newEnv(t, 0, nil)
-	steps := []struct {
-		title, method, target, token, body string
-	}{
+	steps := []step{
 		{"no token", "GET", "/api/v1/counters", "", ""},
 		{"root makes a token for octocat/", "POST", "/api/v1/tokens", "root", `{"name":"ci","prefix":"octocat/"}`},
 		{"the empty prefix is root's", "POST", "/api/v1/tokens", "root", `{"name":"all","prefix":""}`},
@@ -162,27 +173,10 @@ func TestTranscript(t *testing.T) {
 			target = strings.ReplaceAll(target, "{"+name+"}", id)
 		}
 		w := e.do(s.method, target, s.token, s.body)
-		fmt.Fprintf(&out, "### %s\n%s %s", s.title, s.method, s.target)
-		if s.token != "" {
-			fmt.Fprintf(&out, " (as %s)", s.token)
-		}
-		if s.body != "" {
-			fmt.Fprintf(&out, "\n%s", s.body)
-		}
-		fmt.Fprintf(&out, "\n--> %d\n", w.Code)
-		for _, h := range []string{"Allow", "Retry-After", "Www-Authenticate"} {
-			if v := w.Header().Get(h); v != "" {
-				fmt.Fprintf(&out, "%s: %s\n", h, v)
-			}
-		}
+		transcribe(t, &out, s, w)
 		if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 			t.Errorf("%s: Content-Type %q, want application/json", s.title, ct)
 		}
-		if !json.Valid(w.Body.Bytes()) {
-			t.Errorf("%s: the body is not JSON: %q", s.title, w.Body)
-		}
-		out.Write(w.Body.Bytes())
-		out.WriteByte('\n')
 		if s.method == "POST" && w.Code == http.StatusCreated {
 			var nt NewToken
 			if err := json.Unmarshal(w.Body.Bytes(), &nt); err != nil {

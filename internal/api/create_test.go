@@ -54,9 +54,7 @@ func (e *env) mustCreate(t *testing.T, key, name string) Created {
 // whatever it holds; the fourth creation within the hour is 429.
 func TestOpenCreateTranscript(t *testing.T) {
 	e := openEnv(t, 0)
-	steps := []struct {
-		title, method, target, token, body string
-	}{
+	steps := []step{
 		{"create", "POST", "/api/v1/counters/a/b", "", ""},
 		{"again: it exists", "POST", "/api/v1/counters/a/b", "", ""},
 		{"a key root made, locked", "PUT", "/api/v1/counters/locked", "root", `{"total":9,"locked":true}`},
@@ -99,27 +97,10 @@ func TestOpenCreateTranscript(t *testing.T) {
 	var out bytes.Buffer
 	for _, s := range steps {
 		w := e.do(s.method, s.target, s.token, s.body)
-		fmt.Fprintf(&out, "### %s\n%s %s", s.title, s.method, s.target)
-		if s.token != "" {
-			fmt.Fprintf(&out, " (as %s)", s.token)
-		}
-		if s.body != "" {
-			fmt.Fprintf(&out, "\n%s", s.body)
-		}
-		fmt.Fprintf(&out, "\n--> %d\n", w.Code)
-		for _, h := range []string{"Allow", "Retry-After", "Www-Authenticate"} {
-			if v := w.Header().Get(h); v != "" {
-				fmt.Fprintf(&out, "%s: %s\n", h, v)
-			}
-		}
-		if !json.Valid(w.Body.Bytes()) {
-			t.Errorf("%s: the body is not JSON: %q", s.title, w.Body)
-		}
+		transcribe(t, &out, s, w)
 		if w.Code >= 500 {
 			t.Errorf("%s: %d %s", s.title, w.Code, w.Body)
 		}
-		out.Write(w.Body.Bytes())
-		out.WriteByte('\n')
 		if s.method == "POST" && w.Code == http.StatusCreated {
 			var c Created
 			if err := json.Unmarshal(w.Body.Bytes(), &c); err != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,21 +18,7 @@ import (
 // JSON body, and returns the status, Content-Type and body.
 func apiCall(t *testing.T, addr, method, path, token, body string) (int, string, string) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, "http://"+addr+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := webtest.Client.Do(req)
+	resp, err := webtest.Client.Do(webtest.NewAPIRequest(t, method, "http://"+addr+path, token, body))
 	if err != nil {
 		t.Fatal(err)
 	}

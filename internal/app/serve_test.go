@@ -411,22 +411,12 @@ func TestAdminListener(t *testing.T) {
 				t.Errorf("the service listens on %d sockets, want %d", got, want)
 			}
 			for _, path := range []string{"/healthz", "/debug/vars", "/debug/pprof/"} {
-				resp, err := webtest.Client.Get("http://" + r.addr + path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				if resp.StatusCode != 404 {
-					t.Errorf("public GET %s = %d, want 404", path, resp.StatusCode)
+				if code, _ := mustGetBody(t, "http://"+r.addr+path); code != 404 {
+					t.Errorf("public GET %s = %d, want 404", path, code)
 				}
 				if admin {
-					resp, err := webtest.Client.Get("http://" + r.adminAddr + path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						t.Errorf("admin GET %s = %d, want 200", path, resp.StatusCode)
+					if code, _ := mustGetBody(t, "http://"+r.adminAddr+path); code != 200 {
+						t.Errorf("admin GET %s = %d, want 200", path, code)
 					}
 				}
 			}
@@ -458,16 +448,8 @@ func TestProfileRateFlags(t *testing.T) {
 	ch := make(chan struct{})
 	go func() { time.Sleep(20 * time.Millisecond); close(ch) }()
 	<-ch
-	resp, err := webtest.Client.Get("http://" + r.adminAddr + "/debug/pprof/block?debug=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`(?m)^\d+ \d+ @ `).Match(body) || !strings.Contains(string(body), "TestProfileRateFlags") {
+	_, body := mustGetBody(t, "http://"+r.adminAddr+"/debug/pprof/block?debug=1")
+	if !regexp.MustCompile(`(?m)^\d+ \d+ @ `).MatchString(body) || !strings.Contains(body, "TestProfileRateFlags") {
 		t.Errorf("block profile has no sample of this test's wait:\n%.2000s", body)
 	}
 }

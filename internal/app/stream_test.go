@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -28,20 +27,11 @@ func TestStreamOutlivesListenerDeadlines(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	er := webtest.NewEventReader(resp.Body)
-	next := func() (c struct{ Total uint64 }) {
+	type event struct{ Total uint64 }
+	next := func() event {
 		t.Helper()
-		for {
-			ev, err := er.Next()
-			if err != nil {
-				t.Fatalf("stream ended: %v", err)
-			}
-			if ev.Comment == "" {
-				if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
-					t.Fatal(err)
-				}
-				return c
-			}
-		}
+		c, _ := webtest.NextJSON[event](t, er)
+		return c
 	}
 	if c := next(); c.Total != 0 {
 		t.Fatalf("first event total %d, want 0", c.Total)

@@ -89,22 +89,31 @@ func TestAppendCount(t *testing.T) {
 	}
 }
 
-func TestAppendColor(t *testing.T) {
-	tests := []struct {
-		in, want string
-		ok       bool
-	}{
-		{"brightgreen", "#4c1", true}, {"blue", "#007ec6", true}, {"lightgrey", "#9f9f9f", true},
-		{"fff", "#fff", true}, {"A1B2C3", "#A1B2C3", true},
-		{"#fff", "", false}, {"ff", "", false}, {"gggggg", "", false}, {"red;x", "", false}, {"", "", false},
-		{"url(x)", "", false},
-	}
+// colorCase is a color as a query gives it, and what AppendColor
+// appends for it (want) or whether it refuses it (!ok).
+type colorCase struct {
+	in, want string
+	ok       bool
+}
+
+// checkAppendColor checks AppendColor against each of tests.
+func checkAppendColor(t *testing.T, tests []colorCase) {
+	t.Helper()
 	for _, tt := range tests {
 		got, err := AppendColor(nil, []byte(tt.in))
 		if (err == nil) != tt.ok || string(got) != tt.want {
 			t.Errorf("AppendColor(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
+}
+
+func TestAppendColor(t *testing.T) {
+	checkAppendColor(t, []colorCase{
+		{"brightgreen", "#4c1", true}, {"blue", "#007ec6", true}, {"lightgrey", "#9f9f9f", true},
+		{"fff", "#fff", true}, {"A1B2C3", "#A1B2C3", true},
+		{"#fff", "", false}, {"ff", "", false}, {"gggggg", "", false}, {"red;x", "", false}, {"", "", false},
+		{"url(x)", "", false},
+	})
 }
 
 func TestParseStyle(t *testing.T) {
@@ -161,10 +170,7 @@ func BenchmarkBadgeParallel(b *testing.B) {
 // them, in any case, and shields.io's own names win where both define
 // one (its red is not CSS red).
 func TestAppendColorNames(t *testing.T) {
-	tests := []struct {
-		in, want string
-		ok       bool
-	}{
+	checkAppendColor(t, []colorCase{
 		{"purple", "#800080", true},
 		{"pink", "#ffc0cb", true},
 		{"black", "#000000", true},
@@ -182,13 +188,7 @@ func TestAppendColorNames(t *testing.T) {
 		{"purp1e", "", false},
 		{"transparent", "", false},
 		{"lightgoldenrodyellowx", "", false},
-	}
-	for _, tt := range tests {
-		got, err := AppendColor(nil, []byte(tt.in))
-		if (err == nil) != tt.ok || string(got) != tt.want {
-			t.Errorf("AppendColor(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
+	})
 }
 
 // TestCSSColors: the table holds the 148 CSS keywords, each a six-digit

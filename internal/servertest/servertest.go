@@ -24,6 +24,29 @@ import (
 // package into dir and returns the binary's path.
 func Build(dir string) (string, error) { return BuildAs(dir, "visitors") }
 
+// Main is the TestMain of a package whose tests run the real binary:
+// it builds the binary once into a new temporary directory named after
+// pattern, as os.MkdirTemp names it, sets *bin to its path, runs the
+// tests, calls each of after, removes the directory and exits with the
+// tests' code. A failed build exits 1 with go build's message.
+func Main(m *testing.M, pattern string, bin *string, after ...func()) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		*bin, err = Build(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	for _, f := range after {
+		f()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // BuildAs compiles ./cmd/visitors into dir/name with the extra go build
 // flags, such as -pgo=off, and returns the binary's path. In a git
 // checkout the binary carries the checkout's revision, as -version and

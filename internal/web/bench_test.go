@@ -37,7 +37,10 @@ func benchServeRules(b *testing.B, target string, rules bool) {
 	benchServeWith(b, target, obsAll, rules)
 }
 
-func benchServeWith(b *testing.B, target string, obs int, rules bool) {
+// benchServer returns the server of the benchServe benchmarks: observed
+// as obs says, with the default fairness rules or none.
+func benchServer(b *testing.B, obs int, rules bool) *Server {
+	b.Helper()
 	s, _ := mustServerObserved(b, nil, obs >= obsMetrics)
 	if rules {
 		withDefaultRules(b, s)
@@ -45,6 +48,11 @@ func benchServeWith(b *testing.B, target string, obs int, rules bool) {
 	if obs == obsAll {
 		mustFlightRecorder(b)
 	}
+	return s
+}
+
+func benchServeWith(b *testing.B, target string, obs int, rules bool) {
+	s := benchServer(b, obs, rules)
 	r := httptest.NewRequest("GET", target, nil)
 	r.Header.Set("User-Agent", benchUA)
 	w := webtest.NewResponseWriter()
@@ -73,13 +81,7 @@ func benchServeParallelRules(b *testing.B, target string, rules bool) {
 }
 
 func benchServeParallelWith(b *testing.B, target string, obs int, rules bool) {
-	s, _ := mustServerObserved(b, nil, obs >= obsMetrics)
-	if rules {
-		withDefaultRules(b, s)
-	}
-	if obs == obsAll {
-		mustFlightRecorder(b)
-	}
+	s := benchServer(b, obs, rules)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,35 @@ func withClientRules(tb testing.TB, s *Server, rules bool) {
 	s.visits.Uniques = u
 }
 
+// clientsRequest returns the request of the -clients scenario, less
+// its X-Forwarded-For: a counting badge, from the trusted proxy, by a
+// browser.
+func clientsRequest() *http.Request {
+	r := httptest.NewRequest("GET", "/counter/load.svg", nil)
+	r.RemoteAddr = "127.0.0.1:40000"
+	r.Header.Set("User-Agent", benchUA)
+	return r
+}
+
+// clientsServer returns a server with the rules of withClientRules and
+// the flight recorder on, that has served one round of every client of
+// xff: the limiter's table is full and turning over, as in the load
+// test past its first seconds.
+func clientsServer(b *testing.B, xff [][]string, rules bool) *Server {
+	b.Helper()
+	s, _ := mustServerObserved(b, nil, true)
+	withClientRules(b, s, rules)
+	mustFlightRecorder(b)
+	r := clientsRequest()
+	w := webtest.NewResponseWriter()
+	for _, a := range xff {
+		r.Header["X-Forwarded-For"] = a
+		w.Reset()
+		s.ServeHTTP(w, r)
+	}
+	return s
+}
+
 // BenchmarkCounterClients serves a counting badge to a new client on
 // every request, through a trusted proxy, as the load test's -clients
 // scenario does: the limiter meets a new client each time and its table
@@ -63,21 +93,9 @@ func BenchmarkCounterClients(b *testing.B) {
 	xff := benchClients()
 	for _, rules := range []bool{false, true} {
 		b.Run(fmt.Sprintf("rules=%v", rules), func(b *testing.B) {
-			s, _ := mustServerObserved(b, nil, true)
-			withClientRules(b, s, rules)
-			mustFlightRecorder(b)
-			r := httptest.NewRequest("GET", "/counter/load.svg", nil)
-			r.RemoteAddr = "127.0.0.1:40000"
-			r.Header.Set("User-Agent", benchUA)
+			s := clientsServer(b, xff, rules)
+			r := clientsRequest()
 			w := webtest.NewResponseWriter()
-			// One round of every client first: the limiter's table is
-			// full and turning over, as in the load test past its first
-			// seconds.
-			for _, a := range xff {
-				r.Header["X-Forwarded-For"] = a
-				w.Reset()
-				s.ServeHTTP(w, r)
-			}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -99,25 +117,12 @@ func BenchmarkCounterClientsParallel(b *testing.B) {
 	xff := benchClients()
 	for _, rules := range []bool{false, true} {
 		b.Run(fmt.Sprintf("rules=%v", rules), func(b *testing.B) {
-			s, _ := mustServerObserved(b, nil, true)
-			withClientRules(b, s, rules)
-			mustFlightRecorder(b)
-			r := httptest.NewRequest("GET", "/counter/load.svg", nil)
-			r.RemoteAddr = "127.0.0.1:40000"
-			r.Header.Set("User-Agent", benchUA)
-			w := webtest.NewResponseWriter()
-			for _, a := range xff { // as in BenchmarkCounterClients
-				r.Header["X-Forwarded-For"] = a
-				w.Reset()
-				s.ServeHTTP(w, r)
-			}
+			s := clientsServer(b, xff, rules)
 			b.ReportAllocs()
 			b.ResetTimer()
 			var next atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
-				r := httptest.NewRequest("GET", "/counter/load.svg", nil)
-				r.RemoteAddr = "127.0.0.1:40000"
-				r.Header.Set("User-Agent", benchUA)
+				r := clientsRequest()
 				w := webtest.NewResponseWriter()
 				for pb.Next() {
 					r.Header["X-Forwarded-For"] = xff[next.Add(1)%numBenchClients]

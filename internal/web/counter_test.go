@@ -46,9 +46,7 @@ func TestCounterParams(t *testing.T) {
 	for range 1234 {
 		get(s, "GET", "/counter/big.json")
 	}
-	tests := []struct {
-		target, want string
-	}{
+	checkShows(t, s, []shows{
 		{"/counter/big.svg?count=false&abbreviated=true", `aria-label="visitors: 1.2k"`},
 		{"/counter/big.svg?count=false&label=page%20views", `aria-label="page views: 1234"`},
 		{"/counter/big.svg?count=false&label=%3Cb%3E", `aria-label="&lt;b&gt;: 1234"`},
@@ -59,13 +57,7 @@ func TestCounterParams(t *testing.T) {
 		{"/counter/big.svg?count=false&style=plastic", `height="18"`},
 		{"/counter/big.svg?count=false&style=flat-square", `rx="0"`},
 		{"/counter/big.svg?count=false&label=", `aria-label="1234"`},
-	}
-	for _, tt := range tests {
-		w := get(s, "GET", tt.target)
-		if w.Code != 200 || !strings.Contains(w.Body.String(), tt.want) {
-			t.Errorf("GET %s = %d, want 200 with %s:\n%s", tt.target, w.Code, tt.want, w.Body)
-		}
-	}
+	})
 	w := get(s, "GET", "/counter/big.json?count=false")
 	if w.Body.String() != `{"key":"big","total":1234,"today":1234,"unique_today":1}`+"\n" || w.Header().Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("json = %q with ACAO %q", w.Body, w.Header().Get("Access-Control-Allow-Origin"))

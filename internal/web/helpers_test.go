@@ -182,3 +182,19 @@ var defaultCamo = sync.OnceValue(func() *client.Ranges {
 
 // defaultBots is one detector for every test: building one takes 5ms.
 var defaultBots = sync.OnceValue(bots.New)
+
+// shows is a GET of target, in order, and a text its answer must hold.
+type shows struct {
+	target, want string
+}
+
+// checkShows GETs each target of tests from h, in order, and checks
+// that the answer is a 200 holding its text.
+func checkShows(t *testing.T, h http.Handler, tests []shows) {
+	t.Helper()
+	for _, tt := range tests {
+		if w := get(h, "GET", tt.target); w.Code != 200 || !strings.Contains(w.Body.String(), tt.want) {
+			t.Errorf("GET %s = %d %q, want 200 with %s", tt.target, w.Code, w.Body, tt.want)
+		}
+	}
+}

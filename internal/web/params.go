@@ -39,11 +39,7 @@ func counterParam(name string) bool {
 func unknownCounterParam(q string) (string, bool) {
 	for q != "" {
 		var pair string
-		if i := strings.IndexByte(q, '&'); i >= 0 {
-			pair, q = q[:i], q[i+1:]
-		} else {
-			pair, q = q, ""
-		}
+		pair, q, _ = strings.Cut(q, "&")
 		if pair == "" {
 			continue
 		}

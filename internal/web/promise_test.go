@@ -154,21 +154,14 @@ func TestCounterShowToday(t *testing.T) {
 	mustVisit(t, s, "/counter/t.svg", 3)
 	nextDay()
 	mustVisit(t, s, "/counter/t.svg", 1)
-	tests := []struct {
-		target, want string
-	}{
+	checkShows(t, s, []shows{
 		{"/counter/t.svg?count=false&show=today", `aria-label="visitors: 1"`},
 		{"/counter/t.svg?count=false&show=total", `aria-label="visitors: 4"`},
 		{"/counter/t.svg?count=false", `aria-label="visitors: 4"`},
 		{"/counter/t.svg?count=false&show=today&abbreviated=true", `aria-label="visitors: 1"`},
 		{"/counter/t.json?count=false&show=today", `{"key":"t","total":4,"today":1,"unique_today":1}`},
 		{"/counter/t.svg?show=today", `aria-label="visitors: 2"`}, // counts, then shows today
-	}
-	for _, tt := range tests {
-		if w := get(s, "GET", tt.target); w.Code != 200 || !strings.Contains(w.Body.String(), tt.want) {
-			t.Errorf("GET %s = %d %q, want 200 with %s", tt.target, w.Code, w.Body, tt.want)
-		}
-	}
+	})
 }
 
 // TestCounterDailyDates: daily.json lists the last n UTC days oldest

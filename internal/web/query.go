@@ -15,11 +15,7 @@ var errEscape = errors.New("invalid URL escape")
 func queryValue(q, key string) (string, bool) {
 	for q != "" {
 		var pair string
-		if i := strings.IndexByte(q, '&'); i >= 0 {
-			pair, q = q[:i], q[i+1:]
-		} else {
-			pair, q = q, ""
-		}
+		pair, q, _ = strings.Cut(q, "&")
 		k, v := pair, ""
 		if i := strings.IndexByte(pair, '='); i >= 0 {
 			k, v = pair[:i], pair[i+1:]

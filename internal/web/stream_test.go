@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -58,23 +57,23 @@ func mustOpen(t *testing.T, url string) (*http.Response, *webtest.EventReader) {
 	return resp, webtest.NewEventReader(resp.Body)
 }
 
+// mustRefused GETs a stream that the server is to refuse, and returns
+// its answer and whole body.
+func mustRefused(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := webtest.Client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
+}
+
 // nextCounts returns the next event's counts, skipping comments.
 func nextCounts(t *testing.T, er *webtest.EventReader) (streamCounts, webtest.Event) {
 	t.Helper()
-	for {
-		ev, err := er.Next()
-		if err != nil {
-			t.Fatalf("stream ended: %v", err)
-		}
-		if ev.Comment != "" {
-			continue
-		}
-		var c streamCounts
-		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
-			t.Fatalf("event data %q: %v", ev.Data, err)
-		}
-		return c, ev
-	}
+	return webtest.NextJSON[streamCounts](t, er)
 }
 
 func TestStreamEvents(t *testing.T) {
@@ -155,12 +154,7 @@ func TestStreamLimits(t *testing.T) {
 	_, hs, _ := mustStreamServer(t, Config{MaxStreams: 5, StreamsPerClient: 2}, streamTimes{interval: time.Hour, heartbeat: time.Hour, retry: time.Second})
 	mustOpen(t, hs.URL+"/counter/k/stream")
 	mustOpen(t, hs.URL+"/counter/j/stream")
-	resp, err := webtest.Client.Get(hs.URL + "/counter/k/stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := mustRefused(t, hs.URL+"/counter/k/stream")
 	if resp.StatusCode != 503 || string(b) != msgStreamsClient || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third stream from one client = %d %q (Retry-After %q), want 503 %q", resp.StatusCode, b, resp.Header.Get("Retry-After"), msgStreamsClient)
 	}
@@ -171,12 +165,7 @@ func TestStreamLimitTotal(t *testing.T) {
 	// the total's; a second address comes from the IPv6 loopback.
 	_, hs, _ := mustStreamServer(t, Config{MaxStreams: 1, StreamsPerClient: 5}, streamTimes{interval: time.Hour, heartbeat: time.Hour, retry: time.Second})
 	mustOpen(t, hs.URL+"/counter/k/stream")
-	resp, err := webtest.Client.Get(hs.URL + "/counter/k/stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := mustRefused(t, hs.URL+"/counter/k/stream")
 	if resp.StatusCode != 503 || !strings.HasPrefix(string(b), "Too many live streams are open") {
 		t.Errorf("stream past -max-streams = %d %q, want 503", resp.StatusCode, b)
 	}
@@ -230,12 +219,7 @@ func TestStreamStoreError(t *testing.T) {
 	defer s.Shutdown()
 	hs := httptest.NewServer(s)
 	defer hs.Close()
-	resp, err := webtest.Client.Get(hs.URL + "/counter/k/stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := mustRefused(t, hs.URL+"/counter/k/stream")
 	if resp.StatusCode != 503 || string(b) != msgStreamStore {
 		t.Errorf("stream on a broken store = %d %q, want 503 %q", resp.StatusCode, b, msgStreamStore)
 	}

@@ -1,7 +1,10 @@
 package webtest
 
 import (
+	"io"
 	"net/http"
+	"strings"
+	"testing"
 	"time"
 )
 
@@ -17,3 +20,26 @@ const Deadline = time.Minute
 // listener: http.DefaultClient with a Timeout of [Deadline]. It may be
 // used concurrently.
 var Client = &http.Client{Timeout: Deadline}
+
+// NewAPIRequest returns a request for a JSON API: method to url, with
+// body as its JSON content unless body is empty, and with token as its
+// bearer token unless token is empty. A url that does not parse fails
+// tb.
+func NewAPIRequest(tb testing.TB, method, url, token, body string) *http.Request {
+	tb.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}

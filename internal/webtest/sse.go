@@ -2,8 +2,10 @@ package webtest
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"strings"
+	"testing"
 )
 
 // Event is one Server-Sent Event as a client reads it: its data lines
@@ -54,5 +56,26 @@ func (e *EventReader) Next() (Event, error) {
 				ev.Retry = value
 			}
 		}
+	}
+}
+
+// NextJSON returns the next event of er that is not a comment, with its
+// data decoded as JSON into a T. A stream that ends first, or data that
+// does not decode, fails tb.
+func NextJSON[T any](tb testing.TB, er *EventReader) (T, Event) {
+	tb.Helper()
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			tb.Fatalf("stream ended: %v", err)
+		}
+		if ev.Comment != "" {
+			continue
+		}
+		var v T
+		if err := json.Unmarshal([]byte(ev.Data), &v); err != nil {
+			tb.Fatalf("event data %q: %v", ev.Data, err)
+		}
+		return v, ev
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,18 +47,25 @@ func TestREADMELeadsWithTheMainJob(t *testing.T) {
 	}
 }
 
-// TestMarkersMatchExamples: every marker in the docs names an example
-// gendocs has, every example has a marker, and merging what the docs
-// hold changes nothing. (The check that they are what the binary prints
-// is go run ./scripts/gendocs -check, in ./scripts/test.sh.)
-func TestMarkersMatchExamples(t *testing.T) {
-	files := readDocs(t)
+// shown returns what the docs in files show of each example, by name,
+// the last block where one is shown twice.
+func shown(files map[string]string) map[string]string {
 	have := map[string]string{}
 	for _, name := range docs {
 		for _, m := range markerRE.FindAllStringSubmatch(files[name], -1) {
 			have[m[1]] = m[2]
 		}
 	}
+	return have
+}
+
+// TestMarkersMatchExamples: every marker in the docs names an example
+// gendocs has, every example has a marker, and merging what the docs
+// hold changes nothing. (The check that they are what the binary prints
+// is go run ./scripts/gendocs -check, in ./scripts/test.sh.)
+func TestMarkersMatchExamples(t *testing.T) {
+	files := readDocs(t)
+	have := shown(files)
 	out, err := merge(files, have, false)
 	if err != nil {
 		t.Fatal(err)
@@ -76,24 +84,13 @@ func TestMarkersMatchExamples(t *testing.T) {
 // shown twice, are errors.
 func TestMergeRefusesStrays(t *testing.T) {
 	files := readDocs(t)
-	have := map[string]string{}
-	for _, name := range docs {
-		for _, m := range markerRE.FindAllStringSubmatch(files[name], -1) {
-			have[m[1]] = m[2]
-		}
-	}
-	stray := map[string]string{}
-	for k, v := range files {
-		stray[k] = v
-	}
+	have := shown(files)
+	stray := maps.Clone(files)
 	stray["README.md"] += "\n<!-- example: no-such-example -->\n<!-- /example -->\n"
 	if _, err := merge(stray, have, false); err == nil || !strings.Contains(err.Error(), "no-such-example") {
 		t.Errorf("merge with a stray marker: err = %v, want one naming it", err)
 	}
-	twice := map[string]string{}
-	for k, v := range files {
-		twice[k] = v
-	}
+	twice := maps.Clone(files)
 	twice["README.md"] += "\n<!-- example: hi -->\n" + have["hi"] + "<!-- /example -->\n"
 	if _, err := merge(twice, have, false); err == nil || !strings.Contains(err.Error(), "shown twice") {
 		t.Errorf("merge with an example shown twice: err = %v, want shown twice", err)
@@ -106,16 +103,8 @@ func TestMergeRefusesStrays(t *testing.T) {
 // only in what is masked is kept.
 func TestMergeWritesWholeSessions(t *testing.T) {
 	files := readDocs(t)
-	have := map[string]string{}
-	for _, name := range docs {
-		for _, m := range markerRE.FindAllStringSubmatch(files[name], -1) {
-			have[m[1]] = m[2]
-		}
-	}
-	fresh := map[string]string{}
-	for k, v := range have {
-		fresh[k] = v
-	}
+	have := shown(files)
+	fresh := maps.Clone(have)
 	// Another run: new ids and times everywhere in the owner session.
 	fresh["token-create"] = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`).ReplaceAllString(have["token-create"], "1999-01-01T00:00:00Z")
 	if fresh["token-create"] == have["token-create"] {
