@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -271,6 +272,7 @@ func aioCrash(t *testing.T, env []string) {
 		tr := &http.Transport{MaxIdleConnsPerHost: len(aioCrashNames)}
 		hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 		answered := make([]int, len(aioCrashNames))
+		var first atomic.Int64         // names answered at least once this cycle
 		for i := range aioCrashNames { // one client per name: each answer is the name's total
 			wg.Go(func() {
 				for {
@@ -279,11 +281,23 @@ func aioCrash(t *testing.T, env []string) {
 						return // killed
 					}
 					acked[i] = max(acked[i], n)
-					answered[i]++
+					if answered[i]++; answered[i] == 1 {
+						first.Add(1)
+					}
 				}
 			})
 		}
-		time.Sleep(time.Duration(150+rng.IntN(500)) * time.Millisecond)
+		// The crash comes once every name has been answered, then at a
+		// random moment: on a busy machine a fixed sleep could kill the
+		// server before the load had reached it.
+		for deadline := time.Now().Add(60 * time.Second); first.Load() < int64(len(aioCrashNames)); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				p.Kill()
+				wg.Wait()
+				t.Fatalf("cycle %d: after 60s, %d of %d names answered once", cycle, first.Load(), len(aioCrashNames))
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
 		if err := p.Kill(); err != nil {
 			t.Fatal(err)
 		}
