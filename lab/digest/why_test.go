@@ -159,7 +159,7 @@ func TestWhyAllocsStep5Itoa(t *testing.T) {
 	}
 	var sink string
 	n := countInputs[0].n
-	if s5, sa := allocs.PerRun(2, func() { sink = Step5(n) }), allocs.PerRun(2, func() { sink = step5AppendInt(n) }); s5 != 3 || sa != 2 {
+	if s5, sa := allocs.PerRun(2, func() { sink = Step5(n) }), allocs.PerRun(2, func() { sink = step5AppendInt(n) }); s5 < 3 || s5 > 3.5 || sa < 2 || sa > 2.5 { // one allocation of the runtime in 2 calls: +0.5
 		t.Errorf("step 5: %.2f allocs a call, with AppendInt %.2f; want 3 and 2", s5, sa)
 	}
 	s0, s1 := allocs.PerRun(1, func() { sink = Step0(42) }), allocs.PerRun(1, func() { sink = Step1(42) })
