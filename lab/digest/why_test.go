@@ -81,8 +81,8 @@ func TestWhyAllocsSteps0to5(t *testing.T) {
 	if got := allocs.PerRun(100, func() { ssink = strings.Repeat(alphabet, 10) }); got != 1 {
 		t.Errorf("strings.Repeat: %.2f allocs, want 1", got)
 	}
-	big := make([]byte, 1_900_000)
-	if got := allocs.PerRun(10, func() { s := sha256.Sum256(big); bsink = s[0] }); got != 0 {
+	in := make([]byte, 64<<10)
+	if got := allocs.PerRun(100, func() { s := sha256.Sum256(in); bsink = s[0] }); got >= 0.1 {
 		t.Errorf("sha256.Sum256: %.2f allocs, want 0", got)
 	}
 	for _, in := range countInputs {
@@ -101,7 +101,7 @@ func TestWhyAllocsSteps0to5(t *testing.T) {
 					buf.WriteString(x)
 				}
 				sink = buf.Bytes()
-			}); got != in.growths {
+			}); got < in.growths || got > in.growths+0.5 {
 				t.Errorf("bytes.Buffer of %d copies of %q: %.2f allocs, want %v", Repeats, x, got, in.growths)
 			}
 			heapB := 0.0 // step 3's make([]byte, 0, int(sum[0]))
