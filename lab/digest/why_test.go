@@ -81,8 +81,8 @@ func TestWhyAllocsSteps0to5(t *testing.T) {
 	if got := allocs.PerRun(100, func() { ssink = strings.Repeat(alphabet, 10) }); got != 1 {
 		t.Errorf("strings.Repeat: %.2f allocs, want 1", got)
 	}
-	in := make([]byte, 64<<10)
-	if got := allocs.PerRun(100, func() { s := sha256.Sum256(in); bsink = s[0] }); got >= 0.1 {
+	block := make([]byte, 64<<10)
+	if got := allocs.PerRun(100, func() { s := sha256.Sum256(block); bsink = s[0] }); got >= 0.1 {
 		t.Errorf("sha256.Sum256: %.2f allocs, want 0", got)
 	}
 	for _, in := range countInputs {
