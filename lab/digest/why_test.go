@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,11 +20,14 @@ import (
 // while it is returned through unsafe (steps 6 and 7: the constant size
 // of step 7's make([]byte, 0, 256) does not keep it on the stack), and
 // it goes only when step 8 stops returning it. Counted exactly, at
-// steady state (the pools filled by a first call).
+// steady state: the pools filled by a first call, and no garbage
+// collection during the count, which would empty them (see
+// TestWhyAllocsPoolRefill).
 func TestWhyAllocsOutputSlice(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation counts are checked without -race: sync.Pool drops items under it")
 	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	for _, tt := range []struct {
 		step int
 		f    func(int) string
@@ -32,6 +37,43 @@ func TestWhyAllocsOutputSlice(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("step %d: %.2f allocs per call, want %v", tt.step, got, tt.want)
 		}
+	}
+}
+
+// TestWhyAllocsPoolRefill checks the write-up's reason for the fractions
+// the benchmarks of steps 6 to 10 report above the steady-state count: a
+// garbage collection empties the pools (two cycles: the first moves
+// their items to a victim cache, the second drops them), and the next
+// call allocates what the pools' New makes.
+func TestWhyAllocsPoolRefill(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation counts are checked without -race: sync.Pool drops items under it")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	oneCall := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}
+	dst := make([]byte, 0, 256)
+	for _, tt := range []struct {
+		step int
+		f    func()
+	}{
+		{8, func() { Step8(12345) }},
+		{10, func() { dst = AppendDigest(dst[:0], 12345) }},
+	} {
+		tt.f()
+		warm := oneCall(tt.f)
+		runtime.GC()
+		runtime.GC()
+		cold := oneCall(tt.f)
+		if cold <= warm {
+			t.Errorf("step %d: %d allocs in a call after two GCs, %d before them; want more after", tt.step, cold, warm)
+		}
+		t.Logf("step %d: %d allocs with the pools filled, %d after two GCs", tt.step, warm, cold)
 	}
 }
 
