@@ -22,7 +22,10 @@ import (
 // it goes only when step 8 stops returning it. Counted exactly, at
 // steady state: the pools filled by a first call, and no garbage
 // collection during the count, which would empty them (see
-// TestWhyAllocsPoolRefill).
+// TestWhyAllocsPoolRefill). A stray allocation of the runtime or the test
+// framework during the 20 calls is tolerated (0.05 a call: seen about
+// once in 20 runs of the test alone, with an exact comparison); one of
+// the step's own, 1 a call, is not.
 func TestWhyAllocsOutputSlice(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation counts are checked without -race: sync.Pool drops items under it")
@@ -34,7 +37,7 @@ func TestWhyAllocsOutputSlice(t *testing.T) {
 		want float64
 	}{{6, Step6, 1}, {7, Step7, 1}, {8, Step8, 0}} {
 		got := allocs.PerRun(20, func() { tt.f(12345) })
-		if got != tt.want {
+		if got < tt.want || got >= tt.want+0.1 {
 			t.Errorf("step %d: %.2f allocs per call, want %v", tt.step, got, tt.want)
 		}
 	}
