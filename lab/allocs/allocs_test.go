@@ -8,9 +8,11 @@ import (
 
 var sink []byte
 
-// TestPerRunIsUnrounded allocates on every other call: PerRun says 0.5
-// where testing.AllocsPerRun says 0.
-func TestPerRunIsUnrounded(t *testing.T) {
+// TestAllocsPerRunIsUnrounded allocates on every other call: PerRun says
+// 0.5 where testing.AllocsPerRun says 0. (Its name matches the -run
+// 'Allocs|Allocate' of scripts/test.sh's allocation-budget step, the one
+// run without -race, under which it is skipped.)
+func TestAllocsPerRunIsUnrounded(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation counts are checked without -race")
 	}
@@ -26,5 +28,35 @@ func TestPerRunIsUnrounded(t *testing.T) {
 	}
 	if got := testing.AllocsPerRun(100, f); got != 0 {
 		t.Errorf("testing.AllocsPerRun = %v, want 0 (it rounds down)", got)
+	}
+}
+
+// TestAllocsExactIsUnrounded: a benchmark that allocates on every other
+// iteration reports 0.5 exact-allocs/op through Exact, where go test's
+// allocs/op says 0. The tables of docs/lab.md show this metric.
+func TestAllocsExactIsUnrounded(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation counts are checked without -race")
+	}
+	res := testing.Benchmark(func(b *testing.B) {
+		n := 0
+		defer Exact(b)()
+		for b.Loop() {
+			n++
+			if n%2 == 0 {
+				sink = make([]byte, 64)
+			}
+		}
+	})
+	if res.N < 1000 {
+		t.Fatalf("the benchmark ran %d iterations, want 1000 or more", res.N)
+	}
+	// A stray allocation of the runtime or the framework may add a few
+	// over millions of iterations.
+	if got := res.Extra[Unit]; got < 0.5 || got > 0.501 {
+		t.Errorf("%s = %v over %d iterations, want 0.5", Unit, got, res.N)
+	}
+	if got := res.AllocsPerOp(); got != 0 {
+		t.Errorf("allocs/op = %d, want 0 (it rounds down)", got)
 	}
 }
