@@ -1,3 +1,5 @@
+//go:build !lab_exercise
+
 package exercises
 
 import (
@@ -35,7 +37,8 @@ func funcBody(t *testing.T, file, name string) string {
 // build tag) is greeting's step 5 as it is, the one step with the buffer
 // bug and no other that allocates per request. A copy of step 8 failed
 // the exercise with the regexp pool's 17 allocations after the buffer was
-// fixed as the exercise asks.
+// fixed as the exercise asks. Not built with the tag: the reader's fix
+// changes the copy.
 func TestReaderGreetingIsStep5(t *testing.T) {
 	if got, want := funcBody(t, "reader.go", "Greeting"), funcBody(t, "../greeting/greeting.go", "Step5"); got != want {
 		t.Errorf("reader.go's Greeting is not greeting.Step5:\n%s\nwant\n%s", got, want)
