@@ -126,3 +126,101 @@ func TestWhyAllocsPerStep(t *testing.T) {
 		})
 	}
 }
+
+// step7WithSetDeferredPut is step7WithSet with step 6's deferred Put of
+// the body's buffer, and nothing else of step 6.
+func step7WithSetDeferredPut(log io.Writer) http.Handler {
+	counter := map[string]int{}
+	var mu sync.Mutex // mutex for counter
+	pool := &sync.Pool{New: func() interface{} { return new(bytes.Buffer) }}
+	logger := zerolog.New(log)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.FormValue("name")
+		mu.Lock()
+		counter[name]++
+		cnt := []byte(strconv.Itoa(counter[name]))
+		mu.Unlock()
+
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		buf := pool.Get().(*bytes.Buffer)
+		defer pool.Put(buf) // restored
+		buf.Reset()
+		buf.Write([]byte("<h1 style='color: "))
+		buf.Write([]byte(r.FormValue("color")))
+		buf.Write([]byte("'>Welcome!</h1> <p>Name: "))
+		buf.Write([]byte(name))
+		buf.Write([]byte("</p> <p>Count: "))
+		buf.Write(cnt)
+		w.Write(buf.Bytes())
+
+		logbuf := pool.Get().(*bytes.Buffer)
+		logbuf.Reset()
+		logbuf.Write([]byte("visited name="))
+		logbuf.Write([]byte(name))
+		logbuf.Write([]byte("count="))
+		logbuf.Write(cnt)
+		logger.Info().Msg(logbuf.String())
+		pool.Put(logbuf)
+	})
+}
+
+// step7WithSetItoaTwice is step7WithSet with the count formatted twice,
+// as step 6 does (strconv.Itoa for the log, AppendInt into the body),
+// instead of kept as one []byte, and nothing else of step 6.
+func step7WithSetItoaTwice(log io.Writer) http.Handler {
+	counter := map[string]int{}
+	var mu sync.Mutex // mutex for counter
+	pool := &sync.Pool{New: func() interface{} { return new(bytes.Buffer) }}
+	logger := zerolog.New(log)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.FormValue("name")
+		mu.Lock()
+		counter[name]++
+		n := counter[name]
+		mu.Unlock()
+
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		buf := pool.Get().(*bytes.Buffer)
+		buf.Reset()
+		buf.Write([]byte("<h1 style='color: "))
+		buf.Write([]byte(r.FormValue("color")))
+		buf.Write([]byte("'>Welcome!</h1> <p>Name: "))
+		buf.Write([]byte(name))
+		buf.Write([]byte("</p> <p>Count: "))
+		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), int64(n), 10))
+		w.Write(buf.Bytes())
+		pool.Put(buf)
+
+		logbuf := pool.Get().(*bytes.Buffer)
+		logbuf.Reset()
+		logbuf.Write([]byte("visited name="))
+		logbuf.Write([]byte(name))
+		logbuf.Write([]byte("count="))
+		logbuf.Write([]byte(strconv.Itoa(n)))
+		logger.Info().Msg(logbuf.String())
+		pool.Put(logbuf)
+	})
+}
+
+// TestWhyAllocsFinalVersionEach: TestWhyAllocsFinalVersion shows that
+// step 7's other changes save nothing together; each, undone alone on
+// step 7 with the Set restored, saves nothing either (they do not offset
+// each other): the deferred Put of the body's buffer (a deferred call
+// does not allocate) and the count kept as one []byte (formatted twice
+// instead, as step 6 does, it allocates as often: the small []byte
+// conversion stays on the stack).
+func TestWhyAllocsFinalVersionEach(t *testing.T) {
+	s6, st6 := handlerAllocs(t, newStep(t, 6, io.Discard), nil)
+	for _, tt := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"the deferred Put restored", step7WithSetDeferredPut(io.Discard)},
+		{"the count formatted twice", step7WithSetItoaTwice(io.Discard)},
+	} {
+		s, st := handlerAllocs(t, tt.h, nil)
+		if s < s6-0.1 || s > s6+0.1 || st < st6-0.1 || st > st6+0.1 {
+			t.Errorf("step 7 with Header().Set and %s: %.2f/%.2f allocs, step 6 %.2f/%.2f (start/steady); want equal", tt.name, s, st, s6, st6)
+		}
+	}
+}
