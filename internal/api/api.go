@@ -48,6 +48,7 @@ import (
 	"visitors/internal/client"
 	"visitors/internal/httperr"
 	"visitors/internal/store"
+	"visitors/internal/visit"
 )
 
 // Limits and defaults of the API.
@@ -133,11 +134,10 @@ type Config struct {
 	// POST /api/v1/counters/{key} and no token: the answer holds a token
 	// for that key alone.
 	OpenCreate bool
-	// NewKeys, if set, limits the counters a client creates with
-	// OpenCreate: the web layer's limiter, so that badges and the API
-	// share one budget per client. NewKeysRate is its rate, for the 429.
-	NewKeys     *client.Limiter
-	NewKeysRate client.Rate
+	// NewKeys limits the counters a client creates with OpenCreate: the
+	// visit rules' budget (visit.Rules.Budget), so that badges and the
+	// API share one budget per client. The zero Budget limits nothing.
+	NewKeys visit.Budget
 }
 
 // Handler serves the owner API. It is safe for concurrent use.
