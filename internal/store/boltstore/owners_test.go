@@ -824,12 +824,13 @@ func TestTokenRecordVersions(t *testing.T) {
 	}
 }
 
-// TestReviewNegativeAddWhileAKeyFails: a negative Add lowers a key as
-// Set does, and needs the same floor: while another key cannot be
+// TestNegativeAddWhileAKeyFailsSurvivesACrash: a negative Add lowers a
+// key as Set does, and needs the same floor: while another key cannot be
 // written the file stays behind the log, whose records of the key hold
 // its counts from before the Add; without the floor a crash replays
 // them over the lowered counts (the Add is undone).
-func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
+// Found by review (was TestReviewNegativeAddWhileAKeyFails).
+func TestNegativeAddWhileAKeyFailsSurvivesACrash(t *testing.T) {
 	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "lowered", 30)
@@ -852,10 +853,11 @@ func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
 	mustClose(t, s)
 }
 
-// TestReviewPositiveAddWhileAKeyFails: a positive Add while another key
-// cannot be written (the file behind the log) is neither lost nor
-// counted twice by the replay after a crash.
-func TestReviewPositiveAddWhileAKeyFails(t *testing.T) {
+// TestPositiveAddWhileAKeyFailsCountsOnceAfterACrash: a positive Add
+// while another key cannot be written (the file behind the log) is
+// neither lost nor counted twice by the replay after a crash.
+// Found by review (was TestReviewPositiveAddWhileAKeyFails).
+func TestPositiveAddWhileAKeyFailsCountsOnceAfterACrash(t *testing.T) {
 	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "raised", 30)
