@@ -263,16 +263,7 @@ func TestLogFailureFallsBackToTheFile(t *testing.T) {
 		t.Errorf("Health() = %v after the file took the passes, want nil", err)
 	}
 	healLog(s)
-	before := s.Stats().LogRecords
-	mustIncrN(t, s, "a", 2)
-	if s.Stats().LogRecords <= before {
-		t.Error("the log was not used again once it could be written")
-	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-	if n := readTotal(t, crashed, "a"); n != 5 {
-		t.Errorf("after a crash a = %d, want 5", n)
-	}
+	logUsedAgain(t, s, 5)
 }
 
 // fileCopy copies the bbolt file of s alone, without its log.
@@ -991,5 +982,22 @@ func wantTotals(t *testing.T, s *Store, when string, totals map[string]uint64) {
 		if c := mustGet(t, s, []byte(k)); c.Total != want {
 			t.Errorf("%s %s = %d, want %d", when, k, c.Total, want)
 		}
+	}
+}
+
+// logUsedAgain makes two visits to "a" once the log can be written
+// again: they go through the log, and a crash right after them finds a
+// total of want, and closes s.
+func logUsedAgain(t *testing.T, s *Store, want uint64) {
+	t.Helper()
+	before := s.Stats().LogRecords
+	mustIncrN(t, s, "a", 2)
+	if s.Stats().LogRecords <= before {
+		t.Error("the log was not used again once it could be written")
+	}
+	crashed := crashCopy(t, s)
+	mustClose(t, s)
+	if n := readTotal(t, crashed, "a"); n != want {
+		t.Errorf("after a crash a = %d, want %d", n, want)
 	}
 }
