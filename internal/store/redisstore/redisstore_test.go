@@ -582,6 +582,18 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		}
 		return got
 	}
+	// closeGivesBack closes a once its block ahead is reserved (the /hi
+	// counter at ahead), and checks that the counter is back at left.
+	closeGivesBack := func(t *testing.T, a *Store, hi, ahead, left, why string) {
+		t.Helper()
+		waitRedisValue(t, hi, ahead)
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := redisGet(t, hi); got != left {
+			t.Errorf("/hi counter after a's Close = %s, want %s: %s", got, left, why)
+		}
+	}
 	t.Run("contiguous", func(t *testing.T) {
 		prefix := prefixOf(t.TempDir())
 		hi := newNames(prefix).hi
@@ -589,13 +601,7 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		if got := hits(a, 6); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 6}) {
 			t.Errorf("Hit ×6 = %v, want 1 to 6", got)
 		}
-		waitRedisValue(t, hi, "20") // the block ahead, reserved at 5
-		if err := a.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got := redisGet(t, hi); got != "6" {
-			t.Errorf("/hi counter after a clean Close = %s, want 6: 7 to 20 given back", got)
-		}
+		closeGivesBack(t, a, hi, "20", "6", "7 to 20 given back") // the block ahead, reserved at 5
 		b := open(prefix)
 		defer b.Close()
 		if got := hits(b, 1); got[0] != 7 {
@@ -616,13 +622,7 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		if got := hits(a, 1); got[0] != 5 {
 			t.Errorf("a: fifth Hit = %d, want 5", got[0])
 		}
-		waitRedisValue(t, hi, "30") // a's block ahead, 21 to 30
-		if err := a.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got := redisGet(t, hi); got != "20" {
-			t.Errorf("/hi counter after a's Close = %s, want 20: a's block ahead given back, not 6 to 10 (b reserved after them)", got)
-		}
+		closeGivesBack(t, a, hi, "30", "20", "a's block ahead (21 to 30) given back, not 6 to 10 (b reserved after them)")
 		c := open(prefix)
 		defer c.Close()
 		if got := hits(c, 1); got[0] != 21 {
@@ -640,13 +640,7 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		if got := hits(a, 1); got[0] != 1 {
 			t.Errorf("first Hit = %d, want 1", got[0])
 		}
-		waitRedisValue(t, hi, "2")
-		if err := a.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got := redisGet(t, hi); got != "1" {
-			t.Errorf("/hi counter after a clean Close = %s, want 1: 2 given back", got)
-		}
+		closeGivesBack(t, a, hi, "2", "1", "2 given back")
 	})
 }
 
