@@ -101,14 +101,25 @@ func TestBatchReservesHitNumbersAhead(t *testing.T) {
 	if got := s.Stats().Passes; got != 1 {
 		t.Errorf("%d numbers, the whole first reservation, took %d writes, want 1", last, got)
 	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-
-	c := mustOpen(t, Options{Dir: crashed})
-	defer mustClose(t, c)
+	c := crashAndReopen(t, s)
 	if n := mustHit(t, c); n <= last {
 		t.Errorf("after a crash, Hit() = %d, want more than the %d already handed out", n, last)
 	}
+}
+
+// crashAndReopen closes s after a copy of its file as a crash would
+// leave it now, and opens that copy, closed when t ends.
+func crashAndReopen(t *testing.T, s *Store) *Store {
+	t.Helper()
+	crashed := crashCopy(t, s)
+	mustClose(t, s)
+	c := mustOpen(t, Options{Dir: crashed})
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close of the crashed copy: %v", err)
+		}
+	})
+	return c
 }
 
 // crashCopy copies the store's file, as a crash would leave it now (the
@@ -936,10 +947,7 @@ func TestHitAtTheReservationEdge(t *testing.T) {
 	for edge := s.reserved.Load() + 1; last < edge; {
 		last = mustHit(t, s) // up to the first number past it
 	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-	c := mustOpen(t, Options{Dir: crashed})
-	defer mustClose(t, c)
+	c := crashAndReopen(t, s)
 	if n := mustHit(t, c); n <= last {
 		t.Errorf("after a crash, Hit() = %d, but %d was already handed out", n, last)
 	}

@@ -233,10 +233,7 @@ func TestLogFullCatchesUp(t *testing.T) {
 	if st.LogRecords == 0 || st.LogRecords == st.Passes {
 		t.Errorf("Stats() = %+v: want passes through the log and passes that made the file catch up", st)
 	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-	r := mustOpen(t, Options{Dir: crashed})
-	defer mustClose(t, r)
+	r := crashAndReopen(t, s)
 	if c := mustGet(t, r, []byte(long)); c.Total != 40 {
 		t.Errorf("long key after the crash: %d, want 40", c.Total)
 	}
@@ -678,10 +675,7 @@ func TestWALHugePass(t *testing.T) {
 	if st := s.Stats(); st.LogRecords == 0 {
 		t.Errorf("Stats() = %+v: want passes through the log", st)
 	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-	r := mustOpen(t, Options{Dir: crashed})
-	defer mustClose(t, r)
+	r := crashAndReopen(t, s)
 	if n := r.Keys(); n != goroutines*each {
 		t.Errorf("after a crash %d keys, want %d", n, goroutines*each)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/servertest"
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
@@ -199,9 +200,9 @@ func openStandalone(t *testing.T, o Options) *Store {
 
 // openLogged opens a store on url that flushes only when asked and waits
 // 500ms for Redis, logging into the buffer it returns.
-func openLogged(t *testing.T, url string) (*Store, *syncBuffer) {
+func openLogged(t *testing.T, url string) (*Store, *servertest.Buffer) {
 	t.Helper()
-	log := new(syncBuffer)
+	log := new(servertest.Buffer)
 	st, err := Open(Options{URL: url, FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(log)})
 	if err != nil {
 		t.Fatal(err)

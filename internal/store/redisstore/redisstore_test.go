@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/race"
+	"visitors/internal/servertest"
 	"visitors/internal/store"
 	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore/redistest"
@@ -240,24 +240,6 @@ func TestMaxKeysAcrossInstances(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a logger and a test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestWarnsWhenRedisMayEvict: opening a store on a Redis whose
 // maxmemory-policy evicts warns in the log, naming the policy; on the
 // test's servers (noeviction, Redis's default) it does not.
@@ -274,7 +256,7 @@ func TestWarnsWhenRedisMayEvict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var log syncBuffer
+			var log servertest.Buffer
 			tt.o.Log = zerolog.New(&log)
 			tt.o.Prefix = prefixOf(t.TempDir())
 			st, err := Open(tt.o)
@@ -498,7 +480,7 @@ func TestKeyMadeAgainAfterADeleteElsewhereIsListed(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {
 			prefix := prefixOf(t.TempDir())
-			var log syncBuffer
+			var log servertest.Buffer
 			o := Options{Prefix: prefix, Durability: store.Sync, FlushInterval: time.Hour, Log: zerolog.New(&log)}
 			o = at(where, o)
 			a, err := Open(o)
@@ -560,7 +542,7 @@ func waitRedisValue(t *testing.T, name, want string) {
 // twice.
 func TestHiBlocksGiveBackAtClose(t *testing.T) {
 	block := uint64(10)
-	var log syncBuffer
+	var log servertest.Buffer
 	defer func() {
 		if strings.Contains(log.String(), "give back") {
 			t.Errorf("a Close logged a failure to give numbers back:\n%s", log.String())
