@@ -24,11 +24,7 @@ import (
 // many rounds fail: the instance showed the count plus every view of the
 // outage, and kept (and resent) a copy of the hash per view.
 func TestUniquesInFlightVisitorIsNotAddedAgain(t *testing.T) {
-	rs := redistest.StartTest(t)
-	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, st := openOutage(t)
 	defer st.Close()
 	k, d := []byte("k"), store.DayOf(time.Now())
 	if _, err := st.Incr(t.Context(), k); err != nil {
@@ -62,11 +58,7 @@ func TestUniquesInFlightVisitorIsNotAddedAgain(t *testing.T) {
 // memory up to a bound, not without one; those past it are counted as
 // dropped, and once a round is answered new visitors are held again.
 func TestUniquesPendingIsBounded(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, MaxPendingUniques: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: 1000})
 	d := store.DayOf(time.Now())
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
 	for _, k := range keys {
@@ -252,11 +244,7 @@ func TestUniquesMemoryOfADeletedCounter(t *testing.T) {
 // counter visited by a million visitors a day held each of them until
 // the day ended.
 func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
 	k, d := []byte("k"), store.DayOf(time.Now())
 	if _, err := st.Incr(t.Context(), k); err != nil {
 		t.Fatal(err)
@@ -289,11 +277,7 @@ func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
 // machine (the race detector, other work on both cores) a round of
 // sendMax visitors took over a second and failed the test.
 func TestUniquesBacklogDrains(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Timeout: 30 * time.Second})
 	k, d := []byte("k"), store.DayOf(time.Now())
 	if _, err := st.Incr(t.Context(), k); err != nil {
 		t.Fatal(err)
@@ -360,11 +344,7 @@ func TestUniquesMidnightAcrossInstances(t *testing.T) {
 // day keeps one whose visitors are not yet sent, so that a round that
 // fails sends them again.
 func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
-	rs := redistest.StartTest(t)
-	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, st := openOutage(t)
 	defer st.Close()
 	k, yesterday := []byte("k"), store.DayOf(time.Now())-1
 	if _, err := st.Incr(t.Context(), k); err != nil {
@@ -405,11 +385,7 @@ func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
 // are still in flight (the bound's check left it in the counter's set:
 // taken for one already held).
 func TestUniquesDroppedVisitorComesBack(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, MaxPendingUniques: sendMax + 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: sendMax + 10})
 	k, d := []byte("k"), store.DayOf(time.Now())
 	if _, err := st.Incr(t.Context(), k); err != nil {
 		t.Fatal(err)
