@@ -38,6 +38,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,7 @@ import (
 	"visitors/internal/client"
 	"visitors/internal/httperr"
 	"visitors/internal/store"
+	"visitors/internal/visit"
 )
 
 // Limits and defaults of the API.
@@ -133,11 +135,10 @@ type Config struct {
 	// POST /api/v1/counters/{key} and no token: the answer holds a token
 	// for that key alone.
 	OpenCreate bool
-	// NewKeys, if set, limits the counters a client creates with
-	// OpenCreate: the web layer's limiter, so that badges and the API
-	// share one budget per client. NewKeysRate is its rate, for the 429.
-	NewKeys     *client.Limiter
-	NewKeysRate client.Rate
+	// NewKeys limits the counters a client creates with OpenCreate: the
+	// visit rules' budget (visit.Rules.Budget), so that badges and the
+	// API share one budget per client. The zero Budget limits nothing.
+	NewKeys visit.Budget
 }
 
 // Handler serves the owner API. It is safe for concurrent use.
@@ -145,7 +146,8 @@ type Handler struct {
 	c        Config
 	backup   store.Backup // nil: export and import answer 501
 	failures *client.Limiter
-	legacy   struct { // legacyTokens' copy
+	mux      *http.ServeMux // finds a request's route: newMux
+	legacy   struct {       // legacyTokens' copy
 		mu     sync.Mutex
 		ok     bool
 		read   time.Time
@@ -169,6 +171,7 @@ func New(c Config) *Handler {
 	}
 	h := &Handler{c: c}
 	h.backup, _ = c.Store.(store.Backup)
+	h.mux = h.newMux()
 	if !c.NoFailureLimit {
 		// A failure takes a token from the new-key bucket, whose burst
 		// is its count per period: five failures at once, then one per
@@ -212,9 +215,13 @@ func (p *principal) may(key string) bool {
 	return t.Covers(key)
 }
 
-// route is one endpoint: a handler per method.
+// route is one endpoint: a handler per method, reached through the
+// ServeMux patterns of its paths (see newMux).
 type route struct {
-	name    string // for the audit log and errors: "counters/{key}"
+	name    string   // for the audit log and errors: "counters/{key}"
+	paths   []string // its ServeMux patterns' paths; none for routeAdd
+	param   string   // the escaped path's start before its parameter ("" for none)
+	key     bool     // the parameter is a key (unescapeKey), not a token id
 	methods map[string]func(*Handler, *call) error
 }
 
@@ -227,19 +234,101 @@ type call struct {
 	query map[string][]string
 }
 
-// ServeHTTP routes an /api/v1/ request: 404 for an unknown path, 405
-// for a method the path does not take, 429 for a client past its failed
-// attempts, 401 without a valid token, then the call.
+// ServeHTTP answers an /api/v1/ request: the ServeMux of New finds its
+// route (or the 404) by the path as written, and serve answers it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd["Cache-Control"] = []string{"no-store"}
 	hd["X-Content-Type-Options"] = []string{"nosniff"}
-	rt, param, err := lookup(r.URL.EscapedPath(), r.Method)
+	p := r.URL.EscapedPath()
+	if !strings.HasPrefix(p, Prefix) {
+		h.fail(w, r, errNotFound)
+		return
+	}
+	next, _ := h.mux.Handler(&http.Request{Method: r.Method, URL: &url.URL{Path: asWritten(p)}})
+	next.ServeHTTP(w, r)
+}
+
+// asWritten returns the path the ServeMux matches for escaped path p:
+// p itself as the unescaped path, so that a percent-encoded byte is
+// never the path's own (c%6Funters is no path, a%2Fadd one segment),
+// with each empty or dot segment, which the mux would clean away with a
+// redirect, as "%", a segment no literal matches. The route's handler
+// reads its parameter from the request's own path.
+func asWritten(p string) string {
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return p
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, s := range segs {
+		if s == "." || s == ".." || s == "" && i < len(segs)-1 {
+			segs[i] = "%"
+		}
+	}
+	return "/" + strings.Join(segs, "/")
+}
+
+// newMux returns the ServeMux of h's routes. Each path gets a pattern
+// per method it takes, and a HEAD pattern and a pattern without a
+// method that answer 405 with the path's own Allow (a GET pattern would
+// answer HEAD, and the mux's 405 is not JSON); the rest of /api/v1/ is
+// a 404.
+func (h *Handler) newMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) { h.fail(w, r, errNotFound) })
+	for _, rt := range routes {
+		serve := func(fn func(*Handler, *call) error) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, rt, escapedParam(r, rt), fn) }
+		}
+		for _, path := range rt.paths {
+			for m, fn := range rt.methods {
+				next := serve(fn)
+				if rt == &routeCounter && m == http.MethodPost {
+					next = h.postCounter
+				}
+				mux.Handle(m+" "+path, next)
+			}
+			mux.Handle(http.MethodHead+" "+path, serve(nil))
+			mux.Handle(path, serve(nil))
+		}
+	}
+	return mux
+}
+
+// escapedParam returns the escaped parameter of rt in r's path.
+func escapedParam(r *http.Request, rt *route) string {
+	return strings.TrimPrefix(r.URL.EscapedPath(), rt.param)
+}
+
+// postCounter serves POST /api/v1/counters/{key...}: an add if the path
+// as written ends in /add (a key that ends in "/add" is created with its
+// slash percent-encoded, %2Fadd), else open creation (405 without
+// Config.OpenCreate).
+func (h *Handler) postCounter(w http.ResponseWriter, r *http.Request) {
+	p := escapedParam(r, &routeCounter)
+	if k, ok := strings.CutSuffix(p, addSuffix); ok {
+		h.serve(w, r, &routeAdd, k, (*Handler).addCounter)
+		return
+	}
+	h.serve(w, r, &routeCounter, p, h.method(&routeCounter, http.MethodPost))
+}
+
+// serve answers r on rt, whose parameter is escaped in param, with fn:
+// 400 for a parameter that is not one, 405 if fn is nil, 429 for a
+// client past its failed attempts, 401 without a valid token, then the
+// call.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rt *route, param string, fn func(*Handler, *call) error) {
+	var err error
+	switch {
+	case rt.key:
+		param, err = unescapeKey(param)
+	case rt.param != "":
+		param, err = unescape(param)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	fn := h.method(rt, r.Method)
 	if fn == nil {
 		allow := make([]string, 0, len(rt.methods))
 		for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
@@ -247,7 +336,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				allow = append(allow, m)
 			}
 		}
-		hd["Allow"] = []string{strings.Join(allow, ", ")}
+		w.Header()["Allow"] = []string{strings.Join(allow, ", ")}
 		h.fail(w, r, &httperr.HTTPError{Code: http.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s takes %s", rt.name, strings.Join(allow, ", "))})
 		return
 	}
@@ -281,52 +370,29 @@ func (h *Handler) method(rt *route, m string) func(*Handler, *call) error {
 	return rt.methods[m]
 }
 
-// lookup finds the route of escaped path p and its parameter. A POST
-// to a path that ends in /add adds to the counter before it: a key that
-// ends in "/add" is created with its slash percent-encoded (%2Fadd).
-func lookup(p, method string) (*route, string, error) {
-	rest, ok := strings.CutPrefix(p, Prefix)
-	if !ok {
-		return nil, "", errNotFound
-	}
-	switch {
-	case rest == "counters":
-		return &routeCounters, "", nil
-	case method == http.MethodPost && strings.HasPrefix(rest, "counters/") && strings.HasSuffix(rest, addSuffix) &&
-		len(rest) >= len("counters/")+len(addSuffix):
-		key, err := unescapeKey(rest[len("counters/") : len(rest)-len(addSuffix)])
-		return &routeAdd, key, err
-	case strings.HasPrefix(rest, "counters/"):
-		key, err := unescapeKey(rest[len("counters/"):])
-		return &routeCounter, key, err
-	case rest == "tokens":
-		return &routeTokens, "", nil
-	case strings.HasPrefix(rest, "tokens/") && !strings.Contains(rest[len("tokens/"):], "/"):
-		id, err := unescape(rest[len("tokens/"):])
-		return &routeToken, id, err
-	case rest == "export":
-		return &routeExport, "", nil
-	case rest == "import":
-		return &routeImport, "", nil
-	}
-	return nil, "", errNotFound
-}
-
 // addSuffix ends the path of POST /api/v1/counters/{key}/add.
 const addSuffix = "/add"
 
-// The routes.
+// The routes. A token id is one segment, the empty one included; a key
+// is the rest of the path.
 var (
-	routeCounters = route{name: "/api/v1/counters", methods: map[string]func(*Handler, *call) error{http.MethodGet: (*Handler).listCounters}}
-	routeCounter  = route{name: "/api/v1/counters/{key}", methods: map[string]func(*Handler, *call) error{
-		http.MethodGet: (*Handler).getCounter, http.MethodPut: (*Handler).putCounter, http.MethodDelete: (*Handler).deleteCounter,
-		http.MethodPost: (*Handler).createCounter}}
-	routeAdd    = route{name: "/api/v1/counters/{key}/add", methods: map[string]func(*Handler, *call) error{http.MethodPost: (*Handler).addCounter}}
-	routeTokens = route{name: "/api/v1/tokens", methods: map[string]func(*Handler, *call) error{
+	routeCounters = route{name: "/api/v1/counters", paths: []string{"/api/v1/counters"},
+		methods: map[string]func(*Handler, *call) error{http.MethodGet: (*Handler).listCounters}}
+	routeCounter = route{name: "/api/v1/counters/{key}", paths: []string{"/api/v1/counters/{key...}"}, param: "/api/v1/counters/", key: true,
+		methods: map[string]func(*Handler, *call) error{
+			http.MethodGet: (*Handler).getCounter, http.MethodPut: (*Handler).putCounter, http.MethodDelete: (*Handler).deleteCounter,
+			http.MethodPost: (*Handler).createCounter}}
+	routeAdd = route{name: "/api/v1/counters/{key}/add", param: "/api/v1/counters/", key: true,
+		methods: map[string]func(*Handler, *call) error{http.MethodPost: (*Handler).addCounter}}
+	routeTokens = route{name: "/api/v1/tokens", paths: []string{"/api/v1/tokens"}, methods: map[string]func(*Handler, *call) error{
 		http.MethodGet: (*Handler).listTokens, http.MethodPost: (*Handler).createToken}}
-	routeToken  = route{name: "/api/v1/tokens/{id}", methods: map[string]func(*Handler, *call) error{http.MethodDelete: (*Handler).deleteToken}}
-	routeExport = route{name: "/api/v1/export", methods: map[string]func(*Handler, *call) error{http.MethodGet: (*Handler).export}}
-	routeImport = route{name: "/api/v1/import", methods: map[string]func(*Handler, *call) error{http.MethodPost: (*Handler).importDump}}
+	routeToken = route{name: "/api/v1/tokens/{id}", paths: []string{"/api/v1/tokens/{id}", "/api/v1/tokens/{$}"}, param: "/api/v1/tokens/",
+		methods: map[string]func(*Handler, *call) error{http.MethodDelete: (*Handler).deleteToken}}
+	routeExport = route{name: "/api/v1/export", paths: []string{"/api/v1/export"},
+		methods: map[string]func(*Handler, *call) error{http.MethodGet: (*Handler).export}}
+	routeImport = route{name: "/api/v1/import", paths: []string{"/api/v1/import"},
+		methods: map[string]func(*Handler, *call) error{http.MethodPost: (*Handler).importDump}}
+	routes = []*route{&routeCounters, &routeCounter, &routeTokens, &routeToken, &routeExport, &routeImport}
 )
 
 // Authentication answers.

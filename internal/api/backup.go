@@ -65,10 +65,7 @@ func (h *Handler) export(c *call) error {
 // (413); one that would take the store past -max-keys is 409 and
 // changes nothing. Any Content-Type is taken.
 func (h *Handler) importDump(c *call) error {
-	if !c.who.root {
-		return errRootOnly
-	}
-	if err := c.only("replace"); err != nil {
+	if err := c.rootOnly("replace"); err != nil {
 		return err
 	}
 	replace, err := c.boolParam("replace")

@@ -67,7 +67,7 @@ func (h *Handler) createCounter(c *call) error {
 	id := client.Identify(c.r.RemoteAddr, c.r.Header, h.c.Trusted)
 	// The token is taken before the key is made, and given back if none
 	// is: concurrent creations never pass the client's budget.
-	budget := visit.Budget{Limiter: h.c.NewKeys, Rate: h.c.NewKeysRate}
+	budget := h.c.NewKeys
 	if err := budget.Take(id, now); err != nil {
 		return tooManyNew(err)
 	}

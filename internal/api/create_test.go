@@ -18,6 +18,7 @@ import (
 	"visitors/internal/golden"
 	"visitors/internal/store"
 	"visitors/internal/store/storetest"
+	"visitors/internal/visit"
 )
 
 // openEnv is an env with open creation on, and a limit of three new
@@ -27,8 +28,7 @@ func openEnv(t *testing.T, maxKeys int) *env {
 	rate := client.Rate{Events: 3, Per: time.Hour}
 	return newEnv(t, maxKeys, func(c *Config) {
 		c.OpenCreate = true
-		c.NewKeys = client.NewLimiter(client.LimiterOptions{NewKeys: rate})
-		c.NewKeysRate = rate
+		c.NewKeys = visit.Budget{Limiter: client.NewLimiter(client.LimiterOptions{NewKeys: rate}), Rate: rate}
 	})
 }
 
@@ -211,7 +211,7 @@ func TestOpenCreateTrustedProxy(t *testing.T) {
 	rate := client.Rate{Events: 1, Per: time.Hour}
 	lim := client.NewLimiter(client.LimiterOptions{NewKeys: rate})
 	e := newEnv(t, 0, func(c *Config) {
-		c.OpenCreate, c.NewKeys, c.NewKeysRate, c.Trusted = true, lim, rate, &proxies
+		c.OpenCreate, c.NewKeys, c.Trusted = true, visit.Budget{Limiter: lim, Rate: rate}, &proxies
 	})
 	if w := e.do("POST", "/api/v1/counters/a", "", "", "X-Forwarded-For", "203.0.113.1"); w.Code != 201 {
 		t.Fatalf("first client: %d %s", w.Code, w.Body)

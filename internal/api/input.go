@@ -93,6 +93,15 @@ func parseQuery(raw string) (map[string][]string, error) {
 	return q, nil
 }
 
+// rootOnly refuses a call not made by the root token, then a query
+// parameter not in names.
+func (c *call) rootOnly(names ...string) error {
+	if !c.who.root {
+		return errRootOnly
+	}
+	return c.only(names...)
+}
+
 // only refuses a query parameter not in names.
 func (c *call) only(names ...string) error {
 	for k := range c.query {

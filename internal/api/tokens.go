@@ -43,10 +43,7 @@ const ScopeBackup = "backup"
 // {"name":N,"scope":"backup"} makes a backup token, which may only
 // export.
 func (h *Handler) createToken(c *call) error {
-	if !c.who.root {
-		return errRootOnly
-	}
-	if err := c.only(); err != nil {
+	if err := c.rootOnly(); err != nil {
 		return err
 	}
 	m, err := c.body("name", "prefix", "scope")
@@ -110,10 +107,7 @@ func (h *Handler) createToken(c *call) error {
 
 // listTokens serves GET /api/v1/tokens, root only.
 func (h *Handler) listTokens(c *call) error {
-	if !c.who.root {
-		return errRootOnly
-	}
-	if err := c.only(); err != nil {
+	if err := c.rootOnly(); err != nil {
 		return err
 	}
 	tokens, err := h.c.Store.Tokens(c.r.Context())
@@ -136,10 +130,7 @@ func (h *Handler) listTokens(c *call) error {
 // deleteToken serves DELETE /api/v1/tokens/{id}, root only: the token
 // is refused from the next call on, by every instance.
 func (h *Handler) deleteToken(c *call) error {
-	if !c.who.root {
-		return errRootOnly
-	}
-	if err := c.only(); err != nil {
+	if err := c.rootOnly(); err != nil {
 		return err
 	}
 	ctx := c.r.Context()

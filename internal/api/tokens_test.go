@@ -106,19 +106,35 @@ func TestOrphanRaceOneWinner(t *testing.T) {
 	}
 }
 
-// deleteHook is the memory store that runs then after a Delete.
+// hook runs then, once, where a store double fires it.
+type hook struct{ then func() }
+
+func (h *hook) fire() {
+	if f := h.then; f != nil {
+		h.then = nil
+		f()
+	}
+}
+
+// hookedEnv is an env with open creation, the clock *now, on the store
+// wrap makes of the memory store.
+func hookedEnv(t *testing.T, now *time.Time, wrap func(Store) Store) *env {
+	return newEnv(t, 0, func(c *Config) {
+		c.NoFailureLimit, c.OpenCreate = true, true
+		c.Now = func() time.Time { return *now }
+		c.Store = wrap(c.Store)
+	})
+}
+
+// deleteHook is the memory store that fires its hook after a Delete.
 type deleteHook struct {
 	Store
-	then func()
+	hook
 }
 
 func (s *deleteHook) Delete(ctx context.Context, key []byte) (bool, error) {
 	ok, err := s.Store.Delete(ctx, key)
-	if s.then != nil {
-		f := s.then
-		s.then = nil
-		f()
-	}
+	s.fire()
 	return ok, err
 }
 
@@ -133,37 +149,42 @@ func (s *deleteHook) Delete(ctx context.Context, key []byte) (bool, error) {
 func TestDeleteKeepsTheNextOwnersToken(t *testing.T) {
 	now := day0
 	var hs *deleteHook
-	e := newEnv(t, 0, func(c *Config) {
-		c.NoFailureLimit, c.OpenCreate = true, true
-		c.Now = func() time.Time { return now }
-		hs = &deleteHook{Store: c.Store}
-		c.Store = hs
-	})
+	e := hookedEnv(t, &now, func(st Store) Store { hs = &deleteHook{Store: st}; return hs })
 	e.mustCreate(t, "k", "alice")
-	now = now.Add(2 * time.Minute)
+	e.nextOwnerDuring(t, &now, &hs.hook, "k", "DELETE", "/api/v1/counters/k", "alice", "")
+}
+
+// nextOwnerDuring lets two minutes pass (an exact token is then old
+// enough to be taken for an orphan's), then makes the call method
+// target as token with body, during which h creates key anew as bob:
+// the call succeeds, and bob's token acts on key after it.
+func (e *env) nextOwnerDuring(t *testing.T, now *time.Time, h *hook, key, method, target, token, body string) {
+	t.Helper()
+	*now = now.Add(2 * time.Minute)
 	var bob Created
-	hs.then = func() { bob = e.mustCreate(t, "k", "bob") }
-	if w := e.do("DELETE", "/api/v1/counters/k", "alice", ""); w.Code != 200 {
-		t.Fatalf("alice deletes: %d %s", w.Code, w.Body)
+	h.then = func() { bob = e.mustCreate(t, key, "bob") }
+	if w := e.do(method, target, token, body); w.Code != 200 {
+		t.Fatalf("%s %s: %d %s", method, target, w.Code, w.Body)
 	}
-	if w := e.do("GET", "/api/v1/counters/k", "Bearer "+bob.Token.Token, ""); w.Code != 200 {
-		t.Errorf("bob created k while alice's delete ran, and his token is refused: %d %s", w.Code, w.Body)
+	if bob.Token.Token == "" {
+		t.Fatalf("no creation ran during %s %s", method, target)
+	}
+	if w := e.do("GET", "/api/v1/counters/"+key, "Bearer "+bob.Token.Token, ""); w.Code != 200 {
+		t.Errorf("bob created %s during %s %s, and his token is refused: %d %s", key, method, target, w.Code, w.Body)
 	}
 }
 
-// listHook is replaceDouble that runs then after a List of prefix.
+// listHook is replaceDouble that fires its hook after a List of prefix.
 type listHook struct {
 	replaceDouble
+	hook
 	prefix string
-	then   func()
 }
 
 func (s *listHook) List(ctx context.Context, prefix, after []byte, limit int) ([]store.Entry, error) {
 	es, err := s.replaceDouble.List(ctx, prefix, after, limit)
-	if s.then != nil && string(prefix) == s.prefix {
-		f := s.then
-		s.then = nil
-		f()
+	if string(prefix) == s.prefix {
+		s.fire()
 	}
 	return es, err
 }
@@ -176,24 +197,8 @@ func (s *listHook) List(ctx context.Context, prefix, after []byte, limit int) ([
 func TestImportKeepsTheNextOwnersToken(t *testing.T) {
 	now := day0
 	var hs *listHook
-	e := newEnv(t, 0, func(c *Config) {
-		c.NoFailureLimit, c.OpenCreate = true, true
-		c.Now = func() time.Time { return now }
-		hs = &listHook{replaceDouble: replaceDouble{c.Store}, prefix: "gone"}
-		c.Store = hs
-	})
+	e := hookedEnv(t, &now, func(st Store) Store { hs = &listHook{replaceDouble: replaceDouble{st}, prefix: "gone"}; return hs })
 	e.mustCreate(t, "gone", "alice")
 	e.mustCreate(t, "kept", "kept")
-	now = now.Add(2 * time.Minute)
-	var bob Created
-	hs.then = func() { bob = e.mustCreate(t, "gone", "bob") }
-	if w := e.do("POST", "/api/v1/import?replace=true", "root", "kept"); w.Code != 200 {
-		t.Fatalf("import: %d %s", w.Code, w.Body)
-	}
-	if bob.Token.Token == "" {
-		t.Fatal("no creation ran during the import's revoke")
-	}
-	if w := e.do("GET", "/api/v1/counters/gone", "Bearer "+bob.Token.Token, ""); w.Code != 200 {
-		t.Errorf("bob created gone while the import revoked its old token, and his token is refused: %d %s", w.Code, w.Body)
-	}
+	e.nextOwnerDuring(t, &now, &hs.hook, "gone", "POST", "/api/v1/import?replace=true", "root", "kept")
 }

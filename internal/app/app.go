@@ -300,8 +300,7 @@ func (s *service) ownerAPI() *api.Handler {
 		NoFailureLimit: cfg.API.AuthFailures.Off(),
 		ImportMaxBytes: cfg.API.ImportMaxBytes,
 		OpenCreate:     cfg.API.OpenCreate,
-		NewKeys:        s.rules.Limiter, // one budget of new counters per client, badges and API alike
-		NewKeysRate:    cfg.Fair.ClientNewKeys,
+		NewKeys:        s.rules.Budget(), // one budget of new counters per client, badges and API alike
 	}
 	if cfg.Fair.Unique {
 		ac.Uniques = s.rules.Uniques

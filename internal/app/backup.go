@@ -67,12 +67,8 @@ and exits 1 if the store is damaged.
 // while its instances keep counting, each key at one moment.
 func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 	cl, b := backupCommand("export", exportUsage, getenv)
-	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
-	if err != nil {
+	if err := cl.parseNone(args, subcommandForms, getenv, stdout); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
 	}
 	switch b.kind {
 	case StoreEmbedded:
@@ -125,12 +121,8 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 // The service must be stopped.
 func Check(args []string, getenv func(string) string, stdout io.Writer) error {
 	cl, b := backupCommand("check", checkUsage, getenv)
-	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
-	if err != nil {
+	if err := cl.parseNone(args, subcommandForms, getenv, stdout); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
 	}
 	if b.kind != StoreEmbedded {
 		// It checked ./data without a word: a report on a store

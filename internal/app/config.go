@@ -258,12 +258,8 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 
 	forms := maps.Clone(serveForms)
 	maps.Copy(forms, fairForms)
-	rest, err := cl.parse(args, forms, getenv, stdout)
-	if err != nil {
+	if err := cl.parseNone(args, forms, getenv, stdout); err != nil {
 		return c, err
-	}
-	if len(rest) > 0 {
-		return c, cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
 	}
 	if err := c.check(getenv, setOnCommandLine(fs, "tls-domains"), setOnCommandLine(fs, "addr")); err != nil {
 		return c, usage(err)

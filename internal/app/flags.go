@@ -164,6 +164,19 @@ func (cl *commandLine) refuse(err error) error {
 	return &UsageError{Err: fmt.Errorf("%s%w", cl.prefix, err), Help: cl.name}
 }
 
+// parseNone parses args as parse does, and refuses an argument left
+// after the flags: the command takes none.
+func (cl *commandLine) parseNone(args []string, forms map[string]form, getenv func(string) string, stdout io.Writer) error {
+	rest, err := cl.parse(args, forms, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
+	}
+	return nil
+}
+
 // parse checks each flag's values against its form (forms[name], or
 // what its type takes), sets the flags from their variables, then from
 // args, and returns the arguments after the flags. With -h it writes the

@@ -31,12 +31,8 @@ const healthTimeout = 5 * time.Second
 func Health(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cl := newCommandLine("visitors health", healthUsage, func(f string) bool { return f == "admin-addr" })
 	addr := cl.fs.String("admin-addr", "127.0.0.1:6060", "the service's admin `address`, host:port")
-	rest, err := cl.parse(args, nil, getenv, stdout)
-	if err != nil {
+	if err := cl.parseNone(args, nil, getenv, stdout); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[0]))
 	}
 	if *addr == "" || strings.HasPrefix(*addr, "fd:") {
 		return cl.refuse(fmt.Errorf("-admin-addr %q: want the host:port the admin listener listens on", *addr))

@@ -295,6 +295,14 @@ func (f *fixture) list(t testing.TB, n int) []Entry {
 	return got
 }
 
+// wantList checks that the list over n days is want.
+func (f *fixture) wantList(t testing.TB, n int, want []Entry) {
+	t.Helper()
+	if got := f.list(t, n); !slices.Equal(got, want) {
+		t.Errorf("List(%d) = %v, want %v", n, got, want)
+	}
+}
+
 // visitN visits key n times.
 func (f *fixture) visitN(t testing.TB, key string, n int) {
 	for range n {
@@ -310,9 +318,7 @@ func TestTiesByKey(t *testing.T) {
 		f.visit(t, k)
 	}
 	f.visit(t, "d")
-	if got, want := f.list(t, 1), []Entry{{"d", 2}, {"a", 1}, {"b", 1}, {"c", 1}}; !slices.Equal(got, want) {
-		t.Errorf("List(1) = %v, want %v", got, want)
-	}
+	f.wantList(t, 1, []Entry{{"d", 2}, {"a", 1}, {"b", 1}, {"c", 1}})
 
 	f = mustFixture(t, 2*MaxLimit, 0)
 	var want []Entry
@@ -337,17 +343,13 @@ func TestCandidatesWhileRoom(t *testing.T) {
 	f.visitN(t, "a", 3)
 	f.visit(t, "b")
 	f.visit(t, "c")
-	if got, want := f.list(t, 1), []Entry{{"a", 3}, {"b", 1}, {"c", 1}}; !slices.Equal(got, want) {
-		t.Errorf("List(1) = %v, want %v", got, want)
-	}
+	f.wantList(t, 1, []Entry{{"a", 3}, {"b", 1}, {"c", 1}})
 	f.visitN(t, "d", 2)
 	f.visitN(t, "e", 3)
 	if n := len(f.b.cur.Load().h); n != 3 {
 		t.Errorf("a board of 3 candidates holds %d", n)
 	}
-	if got, want := f.list(t, 1), []Entry{{"a", 3}, {"e", 3}, {"d", 2}}; !slices.Equal(got, want) {
-		t.Errorf("List(1) = %v, want %v", got, want)
-	}
+	f.wantList(t, 1, []Entry{{"a", 3}, {"e", 3}, {"d", 2}})
 }
 
 // TestDefaultCandidates: Candidates 0 keeps the default number.
@@ -369,12 +371,8 @@ func TestNewDayNewCandidates(t *testing.T) {
 	f.visitN(t, "a", 5)
 	f.nextDay()
 	f.visit(t, "b")
-	if got, want := f.list(t, 1), []Entry{{"b", 1}}; !slices.Equal(got, want) {
-		t.Errorf("List(1) = %v, want %v", got, want)
-	}
-	if got, want := f.list(t, 2), []Entry{{"a", 5}, {"b", 1}}; !slices.Equal(got, want) {
-		t.Errorf("List(2) = %v, want %v", got, want)
-	}
+	f.wantList(t, 1, []Entry{{"b", 1}})
+	f.wantList(t, 2, []Entry{{"a", 5}, {"b", 1}})
 }
 
 // TestEarlierDayOnly: a key visited only on an earlier day, not today,
@@ -412,9 +410,7 @@ func TestOldCandidatesAreNotRead(t *testing.T) {
 		f.nextDay()
 	}
 	reads := f.days.Load()
-	if got, want := f.list(t, MaxDays), []Entry{{"x", 1}}; !slices.Equal(got, want) {
-		t.Errorf("List(%d) = %v, want %v", MaxDays, got, want)
-	}
+	f.wantList(t, MaxDays, []Entry{{"x", 1}})
 	if n := f.days.Load() - reads; n != 1 {
 		t.Errorf("the list read %d keys from the store, want 1 (x)", n)
 	}
@@ -432,12 +428,8 @@ func TestLateVisit(t *testing.T) {
 	f.back.Store(1)
 	f.b.Observe([]byte("late"), store.Counts{Total: 1, Today: 1})
 	f.back.Store(0)
-	if got, want := f.list(t, 1), []Entry{{"b", 1}}; !slices.Equal(got, want) {
-		t.Errorf("List(1) = %v, want %v", got, want)
-	}
-	if got, want := f.list(t, 2), []Entry{{"a", 1}, {"b", 1}}; !slices.Equal(got, want) {
-		t.Errorf("List(2) = %v, want %v", got, want)
-	}
+	f.wantList(t, 1, []Entry{{"b", 1}})
+	f.wantList(t, 2, []Entry{{"a", 1}, {"b", 1}})
 }
 
 // TestRollTwice: of two visits that both saw midnight pass, the second
@@ -448,7 +440,5 @@ func TestRollTwice(t *testing.T) {
 	f.nextDay()
 	f.visit(t, "a")
 	f.b.roll(f.b.cur.Load().d)
-	if got, want := f.list(t, 1), []Entry{{"a", 1}}; !slices.Equal(got, want) {
-		t.Errorf("List(1) = %v, want %v", got, want)
-	}
+	f.wantList(t, 1, []Entry{{"a", 1}})
 }

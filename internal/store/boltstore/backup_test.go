@@ -683,20 +683,7 @@ func TestOnlineImportReplaceDropsEverySketch(t *testing.T) {
 	if err := s.Import(ctx, strings.NewReader(dump), true); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		key  string
-		want bool
-	}{{"a", true}, {"b", false}, {"c", false}} {
-		got, err := s.SketchDays([]byte(tc.key), day, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range got {
-			if (got[i] != nil) != tc.want {
-				t.Errorf("after a replace by a dump of a alone, the sketch of %q on day %d: %q, want present %v", tc.key, i, got[i], tc.want)
-			}
-		}
-	}
+	wantSketches(t, s, "after a replace by a dump of a alone", day, 2, []int{0, 1}, map[string]bool{"a": true, "b": false, "c": false})
 }
 
 // TestOfflineImportFailsWhenTheLogCannotBeApplied: an offline import

@@ -101,14 +101,25 @@ func TestBatchReservesHitNumbersAhead(t *testing.T) {
 	if got := s.Stats().Passes; got != 1 {
 		t.Errorf("%d numbers, the whole first reservation, took %d writes, want 1", last, got)
 	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-
-	c := mustOpen(t, Options{Dir: crashed})
-	defer mustClose(t, c)
+	c := crashAndReopen(t, s)
 	if n := mustHit(t, c); n <= last {
 		t.Errorf("after a crash, Hit() = %d, want more than the %d already handed out", n, last)
 	}
+}
+
+// crashAndReopen closes s after a copy of its file as a crash would
+// leave it now, and opens that copy, closed when t ends.
+func crashAndReopen(t *testing.T, s *Store) *Store {
+	t.Helper()
+	crashed := crashCopy(t, s)
+	mustClose(t, s)
+	c := mustOpen(t, Options{Dir: crashed})
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close of the crashed copy: %v", err)
+		}
+	})
+	return c
 }
 
 // crashCopy copies the store's file, as a crash would leave it now (the
@@ -233,11 +244,7 @@ func TestSyncFailureIsNotAcknowledged(t *testing.T) {
 	if _, err := s.Hit(ctx); err == nil {
 		t.Error("Hit in sync mode succeeded while writes fail, want an error")
 	}
-	reopened, err := bolt.Open(path, 0o644, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.db = reopened
+	diskBack(t, s, path)
 	healLog(s)
 	if _, err := s.Incr(ctx, []byte("k")); err != nil {
 		t.Errorf("Incr after the disk came back: %v", err)
@@ -288,14 +295,33 @@ func TestBatchHotPathAllocatesNothing(t *testing.T) {
 	}
 }
 
+// diskBack reopens the file at path as s's, after a test closed it
+// under s to make its writes fail: the disk is back.
+func diskBack(t *testing.T, s *Store, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.db = db
+}
+
+// openBench opens a store with o in a temporary directory, closed when b
+// ends.
+func openBench(b *testing.B, o Options) *Store {
+	o.Dir = b.TempDir()
+	s, err := Open(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
 func BenchmarkIncr(b *testing.B) {
 	for _, d := range []store.Durability{store.Batch, store.Sync} {
 		b.Run("durability="+d.String(), func(b *testing.B) {
-			s, err := Open(Options{Dir: b.TempDir(), Durability: d})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := openBench(b, Options{Durability: d})
 			key := []byte("gopher")
 			b.ReportAllocs()
 			for b.Loop() {
@@ -312,11 +338,7 @@ func BenchmarkIncr(b *testing.B) {
 func BenchmarkIncrParallel(b *testing.B) {
 	for _, d := range []store.Durability{store.Batch, store.Sync} {
 		b.Run("durability="+d.String(), func(b *testing.B) {
-			s, err := Open(Options{Dir: b.TempDir(), Durability: d})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := openBench(b, Options{Durability: d})
 			b.ReportAllocs()
 			b.SetParallelism(32) // 64 waiters on 2 cores, like 64 connections
 			b.RunParallel(func(pb *testing.PB) {
@@ -489,11 +511,7 @@ func TestSyncErrorMeansNotCounted(t *testing.T) {
 	if c := mustGet(t, s, []byte("k")); c.Total != 2 || c.Today != 2 {
 		t.Errorf("after three refused visits Get = %+v, want total and today 2", c)
 	}
-	db, err := bolt.Open(path, 0o644, nil) // the disk is back
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.db = db
+	diskBack(t, s, path) // the disk is back
 	healLog(s)
 	c, err := s.Incr(ctx, []byte("k")) // the client's retry
 	if err != nil || c.Total != 3 {
@@ -564,11 +582,7 @@ func TestMidnightsBetweenFailedFlushes(t *testing.T) {
 	if got := s.Held([]byte("k")); got != 3 {
 		t.Errorf("while the disk fails, memory holds %d earlier days, want the 3 not written", got)
 	}
-	db, err := bolt.Open(path, 0o644, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.db = db
+	diskBack(t, s, path)
 	if err := s.Flush(); err != nil {
 		t.Fatalf("Flush after the disk came back: %v", err)
 	}
@@ -756,11 +770,7 @@ func TestPendingAndOnFlush(t *testing.T) {
 	if n != 5 || oldest.Before(before) || oldest.After(time.Now()) {
 		t.Errorf("while writes fail Pending() = %d, %v; want 5 visits, dated from the first failed pass (after %v)", n, oldest, before)
 	}
-	db, err := bolt.Open(path, 0o644, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.db = db
+	diskBack(t, s, path)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -787,11 +797,7 @@ func TestPendingCountsNoRefusedSyncVisit(t *testing.T) {
 	if n, _, _ := s.Pending(); n != 0 {
 		t.Errorf("Pending() = %d after a refused sync visit, want 0", n)
 	}
-	db, err := bolt.Open(path, 0o644, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.db = db
+	diskBack(t, s, path)
 	healLog(s)
 	mustClose(t, s)
 }
@@ -941,10 +947,7 @@ func TestHitAtTheReservationEdge(t *testing.T) {
 	for edge := s.reserved.Load() + 1; last < edge; {
 		last = mustHit(t, s) // up to the first number past it
 	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-	c := mustOpen(t, Options{Dir: crashed})
-	defer mustClose(t, c)
+	c := crashAndReopen(t, s)
 	if n := mustHit(t, c); n <= last {
 		t.Errorf("after a crash, Hit() = %d, but %d was already handed out", n, last)
 	}

@@ -230,20 +230,37 @@ func TestDeleteRemovesSketches(t *testing.T) {
 	if ok, err := s.Delete(ctx, []byte("a")); err != nil || !ok {
 		t.Fatalf("Delete(a) = %v, %v", ok, err)
 	}
-	for _, tc := range []struct {
-		key  string
-		want bool
-	}{{"a", false}, {"a\x00", true}, {"", true}} {
-		got, err := s.SketchDays([]byte(tc.key), day, 401)
+	wantSketches(t, s, "after Delete(a)", day, 401, []int{0, 399, 400}, map[string]bool{"a": false, "a\x00": true, "": true})
+}
+
+// wantSketches checks, for each key of present, that its sketch is there
+// or not as present says on the days at the indexes in days of the n
+// SketchDays returns from day. when says after what, for the error.
+func wantSketches(t *testing.T, s *Store, when string, day store.Day, n int, days []int, present map[string]bool) {
+	t.Helper()
+	for key, want := range present {
+		got, err := s.SketchDays([]byte(key), day, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, i := range []int{0, 399, 400} {
-			if (got[i] != nil) != tc.want {
-				t.Errorf("after Delete(a), the sketch of %q on day %d: %q, want present %v", tc.key, i, got[i], tc.want)
+		for _, i := range days {
+			if (got[i] != nil) != want {
+				t.Errorf("%s, the sketch of %q on day %d: %q, want present %v", when, key, i, got[i], want)
 			}
 		}
 	}
+}
+
+// ownedDir returns the directory of a closed store filled by fillOwned,
+// and its clock.
+func ownedDir(t *testing.T) (string, *storetest.Clock) {
+	t.Helper()
+	dir := t.TempDir()
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
+	s := mustOpen(t, Options{Dir: dir, Now: clock.Now})
+	fillOwned(t, s, clock)
+	mustClose(t, s)
+	return dir, clock
 }
 
 // fillOwned makes a store in both modes' shape: keys over two days, a
@@ -509,11 +526,7 @@ func TestOnlineImportMergeLosesNoRacingVisit(t *testing.T) {
 // offline import restores them (a merge keeps a lock either side has),
 // and an offline replace keeps the tokens.
 func TestOfflineBackupCarriesLocks(t *testing.T) {
-	src := t.TempDir()
-	clock := storetest.NewClock(storetest.At(0, "12:00"))
-	s := mustOpen(t, Options{Dir: src, Now: clock.Now})
-	fillOwned(t, s, clock)
-	mustClose(t, s)
+	src, clock := ownedDir(t)
 	var dump bytes.Buffer
 	if err := Export(src, &dump); err != nil {
 		t.Fatal(err)
@@ -564,11 +577,7 @@ func TestCheckSeesLocksAndTokens(t *testing.T) {
 		}, `the token "t1"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			clock := storetest.NewClock(storetest.At(0, "12:00"))
-			s := mustOpen(t, Options{Dir: dir, Now: clock.Now})
-			fillOwned(t, s, clock)
-			mustClose(t, s)
+			dir, _ := ownedDir(t)
 			var out bytes.Buffer
 			if err := Check(dir, &out, 0); err != nil || !strings.Contains(out.String(), "2 locked keys, 1 tokens") {
 				t.Fatalf("Check of a sound store with locks and tokens = %v, %q", err, out.String())
@@ -640,11 +649,7 @@ func TestTokenEncoding(t *testing.T) {
 // BenchmarkList is a page of the owner's listing from a store of a
 // million keys: one walk of the map.
 func BenchmarkList(b *testing.B) {
-	s, err := Open(Options{Dir: b.TempDir(), FlushInterval: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b, Options{FlushInterval: time.Hour})
 	for i := range 1_000_000 {
 		if _, err := s.Incr(ctx, fmt.Appendf(nil, "user%d/repo", i)); err != nil {
 			b.Fatal(err)
@@ -824,12 +829,13 @@ func TestTokenRecordVersions(t *testing.T) {
 	}
 }
 
-// TestReviewNegativeAddWhileAKeyFails: a negative Add lowers a key as
-// Set does, and needs the same floor: while another key cannot be
+// TestNegativeAddWhileAKeyFailsSurvivesACrash: a negative Add lowers a
+// key as Set does, and needs the same floor: while another key cannot be
 // written the file stays behind the log, whose records of the key hold
 // its counts from before the Add; without the floor a crash replays
 // them over the lowered counts (the Add is undone).
-func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
+// Found by review (was TestReviewNegativeAddWhileAKeyFails).
+func TestNegativeAddWhileAKeyFailsSurvivesACrash(t *testing.T) {
 	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "lowered", 30)
@@ -852,10 +858,11 @@ func TestReviewNegativeAddWhileAKeyFails(t *testing.T) {
 	mustClose(t, s)
 }
 
-// TestReviewPositiveAddWhileAKeyFails: a positive Add while another key
-// cannot be written (the file behind the log) is neither lost nor
-// counted twice by the replay after a crash.
-func TestReviewPositiveAddWhileAKeyFails(t *testing.T) {
+// TestPositiveAddWhileAKeyFailsCountsOnceAfterACrash: a positive Add
+// while another key cannot be written (the file behind the log) is
+// neither lost nor counted twice by the replay after a crash.
+// Found by review (was TestReviewPositiveAddWhileAKeyFails).
+func TestPositiveAddWhileAKeyFailsCountsOnceAfterACrash(t *testing.T) {
 	s := openWithAFailingKey(t, t.TempDir(), "bad")
 	mustIncrN(t, s, "bad", 2)
 	mustIncrN(t, s, "raised", 30)

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"visitors/internal/store"
 )
 
@@ -151,16 +149,7 @@ func TestLogFailedSyncWithAPassWaiting(t *testing.T) {
 		if n := readTotal(t, crashCopy(t, s), "a"); n != 5 {
 			t.Errorf("a crash keeps a = %d, want 5: the waiting visits went to the log", n)
 		}
-		before := s.Stats().LogRecords
-		mustIncrN(t, s, "a", 2)
-		if s.Stats().LogRecords <= before {
-			t.Error("the log was not used again once it could be written")
-		}
-		crashed := crashCopy(t, s)
-		mustClose(t, s)
-		if n := readTotal(t, crashed, "a"); n != 7 {
-			t.Errorf("after a crash a = %d, want 7", n)
-		}
+		logUsedAgain(t, s, 7)
 	})
 }
 
@@ -188,11 +177,7 @@ func TestLogFailedSyncOnADeadDisk(t *testing.T) {
 		if err := <-second; err == nil {
 			t.Error("the waiting Incr(a) succeeded while the log and the file failed")
 		}
-		db, err := bolt.Open(path, 0o644, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.db = db
+		diskBack(t, s, path)
 		healLog(s)
 		if c := mustIncr(t, s, []byte("a")); c.Total != 2 {
 			t.Errorf("after the disk came back Incr(a) = %d, want 2: the refused visits do not count", c.Total)
@@ -227,11 +212,7 @@ func BenchmarkSyncVisitsWithWork(b *testing.B) {
 	for _, work := range []int{0, 250} {
 		for _, d := range []store.Durability{store.Batch, store.Sync} {
 			b.Run(fmt.Sprintf("work=%d/durability=%s", work, d), func(b *testing.B) {
-				s, err := Open(Options{Dir: b.TempDir(), Durability: d})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
+				s := openBench(b, Options{Durability: d})
 				b.ReportAllocs()
 				b.SetParallelism(64)
 				var next sync.Mutex

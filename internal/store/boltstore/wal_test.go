@@ -233,10 +233,7 @@ func TestLogFullCatchesUp(t *testing.T) {
 	if st.LogRecords == 0 || st.LogRecords == st.Passes {
 		t.Errorf("Stats() = %+v: want passes through the log and passes that made the file catch up", st)
 	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-	r := mustOpen(t, Options{Dir: crashed})
-	defer mustClose(t, r)
+	r := crashAndReopen(t, s)
 	if c := mustGet(t, r, []byte(long)); c.Total != 40 {
 		t.Errorf("long key after the crash: %d, want 40", c.Total)
 	}
@@ -263,16 +260,7 @@ func TestLogFailureFallsBackToTheFile(t *testing.T) {
 		t.Errorf("Health() = %v after the file took the passes, want nil", err)
 	}
 	healLog(s)
-	before := s.Stats().LogRecords
-	mustIncrN(t, s, "a", 2)
-	if s.Stats().LogRecords <= before {
-		t.Error("the log was not used again once it could be written")
-	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-	if n := readTotal(t, crashed, "a"); n != 5 {
-		t.Errorf("after a crash a = %d, want 5", n)
-	}
+	logUsedAgain(t, s, 5)
 }
 
 // fileCopy copies the bbolt file of s alone, without its log.
@@ -687,10 +675,7 @@ func TestWALHugePass(t *testing.T) {
 	if st := s.Stats(); st.LogRecords == 0 {
 		t.Errorf("Stats() = %+v: want passes through the log", st)
 	}
-	crashed := crashCopy(t, s)
-	mustClose(t, s)
-	r := mustOpen(t, Options{Dir: crashed})
-	defer mustClose(t, r)
+	r := crashAndReopen(t, s)
 	if n := r.Keys(); n != goroutines*each {
 		t.Errorf("after a crash %d keys, want %d", n, goroutines*each)
 	}
@@ -991,5 +976,22 @@ func wantTotals(t *testing.T, s *Store, when string, totals map[string]uint64) {
 		if c := mustGet(t, s, []byte(k)); c.Total != want {
 			t.Errorf("%s %s = %d, want %d", when, k, c.Total, want)
 		}
+	}
+}
+
+// logUsedAgain makes two visits to "a" once the log can be written
+// again: they go through the log, and a crash right after them finds a
+// total of want, and closes s.
+func logUsedAgain(t *testing.T, s *Store, want uint64) {
+	t.Helper()
+	before := s.Stats().LogRecords
+	mustIncrN(t, s, "a", 2)
+	if s.Stats().LogRecords <= before {
+		t.Error("the log was not used again once it could be written")
+	}
+	crashed := crashCopy(t, s)
+	mustClose(t, s)
+	if n := readTotal(t, crashed, "a"); n != want {
+		t.Errorf("after a crash a = %d, want %d", n, want)
 	}
 }

@@ -351,13 +351,7 @@ func TestSyncCloseFencesARoundThatDidNotLand(t *testing.T) {
 		_, err := st.Incr(t.Context(), key)
 		errc <- err
 	}()
-	deadline := time.Now().Add(time.Minute)
-	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if st.Stats().RoundErrors == 0 {
-		t.Fatal("the round was never refused in a minute")
-	}
+	waitRoundRefused(t, st, time.Minute)
 	if cerr := st.Close(); cerr == nil {
 		t.Error("Close = nil with a visit that could not be sent")
 	}
@@ -400,13 +394,7 @@ func TestSyncCloseOutcomeUnknownWhileRedisIsDown(t *testing.T) {
 		_, err := st.Incr(t.Context(), key)
 		errc <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if st.Stats().RoundErrors == 0 {
-		t.Fatal("the round was never refused")
-	}
+	waitRoundRefused(t, st, 10*time.Second)
 	st.Close()
 	if err := <-errc; !errors.Is(err, ErrOutcomeUnknown) {
 		t.Errorf("a visit whose round Close gave up on with Redis down = %v, want ErrOutcomeUnknown", err)

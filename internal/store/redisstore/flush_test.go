@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"visitors/internal/servertest"
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore/redistest"
 	"visitors/internal/store/storetest"
@@ -128,11 +129,7 @@ func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 // round, one per earlier day with visits before it.
 func TestHeldCountsEarlierDaysInMemory(t *testing.T) {
 	clock := storetest.NewClock(storetest.At(4, "23:00"))
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
 	m := musts{t}
 	m.c(st.Incr(t.Context(), []byte("k")))
 	if n := st.Held([]byte("k")); n != 0 {
@@ -170,13 +167,7 @@ func TestDaysShowsARoundInFlightOnAnEarlierDay(t *testing.T) {
 	p.blocking.Store(true)                 // every script is cut before it reaches Redis
 	flushed := make(chan error, 1)
 	go func() { flushed <- st.Flush() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if st.Stats().RoundErrors == 0 {
-		t.Fatal("the round was never refused")
-	}
+	waitRoundRefused(t, st, 10*time.Second)
 	clock.Add(2 * time.Hour)
 	st.Rollover()
 	var d store.Daily
@@ -194,14 +185,40 @@ func TestDaysShowsARoundInFlightOnAnEarlierDay(t *testing.T) {
 	}
 }
 
+// openStandalone opens a store with o on the shared standalone Redis,
+// under a prefix of its own, closed when t ends.
+func openStandalone(t *testing.T, o Options) *Store {
+	t.Helper()
+	o.URL, o.Prefix = standalone.URL(), prefixOf(t.TempDir())
+	st, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // openLogged opens a store on url that flushes only when asked and waits
 // 500ms for Redis, logging into the buffer it returns.
-func openLogged(t *testing.T, url string) (*Store, *syncBuffer) {
+func openLogged(t *testing.T, url string) (*Store, *servertest.Buffer) {
 	t.Helper()
-	log := new(syncBuffer)
+	log := new(servertest.Buffer)
 	st, err := Open(Options{URL: url, FlushInterval: time.Hour, Timeout: 500 * time.Millisecond, Log: zerolog.New(log)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st, log
+}
+
+// waitRoundRefused waits up to within for a round of st to be refused,
+// and fails t if none is: the test did not hold the round in flight.
+func waitRoundRefused(t *testing.T, st *Store, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st.Stats().RoundErrors == 0 {
+		t.Fatalf("no round was refused within %v: the test did not hold one in flight", within)
+	}
 }

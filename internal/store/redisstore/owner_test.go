@@ -215,13 +215,7 @@ func TestDeleteDropsARoundInFlight(t *testing.T) {
 	p.blocking.Store(true) // every script is cut: the round is retried
 	done := make(chan error, 1)
 	go func() { done <- a.Flush() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for a.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if a.Stats().RoundErrors == 0 {
-		t.Fatal("the round was never refused: the test did not hold it in flight")
-	}
+	waitRoundRefused(t, a, 10*time.Second)
 	if !m.b(b.Delete(ctx, key)) {
 		t.Error("Delete = false for a key admitted by a, want true")
 	}
@@ -443,11 +437,7 @@ func BenchmarkList(b *testing.B) {
 // tokens (no "exact" field) reads back as a prefix token, by Token and
 // Tokens alike, and an exact one keeps its flag.
 func TestTokenRecordsFromBefore(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), Durability: store.Sync})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{Durability: store.Sync})
 	old := `{"name":"ci","prefix":"octocat/","sha256":"` + strings.Repeat("ab", 32) + `","created":"` + storetest.Date(0) + `T12:00:00Z"}`
 	if err := st.c.Do(t.Context(), st.c.B().Hset().Key(st.n.tokens).FieldValue().FieldValue("0cd87274d67084ca", old).Build()).Error(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/race"
+	"visitors/internal/servertest"
 	"visitors/internal/store"
 	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore/redistest"
@@ -240,24 +240,6 @@ func TestMaxKeysAcrossInstances(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a logger and a test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestWarnsWhenRedisMayEvict: opening a store on a Redis whose
 // maxmemory-policy evicts warns in the log, naming the policy; on the
 // test's servers (noeviction, Redis's default) it does not.
@@ -274,7 +256,7 @@ func TestWarnsWhenRedisMayEvict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var log syncBuffer
+			var log servertest.Buffer
 			tt.o.Log = zerolog.New(&log)
 			tt.o.Prefix = prefixOf(t.TempDir())
 			st, err := Open(tt.o)
@@ -381,6 +363,55 @@ func TestExpiries(t *testing.T) {
 	}
 }
 
+// TestExpiriesCountFromTheStoresClock: every expiry the store asks Redis
+// for is a duration from the store's own clock, never a time on Redis's:
+// a day's count written by a flush round, by an owner's Add and by an
+// import, a day's unique visitors, and the day's seed each live as long
+// as the store's clock says, whatever Redis's clock reads. With an
+// absolute time (EXPIREAT, EXAT) put back in any of them, this fails at
+// the anchors ./scripts/test.sh runs 400 days ahead and back (and the
+// seed's a day's absolute EXAT fails at any anchor more than an hour
+// from the real now).
+func TestExpiriesCountFromTheStoresClock(t *testing.T) {
+	for _, where := range []string{"standalone", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			clock := storetest.NewClock(storetest.At(2, "09:00"))
+			in := mustInstance(t, where, t.TempDir(), store.Batch, clock.Now)
+			st := in.st
+			d := store.DayOf(clock.Now())
+			in.visit(t, "flushed", 1, "ua")
+			if _, err := st.Add(t.Context(), []byte("added"), 3); err != nil {
+				t.Fatal(err)
+			}
+			dump := storetest.Dated(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"imported","total":2,"days":{"$D+1":1,"$D+2":1}}]}`)
+			if err := st.Import(t.Context(), strings.NewReader(dump), false); err != nil {
+				t.Fatal(err)
+			}
+			in.flush(t)
+			if _, err := st.DaySeed(t.Context(), d); err != nil {
+				t.Fatal(err)
+			}
+			// The slack is the seconds Redis counts down while the test
+			// runs: an hour, for a busy machine.
+			check := func(name string, want int64) {
+				t.Helper()
+				ttl, err := st.c.Do(t.Context(), st.c.B().Ttl().Key(name).Build()).AsInt64()
+				if err != nil || ttl > want || ttl < want-3600 {
+					t.Errorf("%s lives %d s more (%v), want %d s, less at most an hour (by the store's clock)", name, ttl, err, want)
+				}
+			}
+			now := clock.Now().Unix()
+			lives := func(d store.Day) int64 { return int64(d)*86400 + DayTTL - now } // DayTTL after d began
+			for _, k := range []string{"flushed", "added", "imported"} {
+				check(dayKey(st.n.tag([]byte(k)), d), lives(d))
+			}
+			check(dayKey(st.n.tag([]byte("imported")), d-1), lives(d-1))
+			check(uniqueKey(st.n.tag([]byte("flushed")), d), lives(d))
+			check(st.n.seedKey(d), (int64(d)+1)*86400+SeedGrace-now)
+		})
+	}
+}
+
 // TestSetAndDeleteClearEveryDayRedisHolds: Set and Delete clear every
 // day Redis may hold for the key: the oldest DayTTL keeps (today - 399)
 // and two days ahead, for an instance whose clock runs ahead.
@@ -449,7 +480,7 @@ func TestKeyMadeAgainAfterADeleteElsewhereIsListed(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {
 			prefix := prefixOf(t.TempDir())
-			var log syncBuffer
+			var log servertest.Buffer
 			o := Options{Prefix: prefix, Durability: store.Sync, FlushInterval: time.Hour, Log: zerolog.New(&log)}
 			o = at(where, o)
 			a, err := Open(o)
@@ -511,7 +542,7 @@ func waitRedisValue(t *testing.T, name, want string) {
 // twice.
 func TestHiBlocksGiveBackAtClose(t *testing.T) {
 	block := uint64(10)
-	var log syncBuffer
+	var log servertest.Buffer
 	defer func() {
 		if strings.Contains(log.String(), "give back") {
 			t.Errorf("a Close logged a failure to give numbers back:\n%s", log.String())
@@ -533,6 +564,18 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		}
 		return got
 	}
+	// closeGivesBack closes a once its block ahead is reserved (the /hi
+	// counter at ahead), and checks that the counter is back at left.
+	closeGivesBack := func(t *testing.T, a *Store, hi, ahead, left, why string) {
+		t.Helper()
+		waitRedisValue(t, hi, ahead)
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := redisGet(t, hi); got != left {
+			t.Errorf("/hi counter after a's Close = %s, want %s: %s", got, left, why)
+		}
+	}
 	t.Run("contiguous", func(t *testing.T) {
 		prefix := prefixOf(t.TempDir())
 		hi := newNames(prefix).hi
@@ -540,13 +583,7 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		if got := hits(a, 6); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 6}) {
 			t.Errorf("Hit ×6 = %v, want 1 to 6", got)
 		}
-		waitRedisValue(t, hi, "20") // the block ahead, reserved at 5
-		if err := a.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got := redisGet(t, hi); got != "6" {
-			t.Errorf("/hi counter after a clean Close = %s, want 6: 7 to 20 given back", got)
-		}
+		closeGivesBack(t, a, hi, "20", "6", "7 to 20 given back") // the block ahead, reserved at 5
 		b := open(prefix)
 		defer b.Close()
 		if got := hits(b, 1); got[0] != 7 {
@@ -567,13 +604,7 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		if got := hits(a, 1); got[0] != 5 {
 			t.Errorf("a: fifth Hit = %d, want 5", got[0])
 		}
-		waitRedisValue(t, hi, "30") // a's block ahead, 21 to 30
-		if err := a.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got := redisGet(t, hi); got != "20" {
-			t.Errorf("/hi counter after a's Close = %s, want 20: a's block ahead given back, not 6 to 10 (b reserved after them)", got)
-		}
+		closeGivesBack(t, a, hi, "30", "20", "a's block ahead (21 to 30) given back, not 6 to 10 (b reserved after them)")
 		c := open(prefix)
 		defer c.Close()
 		if got := hits(c, 1); got[0] != 21 {
@@ -591,13 +622,7 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 		if got := hits(a, 1); got[0] != 1 {
 			t.Errorf("first Hit = %d, want 1", got[0])
 		}
-		waitRedisValue(t, hi, "2")
-		if err := a.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got := redisGet(t, hi); got != "1" {
-			t.Errorf("/hi counter after a clean Close = %s, want 1: 2 given back", got)
-		}
+		closeGivesBack(t, a, hi, "2", "1", "2 given back")
 	})
 }
 

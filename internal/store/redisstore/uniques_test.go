@@ -42,6 +42,18 @@ func mustInstance(t *testing.T, where, dir string, d store.Durability, now func(
 	return mustInstanceOf(t, backend(where, d).Open(t, storetest.Config{Dir: dir, Now: now}).(*Store), now)
 }
 
+// openOutage opens a store on a Redis of its own, for the test to kill
+// and restart, with an outage's short timeouts and no round of its own.
+func openOutage(t *testing.T) (*redistest.Server, *Store) {
+	t.Helper()
+	rs := redistest.StartTest(t)
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs, st
+}
+
 // mustInstanceOf is mustInstance on the store st.
 func mustInstanceOf(t *testing.T, st *Store, now func() time.Time) *node {
 	t.Helper()
@@ -462,11 +474,7 @@ func TestUniquesExportImport(t *testing.T) {
 // one read plus the new visitor. A read of another counter, which needs
 // Redis, fails and shows 0.
 func TestUniquesVisitNeverWaitsForRedis(t *testing.T) {
-	rs := redistest.StartTest(t)
-	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, st := openOutage(t)
 	in := mustInstanceOf(t, st, time.Now)
 	for i := range 3 {
 		in.visit(t, "k", i, "ua")

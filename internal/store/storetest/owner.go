@@ -165,10 +165,8 @@ func (s suite) addHostileKeys(t *testing.T) {
 			}
 		}
 	}
-	check("before reopening")
-	st = s.reopen(t, st, c)
-	defer mustClose(t, st)
-	check("after reopening")
+	defer func() { mustClose(t, st) }()
+	s.reopenAndCheck(t, &st, c, "before reopening", check)
 }
 
 func (s suite) addLimits(t *testing.T) {
@@ -310,9 +308,7 @@ func (s suite) exactTokens(t *testing.T) {
 			t.Errorf("%s: Tokens() = %+v, %v; want k1 exact, p1 not", when, ts, err)
 		}
 	}
-	check("after AddToken")
-	st = s.reopen(t, st, c)
-	check("after reopening")
+	s.reopenAndCheck(t, &st, c, "after AddToken", check)
 	if ok, err := st.DeleteToken(ctx, "k1"); err != nil || !ok {
 		t.Fatalf("DeleteToken(k1) = %v, %v", ok, err)
 	}
@@ -498,10 +494,8 @@ func (s suite) setHostileKeys(t *testing.T) {
 			t.Errorf("%s: Keys() = %d, want %d", when, st.Keys(), want)
 		}
 	}
-	check("before reopening")
-	st = s.reopen(t, st, c)
-	defer mustClose(t, st)
-	check("after reopening")
+	defer func() { mustClose(t, st) }()
+	s.reopenAndCheck(t, &st, c, "before reopening", check)
 	// Every kept key is listed, in byte order, exactly once.
 	var want [][]byte
 	for i, k := range keys {
@@ -691,9 +685,7 @@ func (s suite) deleteRemoves(t *testing.T) {
 			t.Errorf("%s: List(prefix %q) = %v, want only %q", when, key, es, other)
 		}
 	}
-	check("after Delete")
-	st = s.reopen(t, st, c)
-	check("after reopening")
+	s.reopenAndCheck(t, &st, c, "after Delete", check)
 	// A visit after the delete makes the key anew, unlocked, from 1.
 	if got := mustIncr(t, st, key); got != (store.Counts{Total: 1, Today: 1}) {
 		t.Errorf("Incr after Delete = %+v, want a new key: total 1, today 1, not locked", got)

@@ -206,6 +206,15 @@ func (s suite) reopen(t *testing.T, st store.Store, c Config) store.Store {
 	return s.open(t, c)
 }
 
+// reopenAndCheck runs check on *st (when says what came before), reopens
+// the store (a durable backend's), and runs check again.
+func (s suite) reopenAndCheck(t *testing.T, st *store.Store, c Config, when string, check func(when string)) {
+	t.Helper()
+	check(when)
+	*st = s.reopen(t, *st, c)
+	check("after reopening")
+}
+
 func (s suite) hitNumbersAreUnique(t *testing.T) {
 	c := Config{Dir: t.TempDir()}
 	st := s.open(t, c)
@@ -279,10 +288,8 @@ func (s suite) incrCountsExactly(t *testing.T) {
 			t.Errorf("%s: Keys() = %d, want %d", when, got, keys)
 		}
 	}
-	check("after counting")
-	st = s.reopen(t, st, c)
-	defer mustClose(t, st)
-	check("after reopening")
+	defer func() { mustClose(t, st) }()
+	s.reopenAndCheck(t, &st, c, "after counting", check)
 }
 
 func (s suite) hostileKeys(t *testing.T) {
@@ -315,9 +322,7 @@ func (s suite) hostileKeys(t *testing.T) {
 			t.Errorf("%s: Health() = %v, want nil", when, err)
 		}
 	}
-	check("after counting")
-	st = s.reopen(t, st, c)
-	check("after reopening")
+	s.reopenAndCheck(t, &st, c, "after counting", check)
 	// And they keep counting after a reopen.
 	for i, k := range keys {
 		if got := mustIncr(t, st, k); got.Total != uint64(i+2) {
@@ -489,10 +494,8 @@ func (s suite) midnights(t *testing.T) {
 			t.Errorf("%s: Get = %+v, want total %d, today 0", when, got, total)
 		}
 	}
-	check("before reopening")
-	st = s.reopen(t, st, c)
-	defer mustClose(t, st)
-	check("after reopening")
+	defer func() { mustClose(t, st) }()
+	s.reopenAndCheck(t, &st, c, "before reopening", check)
 }
 
 // memoryBounded visits one key every day for 400 days: what memory holds

@@ -24,11 +24,7 @@ import (
 // many rounds fail: the instance showed the count plus every view of the
 // outage, and kept (and resent) a copy of the hash per view.
 func TestUniquesInFlightVisitorIsNotAddedAgain(t *testing.T) {
-	rs := redistest.StartTest(t)
-	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, st := openOutage(t)
 	defer st.Close()
 	k, d := []byte("k"), store.DayOf(time.Now())
 	if _, err := st.Incr(t.Context(), k); err != nil {
@@ -62,11 +58,7 @@ func TestUniquesInFlightVisitorIsNotAddedAgain(t *testing.T) {
 // memory up to a bound, not without one; those past it are counted as
 // dropped, and once a round is answered new visitors are held again.
 func TestUniquesPendingIsBounded(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, MaxPendingUniques: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: 1000})
 	d := store.DayOf(time.Now())
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
 	for _, k := range keys {
@@ -252,11 +244,7 @@ func TestUniquesMemoryOfADeletedCounter(t *testing.T) {
 // counter visited by a million visitors a day held each of them until
 // the day ended.
 func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
 	k, d := []byte("k"), store.DayOf(time.Now())
 	if _, err := st.Incr(t.Context(), k); err != nil {
 		t.Fatal(err)
@@ -289,11 +277,7 @@ func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
 // machine (the race detector, other work on both cores) a round of
 // sendMax visitors took over a second and failed the test.
 func TestUniquesBacklogDrains(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Timeout: 30 * time.Second})
 	k, d := []byte("k"), store.DayOf(time.Now())
 	if _, err := st.Incr(t.Context(), k); err != nil {
 		t.Fatal(err)
@@ -360,11 +344,7 @@ func TestUniquesMidnightAcrossInstances(t *testing.T) {
 // day keeps one whose visitors are not yet sent, so that a round that
 // fails sends them again.
 func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
-	rs := redistest.StartTest(t)
-	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, st := openOutage(t)
 	defer st.Close()
 	k, yesterday := []byte("k"), store.DayOf(time.Now())-1
 	if _, err := st.Incr(t.Context(), k); err != nil {
@@ -405,11 +385,7 @@ func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
 // are still in flight (the bound's check left it in the counter's set:
 // taken for one already held).
 func TestUniquesDroppedVisitorComesBack(t *testing.T) {
-	st, err := Open(Options{URL: standalone.URL(), Prefix: prefixOf(t.TempDir()), FlushInterval: time.Hour, MaxPendingUniques: sendMax + 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: sendMax + 10})
 	k, d := []byte("k"), store.DayOf(time.Now())
 	if _, err := st.Incr(t.Context(), k); err != nil {
 		t.Fatal(err)
@@ -463,54 +439,5 @@ func TestUniquesReadNeverWaitsForARedisKnownDown(t *testing.T) {
 		if got != uint64(i+1) {
 			t.Errorf("visit %d of a new day, Redis known down: %d unique shown, want the %d this instance holds", i, got, i+1)
 		}
-	}
-}
-
-// TestExpiriesCountFromTheStoresClock: every expiry the store asks Redis
-// for is a duration from the store's own clock, never a time on Redis's:
-// a day's count written by a flush round, by an owner's Add and by an
-// import, a day's unique visitors, and the day's seed each live as long
-// as the store's clock says, whatever Redis's clock reads. With an
-// absolute time (EXPIREAT, EXAT) put back in any of them, this fails at
-// the anchors ./scripts/test.sh runs 400 days ahead and back (and the
-// seed's a day's absolute EXAT fails at any anchor more than an hour
-// from the real now).
-func TestExpiriesCountFromTheStoresClock(t *testing.T) {
-	for _, where := range []string{"standalone", "cluster"} {
-		t.Run(where, func(t *testing.T) {
-			clock := storetest.NewClock(storetest.At(2, "09:00"))
-			in := mustInstance(t, where, t.TempDir(), store.Batch, clock.Now)
-			st := in.st
-			d := store.DayOf(clock.Now())
-			in.visit(t, "flushed", 1, "ua")
-			if _, err := st.Add(t.Context(), []byte("added"), 3); err != nil {
-				t.Fatal(err)
-			}
-			dump := storetest.Dated(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"imported","total":2,"days":{"$D+1":1,"$D+2":1}}]}`)
-			if err := st.Import(t.Context(), strings.NewReader(dump), false); err != nil {
-				t.Fatal(err)
-			}
-			in.flush(t)
-			if _, err := st.DaySeed(t.Context(), d); err != nil {
-				t.Fatal(err)
-			}
-			// The slack is the seconds Redis counts down while the test
-			// runs: an hour, for a busy machine.
-			check := func(name string, want int64) {
-				t.Helper()
-				ttl, err := st.c.Do(t.Context(), st.c.B().Ttl().Key(name).Build()).AsInt64()
-				if err != nil || ttl > want || ttl < want-3600 {
-					t.Errorf("%s lives %d s more (%v), want %d s, less at most an hour (by the store's clock)", name, ttl, err, want)
-				}
-			}
-			now := clock.Now().Unix()
-			lives := func(d store.Day) int64 { return int64(d)*86400 + DayTTL - now } // DayTTL after d began
-			for _, k := range []string{"flushed", "added", "imported"} {
-				check(dayKey(st.n.tag([]byte(k)), d), lives(d))
-			}
-			check(dayKey(st.n.tag([]byte("imported")), d-1), lives(d-1))
-			check(uniqueKey(st.n.tag([]byte("flushed")), d), lives(d))
-			check(st.n.seedKey(d), (int64(d)+1)*86400+SeedGrace-now)
-		})
 	}
 }
