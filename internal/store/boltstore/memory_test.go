@@ -221,3 +221,18 @@ func TestFillForStartTime(t *testing.T) {
 	}
 	t.Logf("%d keys in %s", h.st.Keys(), *fillDir)
 }
+
+// BenchmarkOpen opens the data directory -fill names (written by
+// TestFillForStartTime; skipped without it) as the server does at start:
+// the store, and the unique counter on it. Run with -cpuprofile for
+// where the start time goes (docs/performance.md).
+func BenchmarkOpen(b *testing.B) {
+	if *fillDir == "" {
+		b.Skip("only with -fill DIR (TestFillForStartTime)")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h := openHeld(b, *fillDir, time.Now)
+		h.close(b)
+	}
+}
