@@ -1,0 +1,82 @@
+package boltstore
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"visitors/internal/store"
+)
+
+// TestLoadKeepsEveryKeyInByteOrder: keys of many lengths (the file sorts
+// them by length first, List by bytes) come back from a reopen with their
+// counts, listed in byte order; a loaded key counts on, is deleted and
+// made again, and a new key joins the order, across two more reopens.
+func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir, Durability: store.Batch})
+	want := map[string]uint64{}
+	for i := range 300 {
+		k := fmt.Sprintf("%s/%d", string(rune('a'+i%7)), i*7919%1000) // lengths 3 to 5
+		if i%3 == 0 {
+			k += "/x"
+		}
+		for range 1 + i%4 {
+			if _, err := s.Incr(ctx, []byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			want[k]++
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		es, err := s.List(ctx, nil, nil, store.MaxList)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, e := range es {
+			keys = append(keys, string(e.Key))
+			if e.Counts.Total != want[string(e.Key)] || e.Counts.Today != want[string(e.Key)] {
+				t.Errorf("%s: %q counts %+v, want total and today %d", when, e.Key, e.Counts, want[string(e.Key)])
+			}
+		}
+		if sorted := slices.Sorted(func(yield func(string) bool) {
+			for k := range want {
+				if !yield(k) {
+					return
+				}
+			}
+		}); !slices.Equal(keys, sorted) {
+			t.Errorf("%s: List gave %d keys %q..., want the %d held in byte order", when, len(keys), keys[:min(5, len(keys))], len(sorted))
+		}
+		if s.Keys() != len(want) {
+			t.Errorf("%s: Keys() = %d, want %d", when, s.Keys(), len(want))
+		}
+	}
+	check("before a reopen")
+	mustClose(t, s)
+
+	s = mustOpen(t, Options{Dir: dir, Durability: store.Batch})
+	check("after a reopen")
+	if c, err := s.Incr(ctx, []byte("a/0/x")); err != nil || c.Total != want["a/0/x"]+1 {
+		t.Fatalf("Incr(a/0/x) after a reopen = %+v, %v; want total %d", c, err, want["a/0/x"]+1)
+	}
+	want["a/0/x"]++
+	if ok, err := s.Delete(ctx, []byte("b/919")); err != nil || !ok {
+		t.Fatalf("Delete(b/919) = %v, %v; want the key deleted", ok, err)
+	}
+	delete(want, "b/919")
+	for _, k := range []string{"a/0/new", "0", "b/919"} { // new, and made again
+		if _, err := s.Incr(ctx, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+		want[k]++
+	}
+	check("after visits to loaded and new keys")
+	mustClose(t, s)
+
+	s = mustOpen(t, Options{Dir: dir, Durability: store.Batch})
+	defer mustClose(t, s)
+	check("after a second reopen")
+}
