@@ -560,7 +560,7 @@ func TestMapList(t *testing.T) {
 		make func(m *Map[keyed])
 	}{
 		{"made one by one", func(m *Map[keyed]) { put(m, "c", "b/2", "", "a", "b/3", "b", "b/1") }}, // not in order
-		{"filled", func(m *Map[keyed]) { fill(m, "", "a", "b", "c", "b/1", "b/2", "b/3") }},        // in the file's order
+		{"filled", func(m *Map[keyed]) { fill(m, "", "a", "b", "c", "b/1", "b/2", "b/3") }},         // in the file's order
 		{"filled, then made", func(m *Map[keyed]) { fill(m, "a", "c", "b/2"); put(m, "b/3", "", "b", "b/1") }},
 		{"filled with a key deleted since", func(m *Map[keyed]) {
 			fill(m, "", "a", "b", "c", "b/0", "b/1", "b/2", "b/3", "b/4")
