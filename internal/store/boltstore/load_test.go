@@ -3,6 +3,7 @@ package boltstore
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	"visitors/internal/store"
@@ -79,4 +80,24 @@ func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
 	s = mustOpen(t, Options{Dir: dir, Durability: store.Batch})
 	defer mustClose(t, s)
 	check("after a second reopen")
+}
+
+// BenchmarkIncrNewKeys is a visit to a key never seen: the entry made,
+// put in the table and in the keys' order (and, now and then, the
+// order's B-tree merged into its sorted slice).
+func BenchmarkIncrNewKeys(b *testing.B) {
+	s, err := Open(Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ReportAllocs()
+	key := []byte("user/")
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := s.Incr(ctx, strconv.AppendInt(key[:5], int64(i), 10)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
