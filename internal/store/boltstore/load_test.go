@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"visitors/internal/store"
@@ -100,4 +101,25 @@ func BenchmarkIncrNewKeys(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkIncrNewKeysParallel is BenchmarkIncrNewKeys from many
+// goroutines: new keys contend for the map's writers' lock.
+func BenchmarkIncrNewKeysParallel(b *testing.B) {
+	s, err := Open(Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ReportAllocs()
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		key := []byte("user/")
+		for pb.Next() {
+			if _, err := s.Incr(ctx, strconv.AppendInt(key[:5], next.Add(1), 10)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
