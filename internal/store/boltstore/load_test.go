@@ -123,3 +123,34 @@ func BenchmarkIncrNewKeysParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestLoadAllocatesNothingPerKey: opening a store of 20,000 keys makes
+// no allocation a key (the entries are one slice, their keys' bytes a
+// few blocks, a record's checksum none): the whole open and close stays
+// far below one allocation a key (2,536 at a million keys, BenchmarkOpen).
+func TestLoadAllocatesNothingPerKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a store with 20,000 keys")
+	}
+	const keys = 20_000
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir})
+	for i := range keys {
+		if _, err := s.Incr(ctx, fmt.Appendf(nil, "user%06d/repo", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustClose(t, s)
+	allocs := testing.AllocsPerRun(3, func() {
+		s := mustOpen(t, Options{Dir: dir})
+		if s.Keys() != keys {
+			t.Fatalf("Keys() = %d after a reopen, want %d", s.Keys(), keys)
+		}
+		mustClose(t, s)
+	})
+	if allocs > keys/10 {
+		t.Errorf("an open and close of %d keys made %.0f allocations, want at most %d", keys, allocs, keys/10)
+	} else {
+		t.Logf("an open and close of %d keys: %.0f allocations", keys, allocs)
+	}
+}
