@@ -1,11 +1,16 @@
 package boltstore
 
 import (
+	"flag"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
 )
@@ -152,5 +157,49 @@ func TestLoadAllocatesNothingPerKey(t *testing.T) {
 		t.Errorf("an open and close of %d keys made %.0f allocations, want at most %d", keys, allocs, keys/10)
 	} else {
 		t.Logf("an open and close of %d keys: %.0f allocations", keys, allocs)
+	}
+}
+
+var fillHistory = flag.String("fillhistory", "", "TestFillHistory: write 1,000,000 keys, each visited once a day on the 30 days up to today by the real clock, to the data `directory` (no sketches), for BenchmarkOpen -fill")
+
+// TestFillHistory writes, straight into bbolt, a store of a million keys
+// of 16 bytes with 30 days of counts each: what a year-old store's open
+// costs, scaled down (BenchmarkOpen -fill DIR, docs/performance.md). It
+// runs only with -fillhistory.
+func TestFillHistory(t *testing.T) {
+	if *fillHistory == "" {
+		t.Skip("only with -fillhistory DIR")
+	}
+	const keys, days = 1_000_000, 30
+	mustClose(t, mustOpen(t, Options{Dir: *fillHistory}))
+	db, err := bolt.Open(filepath.Join(*fillHistory, FileName), FileMode, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	today := store.DayOf(time.Now())
+	key := func(i int) []byte { return fmt.Appendf(nil, "user%06d/repo", i) }
+	const batch = 20_000
+	for from := 0; from < keys; from += batch {
+		err := db.Update(func(tx *bolt.Tx) error {
+			totals, dayb := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
+			totals.FillPercent, dayb.FillPercent = 1, 1
+			for i := from; i < from+batch; i++ {
+				k := keyPrefix(key(i))
+				if err := totals.Put(k, record(tagTotals, k, days)); err != nil {
+					return err
+				}
+				for d := today - days + 1; d <= today; d++ {
+					dk := dayKey(key(i), d)
+					if err := dayb.Put(dk, record(tagDays, dk, 1)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
