@@ -62,7 +62,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // tagSums holds the CRC-32C of each tag byte, where a record's checksum
 // begins: the one-byte slice it was computed from escaped, an allocation
-// for every record read (two a key at open).
+// for every record read or written (four a key at open: two to check
+// the file, two to load it).
 var tagSums = func() (sums [256]uint32) {
 	for t := range sums {
 		sums[t] = crc32.Update(0, castagnoli, []byte{byte(t)})

@@ -253,9 +253,10 @@ func (m *Map[E]) addOrder(key string) {
 // which the caller must not use again (so a million entries are one
 // allocation, not a million). An entry deleted later is not freed on its
 // own: es is, once none of its entries is held (a store's deleted and
-// replaced keys, rare, keep their 96 bytes until a restart). Fill is fastest, and keeps the keys in
-// order with no sort, when the keys come in byte order, or in a few runs
-// of it (a file that sorts by length first).
+// replaced keys, rare, keep their 96 bytes until a restart). Fill is
+// fastest, and keeps the keys in order with no sort, when the keys come
+// in byte order, or in a few runs of it (a file that sorts by length
+// first).
 func (m *Map[E]) Fill(es []E) {
 	if len(es) == 0 {
 		return
