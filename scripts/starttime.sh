@@ -5,6 +5,7 @@
 # internal/store/boltstore's TestFillForStartTime, and reused).
 #
 #   scripts/starttime.sh [DIR]      ROUNDS=5 scripts/starttime.sh
+#   BINS="/tmp/before /tmp/after" ROUNDS=5 scripts/starttime.sh [DIR]
 #
 # The server runs pinned to core 0; curl asks from core 1 every 5 ms
 # until /counter/user000000/repo.json answers 200 (the first key: its
@@ -12,42 +13,54 @@
 # round stops the server with SIGTERM and waits for it to exit before
 # the next. Prints each round and the medians, in milliseconds: the
 # wall time, and the CPU time the server had used by then.
+#
+# BINS compares binaries built beforehand (e.g. go build -o /tmp/before
+# ./cmd/visitors on another tree) side by side: each round starts each
+# of them in turn, so that they share the machine's load; without it,
+# the binary is built from this tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/tmp/visitors-start-1m}
 rounds=${ROUNDS:-3}
-bin=$(mktemp -d)/visitors
-go build -o "$bin" ./cmd/visitors
+bins=${BINS:-}
+if [ -z "$bins" ]; then
+	bins=$(mktemp -d)/visitors
+	go build -o "$bins" ./cmd/visitors
+fi
 if [ ! -e "$dir/visitors.db" ]; then
 	mkdir -p "$dir"
 	go test -count=1 -timeout 60m -run '^TestFillForStartTime$' ./internal/store/boltstore -fill "$dir"
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-times=()
-cpus=()
+declare -A times cpus
 for r in $(seq "$rounds"); do
-	t0=$(date +%s%N)
-	taskset -c 0 "$bin" -data "$dir" -addr "127.0.0.1:$port" -admin-addr "" >"$dir.log" 2>&1 &
-	pid=$!
-	until taskset -c 1 curl -sf -o /dev/null "http://127.0.0.1:$port/counter/user000000/repo.json"; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			echo "the server exited; its log:" >&2
-			cat "$dir.log" >&2
-			exit 1
-		fi
-		sleep 0.005
+	for bin in $bins; do
+		t0=$(date +%s%N)
+		taskset -c 0 "$bin" -data "$dir" -addr "127.0.0.1:$port" -admin-addr "" >"$dir.log" 2>&1 &
+		pid=$!
+		until taskset -c 1 curl -sf -o /dev/null "http://127.0.0.1:$port/counter/user000000/repo.json"; do
+			if ! kill -0 "$pid" 2>/dev/null; then
+				echo "the server exited; its log:" >&2
+				cat "$dir.log" >&2
+				exit 1
+			fi
+			sleep 0.005
+		done
+		t1=$(date +%s%N)
+		# CPU the server used until then (utime + stime, in clock ticks): on
+		# a shared machine the wall time is mostly waiting for core 0.
+		ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		cpu=$((ticks * 1000 / $(getconf CLK_TCK)))
+		ms=$(((t1 - t0) / 1000000))
+		times[$bin]+=" $ms"
+		cpus[$bin]+=" $cpu"
+		echo "round $r, $bin: $ms ms to the first answer, $cpu ms of CPU; load average $(cut -d' ' -f1 /proc/loadavg)"
+		kill -TERM "$pid"
+		wait "$pid" || true
 	done
-	t1=$(date +%s%N)
-	# CPU the server used until then (utime + stime, in clock ticks): on
-	# a shared machine the wall time is mostly waiting for core 0.
-	ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	cpu=$((ticks * 1000 / $(getconf CLK_TCK)))
-	ms=$(((t1 - t0) / 1000000))
-	times+=("$ms")
-	cpus+=("$cpu")
-	echo "round $r: $ms ms to the first answer, $cpu ms of CPU; load average $(cut -d' ' -f1 /proc/loadavg)"
-	kill -TERM "$pid"
-	wait "$pid" || true
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-echo "median of $rounds: $(median "${times[@]}") ms to the first answer, $(median "${cpus[@]}") ms of CPU ($(go version | cut -d' ' -f3), $(date -u +%F))"
+for bin in $bins; do
+	# shellcheck disable=SC2086 # the lists are words
+	echo "$bin: median of $rounds: $(median ${times[$bin]}) ms to the first answer, $(median ${cpus[$bin]}) ms of CPU ($(go version | cut -d' ' -f3), $(date -u +%F))"
+done

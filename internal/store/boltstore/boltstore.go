@@ -41,6 +41,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -50,6 +51,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -291,13 +293,20 @@ func (s *Store) load() error {
 		s.reserved.Store(hits)
 		s.used = hits
 		// Both buckets sort by key, so one cursor walks the days beside
-		// the totals: a merge, not a lookup per key.
-		// The table of keys sized once: growing it by doubling took a
-		// quarter of the load of a million keys (docs/performance.md).
-		s.keys.Reserve(tx.Bucket(bucketTotals).Stats().KeyN)
+		// the totals: a merge, not a lookup per key. The entries are
+		// made in one slice and their keys' bytes in a few large
+		// blocks, and handed to the map at once (tally.Map.Fill), which
+		// sizes its table once and takes the keys in the file's order:
+		// a million allocations, the table's growth and a B-tree's
+		// inserts took most of the load of a million keys
+		// (docs/performance.md).
+		totals := tx.Bucket(bucketTotals)
+		es := make([]entry, 0, totals.Stats().KeyN)
+		var block []byte // the keys' bytes, never changed once written
 		days := tx.Bucket(bucketDays).Cursor()
 		dk, dv := days.First()
-		err = tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
+		var want []byte
+		err = totals.ForEach(func(k, v []byte) error {
 			key, err := splitTotalKey(k)
 			if err != nil {
 				return fmt.Errorf("a total's key %q: %w", k, err)
@@ -306,7 +315,8 @@ func (s *Store) load() error {
 			if err != nil {
 				return fmt.Errorf("the total of key %q: %w", key, err)
 			}
-			want := dayKey(key, today)
+			// A day's key is the total's key and the day.
+			want = binary.BigEndian.AppendUint32(append(want[:0], k...), uint32(today))
 			for dk != nil && bytes.Compare(dk, want) < 0 {
 				dk, dv = days.Next()
 			}
@@ -316,7 +326,14 @@ func (s *Store) load() error {
 					return fmt.Errorf("today's count of key %q: %w", key, err)
 				}
 			}
-			e := s.keys.Put(key)
+			if cap(block)-len(block) < len(key) {
+				block = make([]byte, 0, max(64<<10, len(key)))
+			}
+			at := len(block)
+			block = append(block, key...)
+			es = slices.Grow(es, 1)[:len(es)+1]
+			e := &es[len(es)-1]
+			e.key = unsafe.String(unsafe.SliceData(block[at:]), len(key))
 			e.Restore(total, today, n)
 			e.written = total
 			return nil
@@ -324,6 +341,7 @@ func (s *Store) load() error {
 		if err != nil {
 			return err
 		}
+		s.keys.Fill(es)
 		return s.loadOwned(tx)
 	})
 	if err != nil {

@@ -60,6 +60,17 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// tagSums holds the CRC-32C of each tag byte, where a record's checksum
+// begins: the one-byte slice it was computed from escaped, an allocation
+// for every record read or written (four a key at open: two to check
+// the file, two to load it).
+var tagSums = func() (sums [256]uint32) {
+	for t := range sums {
+		sums[t] = crc32.Update(0, castagnoli, []byte{byte(t)})
+	}
+	return sums
+}()
+
 // errChecksum marks a record whose checksum does not match.
 var errChecksum = errors.New("checksum mismatch")
 
@@ -71,7 +82,7 @@ func record(tag byte, k []byte, n uint64) []byte {
 }
 
 func recordSum(tag byte, k, v8 []byte) uint32 {
-	c := crc32.Update(0, castagnoli, []byte{tag})
+	c := tagSums[tag]
 	c = crc32.Update(c, castagnoli, k)
 	return crc32.Update(c, castagnoli, v8)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,7 +114,7 @@ func heapNow() uint64 {
 // its own on each of days consecutive UTC days, writes everything as
 // the flushers would, and returns the heap the keys hold, per key, less
 // the key's own bytes.
-func perKey(tb testing.TB, n, days int, limiter bool) float64 {
+func perKey(tb testing.TB, n, days int, limiter bool) (float64, map[string]float64) {
 	tb.Helper()
 	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	h := openHeld(tb, tb.TempDir(), clock.Now)
@@ -147,22 +149,93 @@ func perKey(tb testing.TB, n, days int, limiter bool) float64 {
 	if *heapProfile != "" {
 		writeHeapProfile(tb, fmt.Sprintf("%s.%dkeys.%ddays", *heapProfile, n, days))
 	}
+	parts := heapParts()
+	for k := range parts {
+		parts[k] /= float64(n)
+	}
 	runtime.KeepAlive(h)
-	return (float64(used) - float64(keyBytes)) / float64(n)
+	return (float64(used) - float64(keyBytes)) / float64(n), parts
 }
+
+// heapParts are the parts of what a key holds, each named by where its
+// memory is allocated: the innermost frame of an allocation's stack that
+// one of them names.
+var heapParts = func() func() map[string]float64 {
+	parts := []struct{ name, fn string }{
+		{"entry", "boltstore.(*Store).newEntry"}, // the store's entry and tally
+		{"days", "tally.(*Tally).keepPast"},      // earlier days held
+		{"table", "tally.newTable"},              // the hash table of entries
+		{"order", "tally.(*Map[...]).addOrder"},  // the keys in order: sorted slice
+		{"order", "github.com/google/btree."},    // and B-tree
+		{"key", "tally.(*Map[...]).store"},       // the key's own bytes
+		{"sketch", "visitors/internal/unique."},  // the unique visitors' sketch
+		{"limiter", "visitors/internal/client."}, // the per-client limiter
+		{"top", "visitors/internal/top."},        // the top list
+	}
+	return func() map[string]float64 {
+		var recs []runtime.MemProfileRecord
+		for {
+			n, ok := runtime.MemProfile(recs, false)
+			if ok {
+				recs = recs[:n]
+				break
+			}
+			recs = make([]runtime.MemProfileRecord, n+100)
+		}
+		got := map[string]float64{}
+		for _, r := range recs {
+			bytes := float64(r.InUseBytes())
+			if objs := r.InUseObjects(); objs > 0 && runtime.MemProfileRate > 1 {
+				// The profile's sampling, undone as pprof does.
+				avg := bytes / float64(objs)
+				bytes /= 1 - math.Exp(-avg/float64(runtime.MemProfileRate))
+			}
+			name := "other"
+			frames := runtime.CallersFrames(r.Stack())
+		stack:
+			for {
+				f, more := frames.Next()
+				for _, p := range parts {
+					if strings.Contains(f.Function, p.fn) {
+						name = p.name
+						break stack
+					}
+				}
+				if !more {
+					break
+				}
+			}
+			got[name] += bytes
+		}
+		return got
+	}
+}()
 
 // BenchmarkMemoryPerKey reports the heap held per key, less the key's
 // bytes, with n keys each visited by one visitor on one day (and on 30
-// days: flat over days), unique visitors on. Run with -benchtime=1x
-// -memprofile for the breakdown (docs/performance.md).
+// days: flat over days), unique visitors on. Run with -benchtime=1x,
+// and -heapprofile FILE for the profile itself (docs/performance.md).
+//
+// Beside B/key it reports its parts, from the heap profile: entry (the
+// store's entry and tally), days (earlier days held), table (the hash
+// table of entries), order (the keys in order), sketch (unique
+// visitors), limiter, top, key (the key's own bytes, left out of
+// B/key) and other. The profile samples an allocation every 4 kB here,
+// so that each part is within about 1% at 100,000 keys.
 func BenchmarkMemoryPerKey(b *testing.B) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 4096
 	for _, c := range []struct{ keys, days int }{{100_000, 1}, {1_000_000, 1}, {100_000, 30}} {
 		b.Run(fmt.Sprintf("keys=%d/days=%d", c.keys, c.days), func(b *testing.B) {
 			var per float64
+			var parts map[string]float64
 			for b.Loop() {
-				per = perKey(b, c.keys, c.days, true)
+				per, parts = perKey(b, c.keys, c.days, true)
 			}
 			b.ReportMetric(per, "B/key")
+			for name, v := range parts {
+				b.ReportMetric(v, name+"-B/key")
+			}
 		})
 	}
 }
@@ -175,17 +248,17 @@ const memoryBudget = 250
 // days of visits (a durable store holds no day once it is written: flat
 // over days). The heap is read after two collections, with nothing else
 // running: HeapAlloc then varies by a few kB between runs, a tenth of a
-// byte a key, while what is held is 235-238 bytes a key (12 below the
+// byte a key, while what is held is 210-216 bytes a key (34 below the
 // budget; the table of keys and the maps grow in steps, so it is no
-// flat line either). The limiter is left out: it holds at most DefaultMaxClients
-// clients, 10.5 MB whatever the number of keys (10 bytes a key at a
+// flat line either). The limiter is left out: it holds at most
+// DefaultMaxClients clients, 10.5 MB whatever the number of keys (10 bytes a key at a
 // million, BenchmarkMemoryPerKey).
 func TestMemoryPerKeyBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a store with 50,000 keys")
 	}
 	for _, days := range []int{1, 3} {
-		if per := perKey(t, 50_000, days, false); per > memoryBudget {
+		if per, _ := perKey(t, 50_000, days, false); per > memoryBudget {
 			t.Errorf("%d days: %.1f bytes a key beyond its own, want at most %d", days, per, memoryBudget)
 		} else {
 			t.Logf("%d days: %.1f bytes a key beyond its own", days, per)
@@ -220,4 +293,19 @@ func TestFillForStartTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d keys in %s", h.st.Keys(), *fillDir)
+}
+
+// BenchmarkOpen opens the data directory -fill names (written by
+// TestFillForStartTime; skipped without it) as the server does at start:
+// the store, and the unique counter on it. Run with -cpuprofile for
+// where the start time goes (docs/performance.md).
+func BenchmarkOpen(b *testing.B) {
+	if *fillDir == "" {
+		b.Skip("only with -fill DIR (TestFillForStartTime)")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h := openHeld(b, *fillDir, time.Now)
+		h.close(b)
+	}
 }

@@ -5,8 +5,8 @@
 //
 // The pieces are lock-free on the hot path. A Tally packs today's count
 // and its day into one atomic word, so a visit updates both with one
-// compare-and-swap. The Map is a sync.Map, since Go 1.24 a concurrent
-// hash-trie whose reads take no lock. The Calendar's day is an atomic that
+// compare-and-swap. The Map is a hash table of its own whose reads take
+// no lock (see [Map]). The Calendar's day is an atomic that
 // a timer advances at each UTC midnight, so no request reads the clock.
 //
 // A Tally holds earlier days' counts only as long as its owner wants

@@ -3,6 +3,8 @@ package tally
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -534,12 +536,49 @@ func TestMapDeleteFreesItsPlace(t *testing.T) {
 // is no cursor, excluded when the cursor is the empty key), at most
 // limit of them, and none for a limit of 0 or less; each key comes with
 // its own entry.
+//
+// The keys are held in the four ways a map may hold them: made one by
+// one (the B-tree of keys made since), all at once by Fill (the sorted
+// slice), half of each, and filled with a key deleted since (which the
+// slice still holds, and List must skip).
 func TestMapList(t *testing.T) {
-	m := NewMap(0, newKeyed, keyedKey)
 	all := []string{"", "a", "b", "b/1", "b/2", "b/3", "c"}
-	for _, k := range []string{"c", "b/2", "", "a", "b/3", "b", "b/1"} { // not in order
-		m.Put([]byte(k))
+	put := func(m *Map[keyed], keys ...string) {
+		for _, k := range keys {
+			m.Put([]byte(k))
+		}
 	}
+	fill := func(m *Map[keyed], keys ...string) {
+		es := make([]keyed, len(keys))
+		for i, k := range keys {
+			es[i].key = k
+		}
+		m.Fill(es)
+	}
+	for _, held := range []struct {
+		name string
+		make func(m *Map[keyed])
+	}{
+		{"made one by one", func(m *Map[keyed]) { put(m, "c", "b/2", "", "a", "b/3", "b", "b/1") }}, // not in order
+		{"filled", func(m *Map[keyed]) { fill(m, "", "a", "b", "c", "b/1", "b/2", "b/3") }},         // in the file's order
+		{"filled, then made", func(m *Map[keyed]) { fill(m, "a", "c", "b/2"); put(m, "b/3", "", "b", "b/1") }},
+		{"filled with a key deleted since", func(m *Map[keyed]) {
+			fill(m, "", "a", "b", "c", "b/0", "b/1", "b/2", "b/3", "b/4")
+			for _, k := range []string{"b/0", "b/4"} {
+				if !m.Delete(k, m.Load([]byte(k))) {
+					t.Fatalf("Delete(%q) deleted nothing", k)
+				}
+			}
+		}},
+	} {
+		m := NewMap(0, newKeyed, keyedKey)
+		held.make(m)
+		testMapList(t, held.name, m, all)
+	}
+}
+
+func testMapList(t *testing.T, held string, m *Map[keyed], all []string) {
+	t.Helper()
 	tests := []struct {
 		name          string
 		prefix, after []byte
@@ -566,13 +605,109 @@ func TestMapList(t *testing.T) {
 	for _, tt := range tests {
 		keys, entries := m.List(tt.prefix, tt.after, tt.limit)
 		if !slices.Equal(keys, tt.want) {
-			t.Errorf("%s: List(%q, %q, %d) = %q, want %q", tt.name, tt.prefix, tt.after, tt.limit, keys, tt.want)
+			t.Errorf("%s: %s: List(%q, %q, %d) = %q, want %q", held, tt.name, tt.prefix, tt.after, tt.limit, keys, tt.want)
 			continue
 		}
 		for i, k := range keys {
 			if entries[i] != m.Load([]byte(k)) {
-				t.Errorf("%s: the entry listed with %q is not its own", tt.name, k)
+				t.Errorf("%s: %s: the entry listed with %q is not its own", held, tt.name, k)
 			}
+		}
+	}
+}
+
+// TestMapOrderAgainstAModel makes, deletes and makes again keys past
+// mergeMin (so that the B-tree of keys made since is merged into the
+// sorted slice, more than once, with deleted keys in it), after a Fill
+// in the file's order (by length, then bytes), and checks after each
+// step that paging through List gives every key held, in byte order,
+// once, as a plain set of them says.
+func TestMapOrderAgainstAModel(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	model := map[string]bool{}
+	key := func(i int) string { return strings.Repeat("k", i%5) + fmt.Sprint(i) }
+	var filled []keyed
+	for n := 1; n <= 5; n++ { // by length: each length a run in byte order
+		for i := range 3000 {
+			if k := key(i); len(k) == n+3 {
+				filled = append(filled, keyed{key: k})
+				model[k] = true
+			}
+		}
+	}
+	if len(filled) < 1000 {
+		t.Fatalf("only %d keys filled", len(filled))
+	}
+	m.Fill(filled)
+	check := func(step string) {
+		t.Helper()
+		want := slices.Sorted(maps.Keys(model))
+		var got []string
+		var after []byte
+		for {
+			keys, _ := m.List(nil, after, 333)
+			got = append(got, keys...)
+			if len(keys) < 333 {
+				break
+			}
+			after = []byte(keys[len(keys)-1])
+		}
+		if !slices.Equal(got, want) || m.Len() != len(want) {
+			t.Fatalf("%s: List pages gave %d keys (Len %d), want the %d held in order", step, len(got), m.Len(), len(want))
+		}
+	}
+	check("filled")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 6 {
+		for range 1500 {
+			k := key(rng.IntN(9000))
+			if model[k] && rng.IntN(3) == 0 {
+				if !m.Delete(k, m.Load([]byte(k))) {
+					t.Fatalf("Delete(%q) deleted nothing", k)
+				}
+				delete(model, k)
+				continue
+			}
+			m.Put([]byte(k))
+			model[k] = true
+		}
+		check(fmt.Sprintf("round %d", round))
+		// A merge leaves out the keys deleted before it: sorted holds
+		// no more keys not held than were deleted from it since.
+		notHeld := 0
+		for _, k := range m.sorted {
+			if !model[k] {
+				notHeld++
+			}
+		}
+		if notHeld > m.stale {
+			t.Errorf("round %d: the sorted keys hold %d keys deleted, %d since the last merge", round, notHeld, m.stale)
+		}
+	}
+	if len(m.sorted) <= len(filled) {
+		t.Errorf("the keys made were never merged into the sorted slice (%d keys there)", len(m.sorted))
+	}
+}
+
+// TestSortRuns: runs in byte order, as a file sorted by length gives
+// them, come out sorted, whatever their number and lengths; so do keys
+// in no order (more runs than merging suits).
+func TestSortRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, runs := range []int{0, 1, 2, 3, 5, 8, 64, 65, 500} {
+		var keys []string
+		for range runs {
+			run := make([]string, rng.IntN(50))
+			for i := range run {
+				run[i] = fmt.Sprint(rng.IntN(1000))
+			}
+			slices.Sort(run)
+			keys = append(keys, run...)
+		}
+		want := slices.Sorted(slices.Values(keys))
+		sortRuns(keys)
+		if !slices.Equal(keys, want) {
+			t.Errorf("%d runs: sortRuns gave %q, want %q", runs, keys, want)
 		}
 	}
 }
