@@ -59,10 +59,12 @@ func benchServeWith(b *testing.B, target string, obs int, rules bool) {
 	r.Header.Set("User-Agent", benchUA)
 	w := webtest.NewResponseWriter()
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		w.Reset()
 		s.ServeHTTP(w, r)
 	}
+	reportCPU(b, cpu)
 	if w.Code != 200 {
 		b.Fatalf("GET %s = %d", target, w.Code)
 	}
@@ -86,6 +88,8 @@ func benchServeParallelWith(b *testing.B, target string, obs int, rules bool) {
 	s := benchServer(b, obs, rules)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
+	defer reportCPU(b, cpu)
 	b.RunParallel(func(pb *testing.PB) {
 		r := httptest.NewRequest("GET", target, nil)
 		r.Header.Set("User-Agent", benchUA)

@@ -103,12 +103,14 @@ func BenchmarkCounterClients(b *testing.B) {
 				w := webtest.NewResponseWriter()
 				b.ReportAllocs()
 				i := 0
+				cpu := cpuTime()
 				for b.Loop() {
 					r.Header["X-Forwarded-For"] = xff[i%numBenchClients]
 					i++
 					w.Reset()
 					s.ServeHTTP(w, r)
 				}
+				reportCPU(b, cpu)
 				if w.Code != 200 {
 					b.Fatalf("GET %s = %d", p.path, w.Code)
 				}
@@ -127,6 +129,8 @@ func BenchmarkCounterClientsParallel(b *testing.B) {
 				s := clientsServer(b, xff, p.path, rules)
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu := cpuTime()
+				defer reportCPU(b, cpu)
 				var next atomic.Int64
 				b.RunParallel(func(pb *testing.PB) {
 					r := clientsRequest(p.path)
