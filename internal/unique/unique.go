@@ -207,7 +207,7 @@ func (s *sketch) estimate() uint64 {
 		return uint64(s.n) // what the HyperLogLog of so few says, but for a 2^-25 chance
 	}
 	if !b.known || b.since > b.est/staleShare {
-		b.est, b.known, b.since = b.hll.Estimate(), true, 0
+		b.est, b.known, b.since = estimate(b.hll), true, 0
 	}
 	return b.est
 }
