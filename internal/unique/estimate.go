@@ -36,7 +36,8 @@ var inverse = func() (t [256]float64) {
 // (TestEstimateIsTheLibrarys), without the library's math.Pow per
 // register: 385 µs for 16,384 registers, which a JSON read of a busy
 // counter paid once every 1/staleShare of its visitors (the -clients
-// load test: half the JSON handler's CPU; docs/performance.md). A sparse
+// load test: half the JSON handler's CPU; docs/performance.md), and
+// daily.json a past day's sketch the first time it is read. A sparse
 // sketch, or a form this does not know, is left to the library.
 func estimate(h *hyperloglog.Sketch) uint64 {
 	const m = 1 << precision

@@ -600,7 +600,7 @@ func (c *Counter) Days(key []byte, now time.Time, n int) ([]uint64, error) {
 		if err := h.UnmarshalBinary(data); err != nil {
 			return nil, fmt.Errorf("the sketch of key %q on %s: %w", key, (last - store.Day(n-1-i)).Time().Format("2006-01-02"), err)
 		}
-		out[i] = h.Estimate()
+		out[i] = estimate(h)
 		c.past.put(sum, out[i])
 	}
 	return out, nil
