@@ -207,7 +207,7 @@ func (s *sketch) estimate() uint64 {
 		return uint64(s.n) // what the HyperLogLog of so few says, but for a 2^-25 chance
 	}
 	if !b.known || b.since > b.est/staleShare {
-		b.est, b.known, b.since = b.hll.Estimate(), true, 0
+		b.est, b.known, b.since = estimate(b.hll), true, 0
 	}
 	return b.est
 }
@@ -600,7 +600,7 @@ func (c *Counter) Days(key []byte, now time.Time, n int) ([]uint64, error) {
 		if err := h.UnmarshalBinary(data); err != nil {
 			return nil, fmt.Errorf("the sketch of key %q on %s: %w", key, (last - store.Day(n-1-i)).Time().Format("2006-01-02"), err)
 		}
-		out[i] = h.Estimate()
+		out[i] = estimate(h)
 		c.past.put(sum, out[i])
 	}
 	return out, nil

@@ -54,26 +54,25 @@ func withClientRules(tb testing.TB, s *Server, rules bool) {
 	s.visits.Uniques = u
 }
 
-// clientsRequest returns the request of the -clients scenario, less
-// its X-Forwarded-For: a counting badge, from the trusted proxy, by a
-// browser.
-func clientsRequest() *http.Request {
-	r := httptest.NewRequest("GET", "/counter/load.svg", nil)
+// clientsRequest returns the request of the -clients scenario for path
+// (/counter/load.svg or /counter/load.json), less its X-Forwarded-For:
+// a counting request, from the trusted proxy, by a browser.
+func clientsRequest(path string) *http.Request {
+	r := httptest.NewRequest("GET", path, nil)
 	r.RemoteAddr = "127.0.0.1:40000"
 	r.Header.Set("User-Agent", benchUA)
 	return r
 }
 
 // clientsServer returns a server with the rules of withClientRules and
-// the flight recorder on, that has served one round of every client of
-// xff: the limiter's table is full and turning over, as in the load
+// the metrics on (the flight recorder is off until armed, as in the
+// service), that has served one round of every client of xff at path: the limiter's table is full and turning over, as in the load
 // test past its first seconds.
-func clientsServer(b *testing.B, xff [][]string, rules bool) *Server {
+func clientsServer(b *testing.B, xff [][]string, path string, rules bool) *Server {
 	b.Helper()
 	s, _ := mustServerObserved(b, nil, true)
 	withClientRules(b, s, rules)
-	mustFlightRecorder(b)
-	r := clientsRequest()
+	r := clientsRequest(path)
 	w := webtest.NewResponseWriter()
 	for _, a := range xff {
 		r.Header["X-Forwarded-For"] = a
@@ -83,31 +82,40 @@ func clientsServer(b *testing.B, xff [][]string, rules bool) *Server {
 	return s
 }
 
-// BenchmarkCounterClients serves a counting badge to a new client on
-// every request, through a trusted proxy, as the load test's -clients
-// scenario does: the limiter meets a new client each time and its table
-// turns over, and each request is a new unique visitor. A round of every
-// client comes first, untimed: the table is full from the start. rules=false is
-// visitors-rules0. Compare with benchstat -col /rules.
+// clientsPaths are the counting requests of the -clients scenario: the
+// badge (the load test's -path /counter/load.svg) and the JSON read.
+var clientsPaths = []struct{ name, path string }{{"svg", "/counter/load.svg"}, {"json", "/counter/load.json"}}
+
+// BenchmarkCounterClients serves a counting badge (or JSON read) to a
+// new client on every request, through a trusted proxy, as the load
+// test's -clients scenario does: the limiter meets a new client each
+// time and its table turns over, and each request is a new unique
+// visitor. A round of every client comes first, untimed: the table is
+// full from the start. rules=false is visitors-rules0. Compare with
+// benchstat -col /rules.
 func BenchmarkCounterClients(b *testing.B) {
 	xff := benchClients()
-	for _, rules := range []bool{false, true} {
-		b.Run(fmt.Sprintf("rules=%v", rules), func(b *testing.B) {
-			s := clientsServer(b, xff, rules)
-			r := clientsRequest()
-			w := webtest.NewResponseWriter()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				r.Header["X-Forwarded-For"] = xff[i%numBenchClients]
-				i++
-				w.Reset()
-				s.ServeHTTP(w, r)
-			}
-			if w.Code != 200 {
-				b.Fatalf("GET /counter/load.svg = %d", w.Code)
-			}
-		})
+	for _, p := range clientsPaths {
+		for _, rules := range []bool{false, true} {
+			b.Run(fmt.Sprintf("path=%s/rules=%v", p.name, rules), func(b *testing.B) {
+				s := clientsServer(b, xff, p.path, rules)
+				r := clientsRequest(p.path)
+				w := webtest.NewResponseWriter()
+				b.ReportAllocs()
+				i := 0
+				cpu := cpuTime()
+				for b.Loop() {
+					r.Header["X-Forwarded-For"] = xff[i%numBenchClients]
+					i++
+					w.Reset()
+					s.ServeHTTP(w, r)
+				}
+				reportCPU(b, cpu)
+				if w.Code != 200 {
+					b.Fatalf("GET %s = %d", p.path, w.Code)
+				}
+			})
+		}
 	}
 }
 
@@ -115,24 +123,28 @@ func BenchmarkCounterClients(b *testing.B) {
 // BenchmarkCounterClients.
 func BenchmarkCounterClientsParallel(b *testing.B) {
 	xff := benchClients()
-	for _, rules := range []bool{false, true} {
-		b.Run(fmt.Sprintf("rules=%v", rules), func(b *testing.B) {
-			s := clientsServer(b, xff, rules)
-			b.ReportAllocs()
-			b.ResetTimer()
-			var next atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				r := clientsRequest()
-				w := webtest.NewResponseWriter()
-				for pb.Next() {
-					r.Header["X-Forwarded-For"] = xff[next.Add(1)%numBenchClients]
-					w.Reset()
-					s.ServeHTTP(w, r)
-				}
-				if w.Code != 200 && w.Code != 0 {
-					b.Errorf("GET /counter/load.svg = %d", w.Code)
-				}
+	for _, p := range clientsPaths {
+		for _, rules := range []bool{false, true} {
+			b.Run(fmt.Sprintf("path=%s/rules=%v", p.name, rules), func(b *testing.B) {
+				s := clientsServer(b, xff, p.path, rules)
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu := cpuTime()
+				defer reportCPU(b, cpu)
+				var next atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					r := clientsRequest(p.path)
+					w := webtest.NewResponseWriter()
+					for pb.Next() {
+						r.Header["X-Forwarded-For"] = xff[next.Add(1)%numBenchClients]
+						w.Reset()
+						s.ServeHTTP(w, r)
+					}
+					if w.Code != 200 && w.Code != 0 {
+						b.Errorf("GET %s = %d", p.path, w.Code)
+					}
+				})
 			})
-		})
+		}
 	}
 }

@@ -231,6 +231,16 @@ func BenchmarkCounterBadgeParallel(b *testing.B) {
 	benchServeParallelRules(b, "/counter/octocat/hello-world.svg", true)
 }
 
+// BenchmarkCounterJSON is BenchmarkCounterBadge for the JSON read of a
+// counter, which counts the visit too and reads today's unique visitors.
+func BenchmarkCounterJSON(b *testing.B) {
+	benchServeRules(b, "/counter/octocat/hello-world.json", true)
+}
+
+func BenchmarkCounterJSONParallel(b *testing.B) {
+	benchServeParallelRules(b, "/counter/octocat/hello-world.json", true)
+}
+
 // BenchmarkCounterRules prices the fairness rules side by side in one
 // run: compare with benchstat -col /rules.
 func BenchmarkCounterRules(b *testing.B) {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -121,5 +122,32 @@ func TestUnknownParamAllocs(t *testing.T) {
 		if got := testing.AllocsPerRun(200, func() { unknownCounterParam(q) }); got > 0 {
 			t.Errorf("unknownCounterParam(%q) allocs = %v, want 0", q, got)
 		}
+	}
+}
+
+// TestEmptyQueryIsParsed: the defaults a request without a query takes
+// (emptyQuery, parsed once) are what parsing its empty query gives, and a
+// badge drawn from them twice, through a scratch's memo, is drawn from
+// the same defaults every time: nothing writes into them.
+func TestEmptyQueryIsParsed(t *testing.T) {
+	var sc scratch
+	want, msg := parseQuery(&sc, "")
+	if msg != "" {
+		t.Fatalf("parseQuery(\"\") refused: %s", msg)
+	}
+	got, msg := parseCounterQuery(&sc, "")
+	if msg != "" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseCounterQuery(\"\") = %+v, %q; parseQuery gives %+v", got, msg, want)
+	}
+	s, _ := mustServer(t, nil)
+	first := get(s, "GET", "/counter/empty.svg?label=other&color=red").Body.String()
+	for range 3 {
+		get(s, "GET", "/counter/empty.svg")
+	}
+	if got, _ := parseCounterQuery(&sc, ""); !reflect.DeepEqual(got, want) {
+		t.Errorf("after serving badges, the empty query's defaults are %+v, want %+v", got, want)
+	}
+	if !strings.Contains(first, ">other<") {
+		t.Errorf("a badge with a label of its own does not show it: %s", first)
 	}
 }

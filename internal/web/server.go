@@ -375,7 +375,7 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) int {
 	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
-	ua := r.Header.Get("User-Agent")
+	ua := headerValue(r.Header, "User-Agent")
 	b := sc.body[:0]
 	if asJSON {
 		b = append(b, `{"user_agent":`...)

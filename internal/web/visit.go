@@ -50,7 +50,7 @@ type countReq struct {
 func (s *Server) record(v *countReq) (visit.Outcome, *httperr.HTTPError) {
 	if v.Count && !v.Global {
 		v.Client = client.Address(v.r.RemoteAddr, v.r.Header, s.visits.Rules.Trusted)
-		v.UserAgent = v.r.Header.Get("User-Agent")
+		v.UserAgent = headerValue(v.r.Header, "User-Agent")
 	}
 	o, err := s.visits.Record(v.r.Context(), &v.Visit)
 	if o.NotCounted != visit.None {
@@ -60,6 +60,16 @@ func (s *Server) record(v *countReq) (visit.Outcome, *httperr.HTTPError) {
 		return o, s.visitError(err)
 	}
 	return o, nil
+}
+
+// headerValue is h.Get(key) for a key already in canonical form, as
+// net/http stores a request's header names: one map lookup, without
+// Get's canonicalization of key on every call.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // counted returns metrics.Visit if o counted a visit, for a handler's
