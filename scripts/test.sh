@@ -83,8 +83,6 @@ for shift in +400 -400; do
 	VISITORS_TEST_DATE=$shift go test -count=1 ./internal/store/storetest $dated
 done
 
-step "allocation budgets (without -race: sync.Pool drops items under it on purpose)"
-go test -count=1 -run 'Allocs|Allocate' ./...
 
 # Fuzz budgets are counts of executions, not durations: with a duration,
 # Go 1.26's fuzz coordinator can report its own deadline as a failure
@@ -102,8 +100,11 @@ go test -run '^$' -fuzz '^FuzzIdentify$' -fuzztime 50000x ./internal/client
 step "fuzz: the owner API's bodies and key paths: no 5xx, no panic, a refused call changes nothing (100,000 executions)"
 go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 100000x ./internal/api
 
-step "every benchmark once"
-go test -run='^$' -bench=. -benchtime=1x ./...
+# One build of every package's test binary without -race for both:
+# they were two steps, and the second compiled and linked them all again
+# (about 30 s here).
+step "allocation budgets (without -race: sync.Pool drops items under it on purpose) and every benchmark once"
+go test -count=1 -run 'Allocs|Allocate' -bench=. -benchtime=1x ./...
 
 # docs/lab.md is fresh by construction: everything in it that needs no
 # benchmark (each step's diff and doc comment, the escape analysis, the
