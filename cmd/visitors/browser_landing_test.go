@@ -164,6 +164,7 @@ func chromiumLanding(t *testing.T, url string, width int, extra ...string) []byt
 // wider than a phone. Screenshots are left in the test's temporary
 // directory, or in $LANDING_SHOTS if set, to be looked at.
 func TestLandingBuilderInChromium(t *testing.T) {
+	t.Parallel() // most of it waits for Chromium
 	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off")
 	origin, results := mustLandingProxy(t, p)
 	shots := t.TempDir()

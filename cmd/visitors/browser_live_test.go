@@ -40,6 +40,7 @@ func (e eventCounter) Flush() { e.ResponseWriter.(http.Flusher).Flush() }
 // the browser has been sent three events; the dumped page must show that
 // it handled more than one and the count they carried.
 func TestLiveCountInChromium(t *testing.T) {
+	t.Parallel() // most of it waits for Chromium
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("chromium is needed for this test: ./scripts/install-deps.sh installs it")

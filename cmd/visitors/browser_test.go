@@ -107,6 +107,7 @@ func rgb(hex uint32) color.RGBA {
 // drawing's own fill colors over a good part of it — a blank page, a
 // broken image, an XML error page or a 404 text has none of them.
 func TestBadgeAndGraphRenderInChromium(t *testing.T) {
+	t.Parallel() // most of it waits for Chromium
 	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off")
 	for range 5 {
 		mustGet(t, p.URL("/counter/browser-test.svg"))
@@ -218,6 +219,7 @@ func countPixels(img image.Image, is func(r, g, b uint32) bool) int {
 // its bars green in both. It catches a chart that ignores the reader's
 // theme, and a dark rule the browser does not apply.
 func TestGraphFollowsThemeInChromium(t *testing.T) {
+	t.Parallel() // most of it waits for Chromium
 	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off")
 	for range 3 {
 		mustGet(t, p.URL("/counter/theme-test.svg"))

@@ -20,17 +20,15 @@ import (
 // The Redis servers the tests of this package share, started on first
 // use and stopped by TestMain; each test keeps to its own -redis-prefix.
 var (
-	redisOnce, clusterOnce sync.Once
-	redisShared            *redistest.Server
-	clusterShared          *redistest.Cluster
-	redisErr, clusterErr   error
-	redisDir               string
+	redisOnce, clusterOnce, dirOnce sync.Once
+	redisShared                     *redistest.Server
+	clusterShared                   *redistest.Cluster
+	redisErr, clusterErr            error
+	redisDir                        string
 )
 
 func sharedDir() string {
-	if redisDir == "" {
-		redisDir, _ = os.MkdirTemp("", "visitors-redis")
-	}
+	dirOnce.Do(func() { redisDir, _ = os.MkdirTemp("", "visitors-redis") }) // parallel tests start both
 	return redisDir
 }
 
@@ -190,6 +188,7 @@ func restartOne(t *testing.T, procs []*servertest.Proc, args []string) *serverte
 // visits from 64 clients spread over them, and checks that every key's
 // total is exactly the visits acknowledged and every /hi number unique.
 func TestRedisInstancesShareExactCounts(t *testing.T) {
+	t.Parallel() // on the shared Redis under prefixes of its own
 	for _, tt := range []struct {
 		name       string
 		cluster    bool

@@ -54,6 +54,7 @@ func waitCounts(t *testing.T, procs []*servertest.Proc, key string) counts {
 // it did, and it showed the ones it had not sent yet on top of Redis's
 // count, issue 23, item 11.)
 func TestRedisUniqueVisitorsAcrossInstances(t *testing.T) {
+	t.Parallel() // on the shared Redis under prefixes of its own
 	for _, cluster := range []bool{false, true} {
 		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
 			args := append(redisArgs(t, cluster), "-trusted-proxies", "127.0.0.1/32", "-log-level", "warn", "-flight-recorder=false")

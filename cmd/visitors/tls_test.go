@@ -40,6 +40,7 @@ const pebbleValidity = 30
 // challenge not answered, and a certificate not renewed without a
 // restart.
 func TestHTTPSFromACME(t *testing.T) {
+	t.Parallel() // most of it waits for pebble and for a renewal (20 s)
 	httpFile, httpAddr, err := servertest.ListenFile()
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +126,7 @@ func TestHTTPSFromACME(t *testing.T) {
 // It catches a TLS configuration that does not answer the acme-tls/1
 // protocol, so that no certificate is issued without port 80.
 func TestHTTPSFromACMEOverTLSALPN(t *testing.T) {
+	t.Parallel() // most of it waits for pebble
 	ca := newPebble(t)
 	p := servertest.Start(t, bin, rulesOff, "-data", t.TempDir(), "-store", "memory", "-tls-domains", testDomain, "-http-addr", "",
 		"-acme-ca", ca.dir, "-acme-ca-root", ca.serverRoot)
@@ -145,6 +147,7 @@ func TestHTTPSFromACMEOverTLSALPN(t *testing.T) {
 // error logged and the last good certificate still served. It catches
 // files read only at start, and a broken pair served or crashing.
 func TestHTTPSCertFilesReload(t *testing.T) {
+	t.Parallel() // most of it waits for the files to be looked at again
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	a := mustSelfSigned(t, testDomain)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // TestAIOSync: on Linux the log syncs through AIO (the kernel here must
@@ -18,6 +19,7 @@ import (
 // reports success only once its completion is reaped, and nothing is
 // left in flight after it.
 func TestAIOSync(t *testing.T) {
+	storetest.NoDate(t)
 	f, a := newTestAIO(t)
 	for i := range 3 {
 		if _, err := f.WriteAt([]byte("record"), int64(i*6)); err != nil {
@@ -194,6 +196,7 @@ func aioHeld(t *testing.T) (rings, eventfds int) {
 // store's AIO off, and in the end every process's).
 // Found by review (was TestReviewAIONothingLeaks).
 func TestAIONothingLeaks(t *testing.T) {
+	storetest.NoDate(t)
 	if !useAIO {
 		t.Skip("VISITORS_LOG_AIO=0")
 	}
@@ -285,6 +288,7 @@ func TestAIOSyncReportsTheCompletionsError(t *testing.T) {
 // completion is left to reap.
 // Found by review (was TestReviewAIOStaleSignalDoesNotAnswerEarly).
 func TestAIOStaleSignalDoesNotAnswerEarly(t *testing.T) {
+	storetest.NoDate(t)
 	f, a := newTestAIO(t)
 	defer a.close()
 	var one [8]byte

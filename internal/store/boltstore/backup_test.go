@@ -607,6 +607,7 @@ func TestRefusedImportLeavesAFormat1StoreUnchanged(t *testing.T) {
 // bad dump (store.ErrInvalidDump, which the API answers 400), and
 // changes nothing.
 func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
+	storetest.NoDate(t)
 	if !storetest.OwnProcess(t) {
 		return
 	}
@@ -691,6 +692,7 @@ func TestOnlineImportReplaceDropsEverySketch(t *testing.T) {
 // disk is full), the import fails, naming the log, and changes nothing:
 // the visits are still there for the next start.
 func TestOfflineImportFailsWhenTheLogCannotBeApplied(t *testing.T) {
+	storetest.NoDate(t)
 	if !storetest.OwnProcess(t) {
 		return
 	}

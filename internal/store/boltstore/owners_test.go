@@ -494,6 +494,7 @@ func TestOnlineImportMergeAndReplace(t *testing.T) {
 // coming while a merge import adds to it; every acknowledged visit is
 // counted, before the import or forwarded after it.
 func TestOnlineImportMergeLosesNoRacingVisit(t *testing.T) {
+	storetest.NoDate(t)
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir, FlushInterval: time.Millisecond})
 	mustIncrN(t, s, "a", 3)

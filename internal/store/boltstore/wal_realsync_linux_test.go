@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"visitors/internal/store/storetest"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -80,6 +82,7 @@ func holdRealSyncs(t *testing.T, s *Store) *realSyncHold {
 // io_submit, both planted, fail it (holdSyncs' tests cannot see either;
 // the crash tests kill with SIGKILL, which keeps the page cache).
 func TestSyncVisitWaitsForTheRealSync(t *testing.T) {
+	storetest.NoDate(t)
 	paths := []struct {
 		name    string
 		aio     bool // useAIO: VISITORS_LOG_AIO unset, or 0

@@ -651,6 +651,7 @@ func TestWALFormat1WithALog(t *testing.T) {
 // all; 2,000 under the race detector, which makes each slow).
 // Found by review (was TestReviewWALHugePass).
 func TestWALHugePass(t *testing.T) {
+	storetest.NoDate(t)
 	s := openSyncLogOnly(t, t.TempDir())
 	goroutines, each := 1000, 10
 	if race.Enabled { // the same passes, fewer of them: the detector makes each slow
@@ -744,6 +745,7 @@ func TestWALFileOutageLogStillAcks(t *testing.T) {
 // thousand tries. Fix: take the pass first, then read the flag.
 // Found by review (was TestReviewWALFlushWritesTheFile).
 func TestWALFlushWritesTheFile(t *testing.T) {
+	storetest.NoDate(t)
 	s := mustOpen(t, Options{Dir: t.TempDir(), Durability: store.Sync, FlushInterval: time.Hour})
 	defer mustClose(t, s)
 	var acked atomic.Uint64

@@ -13,6 +13,7 @@ import (
 
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/store/storetest"
 )
 
 // lossyProxy forwards TCP between clients and one Redis. Armed, it lets
@@ -304,6 +305,7 @@ func TestDaysDuringUnansweredRoundCountsOnce(t *testing.T) {
 // Redis, with a plain command, whether the round landed (settle).
 // Found by review (was TestReviewRedisSyncCloseDoesNotRefuseACountedVisit).
 func TestSyncCloseDoesNotRefuseACountedVisit(t *testing.T) {
+	storetest.NoDate(t)
 	p := startLossyProxy(t, standalone.Addr)
 	// Nothing here waits for Timeout to pass: the answer is lost and
 	// the resends are cut by closed connections, at once. A Timeout
@@ -332,6 +334,7 @@ func TestSyncCloseDoesNotRefuseACountedVisit(t *testing.T) {
 // ErrOutcomeUnknown (the visit did not count), and it is fenced: sent
 // after that, it adds nothing.
 func TestSyncCloseFencesARoundThatDidNotLand(t *testing.T) {
+	storetest.NoDate(t)
 	p := startLossyProxy(t, standalone.Addr)
 	// As in TestSyncCloseDoesNotRefuseACountedVisit, nothing
 	// waits for Timeout: the proxy cuts every script at once. A short one

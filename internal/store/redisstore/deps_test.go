@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"visitors/internal/store/storetest"
 )
 
 // TestDoesNotLinkTheEmbeddedStore: the Redis store shares the dump
@@ -11,6 +13,7 @@ import (
 // so a binary that uses Redis alone links no bbolt (issue 25: it did,
 // for the dump's types alone).
 func TestDoesNotLinkTheEmbeddedStore(t *testing.T) {
+	storetest.NoDate(t)
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to list the imports with: %v", err)

@@ -21,6 +21,7 @@ import (
 // changes nothing. (Before issue 23 every one was taken: a key's field
 // given twice imported into the last, a key twice added up.)
 func TestOfflineImportIsStrict(t *testing.T) {
+	storetest.NoDate(t)
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {
 			o := Options{Prefix: prefixOf(t.Name())}
@@ -324,6 +325,7 @@ func TestOfflineBackupDefaultPrefixAndDays(t *testing.T) {
 // in it once, in byte order, when they fill pages exactly (400) or not
 // (401), online and offline.
 func TestExportEveryPage(t *testing.T) {
+	storetest.NoDate(t)
 	for _, n := range []int{400, 401} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			prefix := prefixOf(t.TempDir())
@@ -454,6 +456,7 @@ func TestOnlineBackupInBatchSendsPendingVisits(t *testing.T) {
 // (store.ErrInvalidDump, which the API answers 400), and changes
 // nothing; offline and online.
 func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
+	storetest.NoDate(t)
 	if !storetest.OwnProcess(t) {
 		return
 	}

@@ -84,6 +84,7 @@ func TestRedisDownIsLoggedOncePerOutage(t *testing.T) {
 // "redis answers again" once when the round lands, not after every
 // round since.
 func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
+	storetest.NoDate(t)
 	rs := redistest.StartTest(t)
 	st, log := openLogged(t, rs.URL())
 	defer st.Close()

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -61,7 +63,37 @@ func parseAnchor(v string, today time.Time) (time.Time, error) {
 
 // Anchor returns the UTC midnight the tests count their days from (see
 // [AnchorEnv]). It is the same for the whole test binary.
-func Anchor() time.Time { return anchor() }
+func Anchor() time.Time {
+	anchorReads.Add(1)
+	return anchor()
+}
+
+// anchorReads counts the calls of [Anchor] (which [At], [Date], [Dated]
+// and [Undated] make), for [NoDate]'s check.
+var anchorReads atomic.Int64
+
+// NoDate marks a test that pins no date: neither it nor anything it runs
+// calls [Anchor], [At], [Date], [Dated] or [Undated]. Nothing else reads
+// [AnchorEnv], so such a test does the same whatever it says, and it is
+// skipped when AnchorEnv is set: ./scripts/test.sh's runs at +400 and
+// -400 days then spend their time on the tests a shift can change. When
+// AnchorEnv is not set (the race run) the test runs, and fails if the
+// anchor was read while it ran: the mark cannot hide a test that pins a
+// date. Call it first in a test that does not run in parallel with a
+// test that reads the anchor (the count is the whole binary's).
+func NoDate(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv(AnchorEnv) != "" {
+		tb.Skipf("pins no date (storetest.NoDate): %s=%s changes nothing here; it ran without it", AnchorEnv, os.Getenv(AnchorEnv))
+		return
+	}
+	before := anchorReads.Load()
+	tb.Cleanup(func() {
+		if n := anchorReads.Load() - before; n != 0 {
+			tb.Errorf("marked storetest.NoDate, but the date anchor was read %d times while it ran (storetest.Anchor, At, Date, Dated or Undated): remove the mark, so that the runs at +400 and -400 days run it", n)
+		}
+	})
+}
 
 // At returns the time of day clock ("15:04", "15:04:05" or
 // "15:04:05.999999999") on the day days after the anchor, in UTC. It

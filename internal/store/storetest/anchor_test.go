@@ -66,3 +66,52 @@ func TestAtDatedUndated(t *testing.T) {
 		}
 	}
 }
+
+// recordTB is a testing.TB that records what NoDate does with it.
+type recordTB struct {
+	testing.TB
+	cleanups []func()
+	errors   []string
+	skipped  bool
+}
+
+func (r *recordTB) Helper()          {}
+func (r *recordTB) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *recordTB) Errorf(format string, a ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, a...))
+}
+func (r *recordTB) Skipf(string, ...any) { r.skipped = true }
+
+func (r *recordTB) end() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+// TestNoDate: a test marked NoDate that reads the anchor fails, one that
+// does not passes, and with the anchor moved every marked test is
+// skipped, since the move changes nothing for it.
+func TestNoDate(t *testing.T) {
+	t.Setenv(AnchorEnv, "")
+	for _, read := range []func(){func() { Anchor() }, func() { At(1, "12:00") }, func() { Date(-1) }, func() { Dated("$D") }, func() { Undated("") }} {
+		r := &recordTB{TB: t}
+		NoDate(r)
+		read()
+		r.end()
+		if len(r.errors) != 1 || r.skipped {
+			t.Errorf("NoDate on a test that read the anchor: errors %q, skipped %v; want one error", r.errors, r.skipped)
+		}
+	}
+	r := &recordTB{TB: t}
+	NoDate(r)
+	r.end()
+	if len(r.errors) != 0 || r.skipped {
+		t.Errorf("NoDate on a test that did not read the anchor: errors %q, skipped %v; want none, not skipped", r.errors, r.skipped)
+	}
+	t.Setenv(AnchorEnv, "+400")
+	r = &recordTB{TB: t}
+	NoDate(r)
+	if !r.skipped {
+		t.Errorf("NoDate with %s=+400 did not skip the test", AnchorEnv)
+	}
+}

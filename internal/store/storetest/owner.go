@@ -212,6 +212,7 @@ func (s suite) addLimits(t *testing.T) {
 // addRacesVisits adds and takes back while visits to the key run and
 // passes flush: no visit and no n is lost, whatever the order.
 func (s suite) addRacesVisits(t *testing.T) {
+	NoDate(t)
 	c := Config{Dir: t.TempDir()}
 	st := s.open(t, c)
 	key := []byte("raced-add")
@@ -726,6 +727,7 @@ func (s suite) deleteFreesSlot(t *testing.T) {
 // flush: whatever order they took, after the last Delete and a reopen
 // the key is gone, or holds only visits counted after it.
 func (s suite) deleteRacesVisits(t *testing.T) {
+	NoDate(t)
 	c := Config{Dir: t.TempDir()}
 	st := s.open(t, c)
 	key := []byte("raced")

@@ -410,6 +410,7 @@ func (s suite) maxKeys(t *testing.T) {
 }
 
 func (s suite) lastSlotRace(t *testing.T) {
+	NoDate(t)
 	for round := range 20 {
 		st := s.open(t, Config{MaxKeys: 2})
 		mustIncr(t, st, []byte("first"))

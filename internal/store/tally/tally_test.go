@@ -403,6 +403,7 @@ func TestMapReserve(t *testing.T) {
 // those visits are lost from the day for good (the total keeps them).
 // Found by review (was TestReviewSnapshotNeverReturnsTheLatestDayTwice).
 func TestSnapshotNeverReturnsTheLatestDayTwice(t *testing.T) {
+	storetest.NoDate(t)
 	var tl Tally
 	var day atomic.Uint32
 	day.Store(1000)
