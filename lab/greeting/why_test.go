@@ -266,12 +266,12 @@ func TestWhyAllocsColorRxPoolPut(t *testing.T) {
 	s5 := startAllocs(t, newStep(t, 5))
 	s6 := startAllocs(t, newStep(t, 6))
 	sp := startAllocs(t, withPut())
-	if s6-s5 < 10 || !near(sp, s5) {
+	if s6-s5 < 10 || !nearDiff(sp-s5, 0) {
 		t.Errorf("step 5 %.2f, step 6 %.2f, step 6 with Put %.2f allocs; want 6 ten or more above 5, and 6 with Put equal to 5", s5, s6, sp)
 	}
 	s7 := startAllocs(t, newStep(t, 7))
 	s8 := startAllocs(t, newStep(t, 8))
-	if !near(s7, s6) || !near(s8, s6) {
+	if !nearDiff(s7-s6, 0) || !nearDiff(s8-s6, 0) {
 		t.Errorf("steps 6, 7, 8: %.2f, %.2f, %.2f allocs; want the counter's changes to allocate nothing", s6, s7, s8)
 	}
 }
