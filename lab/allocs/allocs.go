@@ -7,15 +7,22 @@ package allocs
 
 import (
 	"runtime"
+	"runtime/debug"
 	"testing"
 )
 
 // PerRun returns the average number of heap allocations of one call of
 // f over runs calls, unrounded. Like testing.AllocsPerRun it calls f once
 // first, to warm it up, and runs with GOMAXPROCS=1 so that other
-// goroutines' allocations are less likely to be counted.
+// goroutines' allocations are less likely to be counted, and with the
+// collector off from the warm-up to the end of the count: a collection
+// empties every sync.Pool, and one that fell mid-count made a pooled
+// step allocate its buffers again once (17.06 for 17 in a full run of
+// the test command). What a collection costs a pool is shown apart
+// (digest's TestWhyAllocsPoolRefill), with runtime.GC, which still runs.
 func PerRun(runs int, f func()) float64 {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	f()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
