@@ -115,6 +115,14 @@ type wal struct {
 	order  []*flight    // written and not yet answered, in order
 
 	aio *aioSync // slots[0].aio: syncs f without holding a P; nil: fdatasync
+
+	// burn is the log opened once more, for fail's sync alone. fail runs
+	// while records may be in flight (a write that failed); its sync
+	// through a slot's file, slot 0's f, could take the write-back error
+	// the kernel reports once per open file from that slot's sync of an
+	// earlier record, which would then be answered
+	// (TestLogWriteFailureStealsNoSyncError).
+	burn *os.File
 }
 
 // syncSlot is what one syncer syncs the log through: an open file
@@ -392,6 +400,10 @@ func openLog(dir string, id, seq uint64) (*wal, error) {
 		}
 		l.slots = append(l.slots, sl)
 	}
+	if l.burn, err = os.OpenFile(path, os.O_RDWR, FileMode); err != nil {
+		l.close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	l.aio = l.slots[0].aio
 	return l, nil
 }
@@ -481,7 +493,7 @@ func (l *wal) append(rec []byte) error {
 // replay finds it, nor any record after it.
 func (l *wal) fail(off int64, err error) error {
 	if _, zerr := l.f.WriteAt(make([]byte, logHeader), off); zerr == nil {
-		datasync(l.f)
+		datasync(l.burn) // not l.f: see burn
 	}
 	l.broken = fmt.Errorf("write %s: %w", l.path, err)
 	return l.broken
@@ -508,6 +520,9 @@ func (l *wal) close() error {
 		if i > 0 {
 			keep(sl.f.Close())
 		}
+	}
+	if l.burn != nil {
+		keep(l.burn.Close())
 	}
 	keep(l.f.Close())
 	return first

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,4 +180,125 @@ func TestLogHoleStopsTheReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLogWriteFailureStealsNoSyncError: the kernel reports a write-back
+// error once per open file description. A record whose write fails is
+// burnt by wal.fail, which overwrites its header and fdatasyncs the log
+// through l.f, slot 0's file, ignoring the result; if an earlier record's
+// sync is running through slot 0 meanwhile (pipelined, records in flight),
+// one of the two calls sees the error and the other does not. Here the
+// write-back error (modelled: the fdatasync below reports each error once
+// per descriptor, as errseq does) reaches fail's call, and the earlier
+// record's sync returns nil: its visit is answered, though its record
+// never reached the disk and the data file does not hold it either.
+// The record write is made to fail for real: RLIMIT_FSIZE just past the
+// header, so the header's overwrite succeeds and the record's pwrite gets
+// EFBIG.
+func TestLogWriteFailureStealsNoSyncError(t *testing.T) {
+	defer func(f func(bool) bool) { pipelineLog = f }(pipelineLog)
+	pipelineLog = func(bool) bool { return true }
+	defer func(v bool) { useAIO = v }(useAIO)
+	useAIO = false
+	dir := t.TempDir()
+	s := openSyncLogOnly(t, dir)
+	mustIncr(t, s, []byte("a"))
+	fd0 := int(s.log.slots[0].f.Fd())
+
+	var (
+		mu     sync.Mutex
+		errs   int             // write-back errors of the log so far
+		seen   = map[int]int{} // the errors each descriptor has reported
+		armed  = true
+		held   = make(chan struct{}, 1)
+		go0    = make(chan struct{})
+		failed = make(chan struct{}, 1) // a sync of the log after the held one began
+	)
+	plain := fdatasync
+	fdatasync = func(fd int) error {
+		mu.Lock()
+		hold := armed && fd == fd0
+		if hold {
+			armed = false
+		} else if !armed {
+			select {
+			case failed <- struct{}{}:
+			default:
+			}
+		}
+		mu.Unlock()
+		if hold {
+			held <- struct{}{}
+			<-go0
+		}
+		mu.Lock()
+		report := errs > seen[fd]
+		seen[fd] = errs
+		mu.Unlock()
+		if report {
+			return unix.EIO
+		}
+		return plain(fd)
+	}
+	t.Cleanup(func() { fdatasync = plain })
+
+	// Visit until a record's sync runs through slot 0 (the syncers take
+	// records in turn), and hold it there.
+	var first <-chan error
+	answered := uint64(1) // visits of a answered so far
+	for i := 0; first == nil; i++ {
+		if i == 20 {
+			t.Fatal("no record was synced through slot 0 in 20 visits")
+		}
+		r := incrAsync(s, "a")
+		select {
+		case <-held:
+			first = r
+		case err := <-r:
+			if err != nil {
+				t.Fatal(err)
+			}
+			answered++
+		case <-time.After(10 * time.Second):
+			t.Fatal("a visit was neither answered nor synced within 10s")
+		}
+	}
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	errs++ // the held record's blocks fail to reach the disk
+	mu.Unlock()
+	lim := old
+	lim.Cur = uint64(s.log.off) + logHeader // the next record's header fits, its body does not
+	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	second := incrAsync(s, "b")
+	select {
+	case <-failed: // fail's overwrite of b's header, synced
+	case <-time.After(10 * time.Second):
+		unix.Setrlimit(unix.RLIMIT_FSIZE, &old)
+		t.Fatal("b's failed write was not burnt within 10s")
+	}
+	close(go0)
+	err1 := <-first
+	<-second
+	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	file := readTotalInFile(t, s, "a")
+	t.Logf("the held visit: %v; the data file holds a = %d", err1, file)
+	mustClose(t, s)
+	if err1 == nil && file < answered+1 {
+		t.Errorf("visit %d of a was answered, but its record's write-back failed and the data file holds a = %d: lost at the next power cut", answered+1, file)
+	}
+}
+
+// readTotalInFile returns key's total in the data file of s as it is now,
+// without the log.
+func readTotalInFile(t *testing.T, s *Store, key string) uint64 {
+	t.Helper()
+	return readTotal(t, fileCopy(t, s), key)
 }
