@@ -24,8 +24,8 @@ import (
 // handlers of the next pass run meanwhile. The answer still waits for the
 // sync's result: the promise (docs/durability.md) does not change.
 //
-// One sync is in flight at a time (the flusher, or the syncer, is the only
-// caller). Where AIO is not available (an older kernel, a sandbox) or
+// One sync is in flight at a time on each aioSync: each of the log's sync
+// slots has its own (see syncSlot), used by one syncer, or the flusher. Where AIO is not available (an older kernel, a sandbox) or
 // fails to submit, sync falls back to fdatasync, for good.
 type aioSync struct {
 	ctx  uintptr  // aio_context_t

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -25,12 +26,16 @@ import (
 // one record to a preallocated log and makes it durable with one
 // fdatasync of blocks that already exist (no size or extent change to
 // write), and answers; the bbolt file is brought up to date every flush
-// interval, as in batch mode, and the log starts over. With more than one
-// P (see pipelineLog) the fdatasync runs in the syncer goroutine while the
-// next pass gathers: one record is in
-// flight at a time, and the next is written only once it is durable, so
-// records reach the disk in order and a record is never answered before
-// every record ahead of it is durable.
+// interval, as in batch mode, and the log starts over. Pipelined (see
+// pipelineLog), up to maxFlying records are in flight: each is written
+// after the one before it and synced by a syncer goroutine, beside the
+// others, while the next pass gathers. A sync that begins after a
+// record's write covers it and every record before it, but a record is
+// answered only once its own sync and those of every record before it
+// have returned without an error: a record is never answered before
+// every record ahead of it is durable (a replay stops at the first
+// record missing), and a failed sync answers none of the records after
+// it (they go to the bbolt file, see Store.failFlying).
 //
 // A record holds absolute counts: the /hi counter and, for every key the
 // pass counted, its total and its days in memory. Replaying a record
@@ -69,8 +74,16 @@ var (
 	keyLogSeq = []byte("log-seq")
 )
 
-// wal is the open log. Only the flusher uses it, except that the syncer
-// (see [Store.syncer]) makes the record in flight durable.
+// maxFlying is how many records may be in flight at once: written, and
+// their syncs running side by side (see [Store.logPass]). This disk made
+// 1.9-2.1k fdatasyncs a second one at a time, 5-6k two at a time and
+// 8.3-8.9k four at a time (docs/performance.md): concurrent syncs of one
+// file share the device's cache flushes.
+const maxFlying = 4
+
+// wal is the open log. Only the flusher uses it, except that the syncers
+// (see [Store.syncer]) make the records in flight durable and answer
+// them, in order (see [wal.order]).
 type wal struct {
 	f       *os.File
 	path    string
@@ -85,30 +98,65 @@ type wal struct {
 	keys    int    // how many
 	stamp   uint64 // the pass being written, to list each key once
 
-	// Pipelining: one record at a time is in flight, written and handed
-	// to the syncer, which fdatasyncs it and answers its pass; meanwhile
-	// the next pass gathers its visits. The flusher settles a record
-	// (its bookkeeping, or the fallback to the bbolt file if its sync
-	// failed) before it writes the next one.
-	flying  *flight      // the record in flight, or nil
-	flights [2]flight    // flying and the one being built, in turn
-	cur     *flight      // the one being built
-	queue   chan *flight // to the syncer; closed when the flusher stops
-	landed  chan *flight // back from the syncer, once synced or failed
+	// Pipelining: up to len(slots) records at a time are in flight,
+	// written and handed to the syncers, which sync them side by side;
+	// meanwhile the next pass gathers its visits. A record's pass is
+	// answered only once its own sync and the sync of every record
+	// before it have returned without an error. The flusher lands the
+	// records in the order written: their bookkeeping, or, from the
+	// first whose sync failed, the fallback to the bbolt file.
+	flying []*flight    // in flight, in the order written; the flusher's
+	free   []*flight    // flights to reuse
+	cur    *flight      // the one being built
+	queue  chan *flight // to the syncers; closed when the flusher stops
+	landed chan *flight // back from a syncer, once synced or failed
+	slots  []syncSlot   // one per syncer; slots[0] is f's own
+	mu     sync.Mutex   // guards order, and the flights' synced and answered
+	order  []*flight    // written and not yet answered, in order
 
-	aio *aioSync // syncs the log without holding a P; nil: fdatasync
+	aio *aioSync // slots[0].aio: syncs f without holding a P; nil: fdatasync
+
+	// burn is the log opened once more, for fail's sync alone. fail runs
+	// while records may be in flight (a write that failed); its sync
+	// through a slot's file, slot 0's f, could take the write-back error
+	// the kernel reports once per open file from that slot's sync of an
+	// earlier record, which would then be answered
+	// (TestLogWriteFailureStealsNoSyncError).
+	burn *os.File
+}
+
+// syncSlot is what one syncer syncs the log through: an open file
+// description of its own, so that a write-back error of the log is
+// reported to every sync that runs beside it (the kernel reports such an
+// error once per open file: two syncs through one file, side by side,
+// could see it only once), and an AIO context of its own (one sync in
+// flight each).
+type syncSlot struct {
+	f   *os.File
+	aio *aioSync // nil: fdatasync
+}
+
+// sync makes the log's records written so far durable.
+func (sl syncSlot) sync() error {
+	if sl.aio != nil {
+		return sl.aio.sync(sl.f)
+	}
+	return datasync(sl.f)
 }
 
 // flight is one record on its way to the disk.
 type flight struct {
-	p       *pass
-	visits  *visit // read only if the sync failed: the waiters still wait then
-	off     int64  // where the record starts
-	entries []*entry
-	totals  []uint64 // each entry's total in the record
-	start   time.Time
-	took    time.Duration // write and sync, set by the syncer
-	err     error         // set by the syncer
+	p        *pass
+	visits   *visit // read only if the sync failed: the waiters still wait then
+	off      int64  // where the record starts
+	entries  []*entry
+	totals   []uint64 // each entry's total in the record
+	start    time.Time
+	took     time.Duration // write and sync, set by the syncer
+	err      error         // set by the syncer
+	synced   bool          // its sync returned (under wal.mu)
+	answered bool          // its pass was answered (under wal.mu)
+	back     bool          // the flusher has it back from the syncer
 }
 
 // logRecord is one record read back.
@@ -338,10 +386,25 @@ func openLog(dir string, id, seq uint64) (*wal, error) {
 		return nil, fmt.Errorf("prepare %s: %w", path, err)
 	}
 	l := &wal{f: f, path: path, id: id, seq: seq, applied: seq,
-		queue: make(chan *flight, 1), landed: make(chan *flight, 1)}
-	if useAIO {
-		l.aio, _ = newAIOSync(f) // none: fdatasync
+		queue: make(chan *flight, maxFlying), landed: make(chan *flight, maxFlying)}
+	for i := range maxFlying {
+		sl := syncSlot{f: f}
+		if i > 0 {
+			if sl.f, err = os.OpenFile(path, os.O_RDWR, FileMode); err != nil {
+				l.close()
+				return nil, fmt.Errorf("open %s: %w", path, err)
+			}
+		}
+		if useAIO {
+			sl.aio, _ = newAIOSync(sl.f) // none: fdatasync
+		}
+		l.slots = append(l.slots, sl)
 	}
+	if l.burn, err = os.OpenFile(path, os.O_RDWR, FileMode); err != nil {
+		l.close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	l.aio = l.slots[0].aio
 	return l, nil
 }
 
@@ -357,13 +420,16 @@ func preallocate(f *os.File, from, to int64) error {
 	return f.Sync()
 }
 
-// begin starts the record of a pass, in the flight that is not flying.
+// begin starts the record of a pass, in a flight that is not flying.
 func (l *wal) begin() {
 	l.stamp++
 	l.body, l.keys = l.body[:0], 0
-	l.cur = &l.flights[0]
-	if l.cur == l.flying {
-		l.cur = &l.flights[1]
+	if l.cur == nil {
+		if n := len(l.free); n > 0 {
+			l.cur, l.free = l.free[n-1], l.free[:n-1]
+		} else {
+			l.cur = new(flight)
+		}
 	}
 	l.cur.entries, l.cur.totals = l.cur.entries[:0], l.cur.totals[:0]
 }
@@ -427,7 +493,7 @@ func (l *wal) append(rec []byte) error {
 // replay finds it, nor any record after it.
 func (l *wal) fail(off int64, err error) error {
 	if _, zerr := l.f.WriteAt(make([]byte, logHeader), off); zerr == nil {
-		datasync(l.f)
+		datasync(l.burn) // not l.f: see burn
 	}
 	l.broken = fmt.Errorf("write %s: %w", l.path, err)
 	return l.broken
@@ -438,22 +504,28 @@ func (l *wal) reset() {
 	l.applied, l.off, l.broken = l.seq, 0, nil
 }
 
-// sync makes the records written so far durable.
-func (l *wal) sync() error {
-	if l.aio != nil {
-		return l.aio.sync(l.f)
-	}
-	return datasync(l.f)
-}
-
+// close closes the log's file and every slot's file and AIO context,
+// and returns the first error.
 func (l *wal) close() error {
-	if l.aio != nil {
-		if err := l.aio.close(); err != nil {
-			l.f.Close()
-			return err
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
 		}
 	}
-	return l.f.Close()
+	for i, sl := range l.slots {
+		if sl.aio != nil {
+			keep(sl.aio.close())
+		}
+		if i > 0 {
+			keep(sl.f.Close())
+		}
+	}
+	if l.burn != nil {
+		keep(l.burn.Close())
+	}
+	keep(l.f.Close())
+	return first
 }
 
 // logPending reads the log in dir for a check: how many records and

@@ -38,12 +38,73 @@ func holdSyncs(s *Store) (began <-chan struct{}, release func(err error), stop f
 	return b, func(err error) { r <- err }, func() { close(quit); healLog(s) }
 }
 
+// holdEachSync makes every log sync of s wait, after its record is
+// written, until the test lets that one go: each time a sync is about to
+// begin, began gets a function that lets it go on (nil) or fail with err.
+// Syncs begin in the order their records were written only when one is
+// in flight at a time; a test that starts a visit and waits for began
+// knows whose sync it holds. stop lets every sync through from then on
+// (defer it, so that a failed test still closes the store).
+func holdEachSync(s *Store) (began <-chan func(err error), stop func()) {
+	b := make(chan func(error), 16)
+	quit := make(chan struct{})
+	fault := func() error {
+		r := make(chan error, 1)
+		select {
+		case b <- func(err error) { r <- err }:
+		case <-quit:
+			return nil
+		}
+		select {
+		case err := <-r:
+			return err
+		case <-quit:
+			return nil
+		}
+	}
+	s.logFault.Store(&fault)
+	return b, sync.OnceFunc(func() { close(quit); healLog(s) })
+}
+
+// nextSync returns the release of the next held sync of holdEachSync,
+// failing the test if none begins within 10s.
+func nextSync(t *testing.T, began <-chan func(error), what string) func(error) {
+	t.Helper()
+	select {
+	case r := <-began:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no sync of %s began within 10s", what)
+		return nil
+	}
+}
+
+// notAnswered fails the test if a visit of res is answered within 100ms.
+func notAnswered(t *testing.T, what string, res ...<-chan error) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond)
+	for i, r := range res {
+		select {
+		case err := <-r:
+			t.Fatalf("%s: visit %d of %d was answered (%v)", what, i, len(res), err)
+		default:
+		}
+	}
+}
+
+// incrAsync starts Incr(key) and returns where its error goes.
+func incrAsync(s *Store, key string) <-chan error {
+	res := make(chan error, 1)
+	go func() { _, err := s.Incr(ctx, []byte(key)); res <- err }()
+	return res
+}
+
 // inBothModes runs test with the log's passes pipelined, then with one
 // goroutine doing each pass whole (see pipelineLog).
 func inBothModes(t *testing.T, test func(t *testing.T)) {
-	defer func(f func() bool) { pipelineLog = f }(pipelineLog)
+	defer func(f func(bool) bool) { pipelineLog = f }(pipelineLog)
 	for _, on := range []bool{true, false} {
-		pipelineLog = func() bool { return on }
+		pipelineLog = func(bool) bool { return on }
 		name := "pipelined"
 		if !on {
 			name = "one-goroutine"
@@ -54,40 +115,46 @@ func inBothModes(t *testing.T, test func(t *testing.T)) {
 
 // TestLogAnswersOnlyAfterItsSync: a sync visit is answered only once the
 // record holding it is written and its fdatasync has returned, and the
-// visits that arrive meanwhile wait for a record of their own, written
-// only after it: records reach the disk in order, one pass at a time.
+// syncs of every record before it too: a record is never answered before
+// the records ahead of it are durable (replay stops at the first record
+// missing). The visits that arrive meanwhile wait for a record of their
+// own. Pipelined, that record is written and synced beside the first; its
+// sync returning first answers nothing. One goroutine: it is written only
+// once the first is durable.
 func TestLogAnswersOnlyAfterItsSync(t *testing.T) {
 	inBothModes(t, func(t *testing.T) {
+		pipelined := pipelineLog(false)
 		s := openSyncLogOnly(t, t.TempDir())
 		defer mustClose(t, s)
-		began, release, stop := holdSyncs(s)
+		began, stop := holdEachSync(s)
 		defer stop()
 
-		first := make(chan error, 1)
-		go func() { _, err := s.Incr(ctx, []byte("a")); first <- err }()
-		<-began // a's record is written, its sync held
-		second := make(chan error, 1)
-		go func() { _, err := s.Incr(ctx, []byte("b")); second <- err }()
-		select {
-		case err := <-first:
-			t.Fatalf("Incr(a) returned (%v) while its record was not yet written and synced", err)
-		case err := <-second:
-			t.Fatalf("Incr(b) returned (%v) before its record was even begun", err)
-		case <-began:
-			t.Fatal("a second sync began while the first was held: records must reach the disk in order")
-		case <-time.After(100 * time.Millisecond):
+		first := incrAsync(s, "a")
+		relA := nextSync(t, began, "a's record") // written, its sync held
+		second := incrAsync(s, "b")
+		waitForWaiters(t, s, 2)
+		var relB func(error)
+		if pipelined {
+			relB = nextSync(t, began, "b's record, beside a's")
+			relB(nil)
+			notAnswered(t, "b's record durable, a's sync held", first, second)
+		} else {
+			select {
+			case <-began:
+				t.Fatal("a second sync began while the first was held: one goroutine syncs one record at a time")
+			case <-time.After(100 * time.Millisecond):
+			}
+			notAnswered(t, "a's sync held", first, second)
 		}
-		release(nil)
+		relA(nil)
 		if err := <-first; err != nil {
 			t.Fatalf("Incr(a) = %v once its record was durable", err)
 		}
-		<-began // b's own record
-		select {
-		case err := <-second:
-			t.Fatalf("Incr(b) returned (%v) while its record was not yet written and synced", err)
-		case <-time.After(100 * time.Millisecond):
+		if !pipelined {
+			relB = nextSync(t, began, "b's record")
+			notAnswered(t, "b's sync held", second)
+			relB(nil)
 		}
-		release(nil)
 		if err := <-second; err != nil {
 			t.Fatalf("Incr(b) = %v once its record was durable", err)
 		}
@@ -97,37 +164,89 @@ func TestLogAnswersOnlyAfterItsSync(t *testing.T) {
 	})
 }
 
+// TestLogFlightsAreBounded: pipelined, at most maxFlying records are in
+// flight; the next pass is taken only once the oldest is durable, and
+// takes every visit that queued meanwhile: one record.
+func TestLogFlightsAreBounded(t *testing.T) {
+	defer func(f func(bool) bool) { pipelineLog = f }(pipelineLog)
+	pipelineLog = func(bool) bool { return true }
+	s := openSyncLogOnly(t, t.TempDir())
+	defer mustClose(t, s)
+	began, stop := holdEachSync(s)
+	defer stop()
+	var res []<-chan error
+	var rel []func(error)
+	for i := range maxFlying {
+		res = append(res, incrAsync(s, strconv.Itoa(i)))
+		rel = append(rel, nextSync(t, began, "record "+strconv.Itoa(i)))
+	}
+	var queued []<-chan error
+	for i := range 3 {
+		queued = append(queued, incrAsync(s, "q"+strconv.Itoa(i)))
+	}
+	waitForWaiters(t, s, maxFlying+3)
+	select {
+	case <-began:
+		t.Fatalf("a sync began with %d records in flight", maxFlying)
+	case <-time.After(100 * time.Millisecond):
+	}
+	for i := len(rel) - 1; i > 0; i-- { // the later ones first: none is answered
+		rel[i](nil)
+	}
+	notAnswered(t, "the oldest record's sync held", append(res, queued...)...)
+	rel[0](nil)
+	for i, r := range res {
+		if err := <-r; err != nil {
+			t.Fatalf("visit %d = %v", i, err)
+		}
+	}
+	relQ := nextSync(t, began, "the queued visits' record")
+	notAnswered(t, "the queued visits' sync held", queued...)
+	relQ(nil)
+	for i, r := range queued {
+		if err := <-r; err != nil {
+			t.Fatalf("queued visit %d = %v", i, err)
+		}
+	}
+	if got := s.Stats().LogRecords; got != maxFlying+1 {
+		t.Errorf("LogRecords = %d, want %d: the queued visits in one record", got, maxFlying+1)
+	}
+}
+
 // TestLogFailedSyncWithAPassWaiting: while a record is being made
 // durable, visits of the next pass gather; its fdatasync fails. The failed
-// record's visits go to the bbolt file, the waiting ones to the log (none
-// lost, none counted twice), the log is used again at once, and a crash
-// then keeps every acknowledged visit.
+// record's visits go to the bbolt file; the waiting ones, one goroutine,
+// to the log, or, pipelined, those whose record was already in flight
+// (and its sync returned first, answering nothing) to the file with the
+// failed one;
+// none lost, none counted twice. The log is used again at once, and a
+// crash then keeps every acknowledged visit.
 func TestLogFailedSyncWithAPassWaiting(t *testing.T) {
 	inBothModes(t, func(t *testing.T) {
+		pipelined := pipelineLog(false)
 		s := openSyncLogOnly(t, t.TempDir())
-		began, release, stop := holdSyncs(s)
+		began, stop := holdEachSync(s)
 		defer stop()
-		first := make(chan error, 1)
-		go func() { _, err := s.Incr(ctx, []byte("a")); first <- err }()
-		<-began
-		var wg sync.WaitGroup
-		errs := make(chan error, 4)
+		first := incrAsync(s, "a")
+		relA := nextSync(t, began, "the first record")
+		var waiting []<-chan error
 		for range 4 {
-			wg.Go(func() {
-				_, err := s.Incr(ctx, []byte("a"))
-				errs <- err
-			})
+			waiting = append(waiting, incrAsync(s, "a"))
 		}
 		waitForWaiters(t, s, 5) // the four, and the first
+		if pipelined {
+			nextSync(t, began, "the waiting visits' record")(nil)
+			notAnswered(t, "the first record's sync held", append(waiting, first)...)
+		}
 
-		release(errors.New("planted: fdatasync failed"))
+		relA(errors.New("planted: fdatasync failed"))
 		done := make(chan struct{})
 		defer close(done)
 		go func() { // later records sync at once
 			for {
 				select {
-				case <-began:
-					release(nil)
+				case r := <-began:
+					r(nil)
 				case <-done:
 					return
 				}
@@ -136,41 +255,49 @@ func TestLogFailedSyncWithAPassWaiting(t *testing.T) {
 		if err := <-first; err != nil {
 			t.Errorf("Incr(a) = %v, want it answered from the bbolt file", err)
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Errorf("a waiting Incr(a) = %v, want it answered from the bbolt file", err)
+		for _, r := range waiting {
+			if err := <-r; err != nil {
+				t.Errorf("a waiting Incr(a) = %v, want it answered from the bbolt file or the log", err)
 			}
 		}
-		if n := readTotal(t, fileCopy(t, s), "a"); n != 1 {
-			t.Errorf("the file holds a = %d after the failed sync, want 1: the failed record's visit", n)
+		// The failed record's visit; pipelined, and the record after it,
+		// in flight (the four may have joined more than one record: the
+		// later ones go to the log).
+		lo, hi := uint64(1), uint64(1)
+		if pipelined {
+			lo, hi = 2, 5
+		}
+		if n := readTotal(t, fileCopy(t, s), "a"); n < lo || n > hi {
+			t.Errorf("the file holds a = %d after the failed sync, want %d to %d", n, lo, hi)
 		}
 		if n := readTotal(t, crashCopy(t, s), "a"); n != 5 {
-			t.Errorf("a crash keeps a = %d, want 5: the waiting visits went to the log", n)
+			t.Errorf("a crash keeps a = %d, want 5", n)
 		}
 		logUsedAgain(t, s, 7)
 	})
 }
 
 // TestLogFailedSyncOnADeadDisk: a record's fdatasync fails and so does the
-// bbolt file: its visits and the ones that gathered behind it are all
-// refused, and none of them counts after the disk comes back.
+// bbolt file: its visits and the ones that gathered behind it (pipelined:
+// in a record whose sync returned) are all refused, and none of them
+// counts after the disk comes back.
 func TestLogFailedSyncOnADeadDisk(t *testing.T) {
 	inBothModes(t, func(t *testing.T) {
+		pipelined := pipelineLog(false)
 		s := openSyncLogOnly(t, t.TempDir())
 		mustIncrN(t, s, "a", 1)
-		began, release, stop := holdSyncs(s)
+		began, stop := holdEachSync(s)
 		defer stop()
-		first := make(chan error, 1)
-		go func() { _, err := s.Incr(ctx, []byte("a")); first <- err }()
-		<-began
-		second := make(chan error, 1)
-		go func() { _, err := s.Incr(ctx, []byte("a")); second <- err }()
+		first := incrAsync(s, "a")
+		relA := nextSync(t, began, "the first record")
+		second := incrAsync(s, "a")
 		waitForWaiters(t, s, 2)
+		if pipelined {
+			nextSync(t, began, "the second record")(nil)
+		}
 		path := s.db.Path()
 		s.db.Close() // the bbolt file's writes fail too
-		release(errors.New("planted: the disk is gone"))
+		relA(errors.New("planted: the disk is gone"))
 		if err := <-first; err == nil {
 			t.Error("Incr(a) succeeded while its record and the file failed")
 		}
@@ -178,7 +305,7 @@ func TestLogFailedSyncOnADeadDisk(t *testing.T) {
 			t.Error("the waiting Incr(a) succeeded while the log and the file failed")
 		}
 		diskBack(t, s, path)
-		healLog(s)
+		stop()
 		if c := mustIncr(t, s, []byte("a")); c.Total != 2 {
 			t.Errorf("after the disk came back Incr(a) = %d, want 2: the refused visits do not count", c.Total)
 		}

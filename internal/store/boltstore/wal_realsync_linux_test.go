@@ -45,21 +45,24 @@ func holdRealSyncs(t *testing.T, s *Store) *realSyncHold {
 		}
 	}
 	plainSync, plainReap := fdatasync, ioGetevents
-	fd := int(s.log.f.Fd())
+	fds := map[int]bool{}      // the log's file, each sync slot's
+	ctxs := map[uintptr]bool{} // each slot's AIO context
+	for _, sl := range s.log.slots {
+		fds[int(sl.f.Fd())] = true
+		if sl.aio != nil {
+			ctxs[sl.aio.ctx] = true
+		}
+	}
 	fdatasync = func(f int) error {
-		if f != fd {
+		if !fds[f] {
 			return plainSync(f)
 		}
 		hold()
 		defer h.returned.Add(1)
 		return plainSync(f)
 	}
-	var ctx uintptr
-	if s.log.aio != nil {
-		ctx = s.log.aio.ctx
-	}
 	ioGetevents = func(c uintptr, ev *aioEvent, ts *unix.Timespec) (int, unix.Errno) {
-		if c != ctx {
+		if !ctxs[c] {
 			return plainReap(c, ev, ts)
 		}
 		hold()
@@ -103,7 +106,9 @@ func TestSyncVisitWaitsForTheRealSync(t *testing.T) {
 					t.Fatalf("useAIO %v: log.aio = %v", p.aio, s.log.aio)
 				}
 				if p.refused {
-					s.log.aio.off.Store(true)
+					for _, sl := range s.log.slots {
+						sl.aio.off.Store(true)
+					}
 				}
 				h := holdRealSyncs(t, s)
 				defer h.stop()

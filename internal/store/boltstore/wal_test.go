@@ -806,8 +806,8 @@ func TestCloseReportsTheLogsCloseError(t *testing.T) {
 // sync until a tick and the next visit are both pending, so that its
 // next round may pick either (Go's select picks at random: 20 rounds).
 func TestTickLeavesTheLogsVisitsToTheLog(t *testing.T) {
-	defer func(f func() bool) { pipelineLog = f }(pipelineLog)
-	pipelineLog = func() bool { return false } // the flusher syncs each record itself
+	defer func(f func(bool) bool) { pipelineLog = f }(pipelineLog)
+	pipelineLog = func(bool) bool { return false } // the flusher syncs each record itself
 	s := mustOpen(t, Options{Dir: t.TempDir(), Durability: store.Sync, FlushInterval: time.Millisecond})
 	defer s.Close() // fails: the file cannot be written
 	s.db.Close()    // every bbolt commit fails from here; the log works
@@ -843,19 +843,21 @@ func TestTickLeavesTheLogsVisitsToTheLog(t *testing.T) {
 	}
 }
 
-// TestPipelinedOnlyWithMoreThanOneP: log passes are pipelined (a syncer
-// goroutine syncs one record while the flusher gathers the next) only
-// with more than one P; with one, the flusher syncs each record itself,
-// which docs/performance.md measured faster there.
-func TestPipelinedOnlyWithMoreThanOneP(t *testing.T) {
+// TestPipelinedWithAIOOrMoreThanOneP: log passes are pipelined (syncer
+// goroutines sync records while the flusher gathers the next) through
+// AIO, whatever the number of Ps, and with a blocking fdatasync only with
+// more than one P; with one, the flusher syncs each record itself, which
+// docs/performance.md measured faster there.
+func TestPipelinedWithAIOOrMoreThanOneP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, tc := range []struct {
 		procs int
+		aio   bool
 		want  bool
-	}{{1, false}, {2, true}, {4, true}} {
+	}{{1, false, false}, {2, false, true}, {4, false, true}, {1, true, true}, {2, true, true}} {
 		runtime.GOMAXPROCS(tc.procs)
-		if got := pipelineLog(); got != tc.want {
-			t.Errorf("GOMAXPROCS %d: pipelineLog() = %v, want %v", tc.procs, got, tc.want)
+		if got := pipelineLog(tc.aio); got != tc.want {
+			t.Errorf("GOMAXPROCS %d, AIO %v: pipelineLog() = %v, want %v", tc.procs, tc.aio, got, tc.want)
 		}
 	}
 }
