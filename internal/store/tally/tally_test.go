@@ -391,6 +391,24 @@ func TestMapReserve(t *testing.T) {
 	}
 }
 
+// TestMapGrowsOnlyWhenThreeQuartersFull: the table uses up to 3/4 of
+// its slots before it is rebuilt, and is rebuilt at most half full: 8
+// slots hold 6 keys, 16 hold 12, 32 hold 24 (a table rebuilt sooner
+// takes twice the memory for the same keys).
+func TestMapGrowsOnlyWhenThreeQuartersFull(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	for n := 1; n <= 48; n++ {
+		m.Put(fmt.Appendf(nil, "k%d", n))
+		want := 8
+		for 4*n > 3*want {
+			want *= 2
+		}
+		if got := len(m.tab.Load().entries); got != want {
+			t.Fatalf("%d keys in a table of %d slots, want %d", n, got, want)
+		}
+	}
+}
+
 // TestSnapshotNeverReturnsTheLatestDayTwice (issue 9, claim 3).
 // Snapshot reads the latest day, then takes the lock to read the earlier
 // days. A midnight in between (a visit that rolls the tally to the next
