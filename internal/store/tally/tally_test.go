@@ -409,6 +409,55 @@ func TestMapGrowsOnlyWhenThreeQuartersFull(t *testing.T) {
 	}
 }
 
+// TestMapRebuildDropsTombstones: a table full of entries and
+// tombstones is rebuilt without the tombstones, at most half full with
+// the new entry: 8 slots holding 6 places, 3 or 2 of them deleted, are
+// rebuilt to 8 and 16 slots.
+func TestMapRebuildDropsTombstones(t *testing.T) {
+	for _, tt := range []struct{ deleted, want int }{{3, 8}, {2, 16}} {
+		m := NewMap(0, newKeyed, keyedKey)
+		var es []*keyed
+		for i := range 6 {
+			es = append(es, m.Put(fmt.Appendf(nil, "k%d", i)))
+		}
+		for _, e := range es[:tt.deleted] {
+			if !m.Delete(e.key, e) {
+				t.Fatalf("Delete(%s) = false", e.key)
+			}
+		}
+		old := m.tab.Load()
+		m.Put([]byte("new"))
+		if nt := m.tab.Load(); nt == old || len(nt.entries) != tt.want || m.used != 6-tt.deleted+1 {
+			t.Errorf("%d of 6 deleted, then a put: rebuilt %v to %d slots, %d used; want rebuilt to %d, %d used", tt.deleted, nt != old, len(nt.entries), m.used, tt.want, 6-tt.deleted+1)
+		}
+	}
+}
+
+// TestMapReserveTakesWhatItNeeds: Reserve(n) leaves a table at most half
+// full with n more entries, and no larger than that needs: on an empty
+// map 4 fit the 8 slots it has, 5 take 16; after it, the table is never
+// more than 3/4 full.
+func TestMapReserveTakesWhatItNeeds(t *testing.T) {
+	for _, tt := range []struct{ n, want int }{{4, 8}, {5, 16}, {16, 32}} {
+		m := NewMap(0, newKeyed, keyedKey)
+		m.Reserve(tt.n)
+		if got := len(m.tab.Load().entries); got != tt.want {
+			t.Errorf("Reserve(%d) on an empty map: %d slots, want %d", tt.n, got, tt.want)
+		}
+	}
+	m := NewMap(0, newKeyed, keyedKey)
+	for i := range 3 {
+		m.Put(fmt.Appendf(nil, "before%d", i))
+	}
+	m.Reserve(10)
+	for i := range 60 {
+		m.Put(fmt.Appendf(nil, "k%d", i))
+		if n, slots := m.Len(), len(m.tab.Load().entries); 4*n > 3*slots {
+			t.Fatalf("%d keys in %d slots after Reserve: more than 3/4 full", n, slots)
+		}
+	}
+}
+
 // TestSnapshotNeverReturnsTheLatestDayTwice (issue 9, claim 3).
 // Snapshot reads the latest day, then takes the lock to read the earlier
 // days. A midnight in between (a visit that rolls the tally to the next
