@@ -127,6 +127,54 @@ func TestRestore(t *testing.T) {
 	}
 }
 
+// TestAddAtTheBounds: a tally whose total is at MaxTotal, or whose
+// latest day is at MaxDay, counts nothing, even for a visit stamped the
+// day before; the next day still counts.
+func TestAddAtTheBounds(t *testing.T) {
+	var full Tally
+	full.Restore(store.MaxTotal, 7, 3)
+	if got := full.Add(7); got.Counts != (store.Counts{Total: store.MaxTotal, Today: 3, Saturated: true}) || full.Total() != store.MaxTotal {
+		t.Errorf("Add at MaxTotal = %+v, total %d; want saturated, nothing counted", got.Counts, full.Total())
+	}
+	const total = store.MaxDay + 5
+	for _, d := range []store.Day{7, 6} {
+		var day Tally
+		day.Restore(total, 7, store.MaxDay)
+		if got := day.Add(d); got.Counts != (store.Counts{Total: total, Today: store.MaxDay, Saturated: true}) || got.Day != 7 || day.Total() != total {
+			t.Errorf("Add(%d) with day 7 at MaxDay = %+v, total %d; want saturated, nothing counted", d, got, day.Total())
+		}
+		if got := day.Add(8); got.Counts != (store.Counts{Total: total + 1, Today: 1}) || !got.Rolled || got.Day != 8 || day.On(7) != store.MaxDay {
+			t.Errorf("Add(8) after day 7 at MaxDay = %+v, day 7 = %d; want counted on day 8, total %d, 1", got, day.On(7), uint64(total+1))
+		}
+	}
+}
+
+// TestFullDayNeverMovesTheTotal: visits to a day at its bound do not
+// take the total up and back, so a reader never sees it move (the
+// hostile review of issue 23).
+func TestFullDayNeverMovesTheTotal(t *testing.T) {
+	const total = store.MaxDay + 5
+	var tl Tally
+	tl.Restore(total, 7, store.MaxDay)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200_000 {
+			tl.Add(7)
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if got := tl.Total(); got != total {
+			t.Fatalf("a reader saw the total at %d while a full day was visited, want %d throughout", got, uint64(total))
+		}
+	}
+}
+
 // keyed is a map entry of the tests: a Tally and its key.
 type keyed struct {
 	Tally
