@@ -157,12 +157,15 @@ func TestFullDayNeverMovesTheTotal(t *testing.T) {
 	var tl Tally
 	tl.Restore(total, 7, store.MaxDay)
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range 200_000 {
-			tl.Add(7)
-		}
-	}()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range 500_000 {
+				tl.Add(7)
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
 	for {
 		select {
 		case <-done:
