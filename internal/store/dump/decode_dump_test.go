@@ -52,6 +52,18 @@ func TestDecodeHandsKeysInBatches(t *testing.T) {
 	}
 }
 
+// TestDecodeBatchesByDefault: a batch of 0 is Batch keys.
+func TestDecodeBatchesByDefault(t *testing.T) {
+	var sizes []int
+	_, err := Decode(strings.NewReader(bigDump(Batch+1)), 0, func(keys []Key, _ []Span) error {
+		sizes = append(sizes, len(keys))
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(sizes, []int{Batch, 1}) {
+		t.Errorf("Decode of %d keys, batch 0: batches %v, %v; want [%d 1]", Batch+1, sizes, err, Batch)
+	}
+}
+
 // TestDecodeRefusesNamingTheLine: every dump Decode refuses is refused
 // with the line of what is wrong and why.
 func TestDecodeRefusesNamingTheLine(t *testing.T) {
@@ -63,6 +75,7 @@ func TestDecodeRefusesNamingTheLine(t *testing.T) {
 		{"{" + f + ",\n\"keys\":[],\n\"keys\":[]}", `line 3: field "keys" given twice`},
 		{"{" + f + fmt.Sprintf(",\n\"hits\":%d}", uint64(store.MaxImportHits)+1), `line 2: hits 4611686022722355201 is above the most the /hi counter holds, 4611686022722355200`},
 		{"{" + f + ",\n\"hits\":\"1\"}", `line 2: json: cannot unmarshal string into Go value of type uint64`},
+		{"{" + f + ",\n\"hits\":\"1\"\n}", `line 2: json: cannot unmarshal string into Go value of type uint64`},
 		{"{" + f + ",\n\"color\":1}", `line 2: unknown field color`},
 		{"{" + f + "}\n\nx", `line 3: more after the end of the document`},
 		{"{\"hits\":1,\n\"keys\":[]\n}", `line 3: no format field: not a visitors export`},
@@ -74,6 +87,7 @@ func TestDecodeRefusesNamingTheLine(t *testing.T) {
 		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\",\n\"total\":4,\n\"days\":{\"2026-11-20\":5}}\n]}", `line 5: key "b": the days add up to 5, more than the total 4`},
 		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\",\n\"total\":-1}\n]}", `line 4: total: -1 is not a count (a whole number from 0 to 18446744073709551615)`},
 		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\",\n\n\"key\":\"c\"}\n]}", `line 5: field "key" given twice`},
+		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\",\"key\"\n:\"c\"}\n]}", `line 3: field "key" given twice`},
 		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\",\"total\":[1]}\n]}", `line 3: total: [1]} is not a count`},
 		{head + "\n{\"key\":\"a\"},\n\n{\"key\":\"b\xff\"}\n]}", `line 4: the dump is not valid UTF-8`},
 		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\xe2\x82\"}\n]}", `line 3: the dump is not valid UTF-8`},
