@@ -149,6 +149,12 @@ func TestDecodeNamesTheLineOfAKeyWriteRefused(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
 	}
+	// The commas leading the lines: a full batch's failure is on the
+	// line its last key ends, not the next.
+	commas := head + "\n{\"key\":\"a\"}\n,{\"key\":\"b\"}\n,{\"key\":\"c\"}\n]}\n"
+	if _, err := Decode(strings.NewReader(commas), 2, func(keys []Key, _ []Span) error { return boom }); err == nil || err.Error() != "line 3: boom" {
+		t.Errorf("a full batch, no key named, commas leading: %v, want line 3", err)
+	}
 }
 
 // TestDecodeReadsRunesCutBetweenReads: a dump read a byte at a time,
