@@ -199,3 +199,27 @@ func TestDecodeBoundsAValue(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNamesTheFirstKeyGivenAgain: with many keys given twice,
+// Decode names the first line that gives a key again and the line that
+// gave it first, whatever order its hashes sort the keys in.
+func TestDecodeNamesTheFirstKeyGivenAgain(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(head)
+	for i := range 60 { // k00 … k29 on lines 2-31, then k29 … k00 on 32-61
+		k := i
+		if i >= 30 {
+			k = 59 - i
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "\n{\"key\":\"k%02d\"}", k)
+	}
+	b.WriteString("\n]}\n")
+	for range 5 { // each Decode hashes with seeds of its own
+		if _, _, _, err := decodeAll(b.String(), 0); err == nil || err.Error() != "line 32: a key given twice (first on line 31)" {
+			t.Fatalf("%v, want line 32, first on line 31", err)
+		}
+	}
+}
