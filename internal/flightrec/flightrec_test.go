@@ -211,6 +211,9 @@ func TestArmedOnDemand(t *testing.T) {
 		}
 	}
 
+	if _, err := r.Arm(MaxArm); err != nil || !r.Armed() { // the longest taken
+		t.Fatalf("Arm(MaxArm) = %v, armed %v", err, r.Armed())
+	}
 	if _, err := r.Arm(time.Minute); err != nil || !r.Armed() {
 		t.Fatalf("Arm(1m) = %v, armed %v", err, r.Armed())
 	}
