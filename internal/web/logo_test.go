@@ -2,13 +2,24 @@ package web
 
 import (
 	"encoding/xml"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"visitors/internal/badge"
 	"visitors/internal/race"
 	"visitors/internal/webtest"
 )
+
+// escapeAll percent-escapes every byte of s.
+func escapeAll(s string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		fmt.Fprintf(&b, "%%%02X", s[i])
+	}
+	return b.String()
+}
 
 // githubPath starts the path data of Simple Icons' github logo.
 const githubPath = `d="M12 .297c`
@@ -30,6 +41,9 @@ func TestCounterLogo(t *testing.T) {
 		{"/counter/k.svg?logo=nosuchlogo&style=plastic&label=views", 400, []string{`aria-label="views: unknown logo"`, `height="18"`, `fill="#e05d44"`}, false},
 		{"/counter/k.svg?logo=%3Cscript%3E", 400, []string{`aria-label="visitors: unknown logo"`}, false},
 		{"/counter/k.svg?logo=" + strings.Repeat("a", 65), 400, []string{"unknown logo"}, false},
+		// The longest name looked up, every byte escaped: 3×64 bytes of query.
+		{"/counter/k.svg?logo=" + escapeAll("github"+strings.Repeat(" ", badge.MaxLogoBytes-6)), 200, []string{`<path fill="#f5f5f5" ` + githubPath}, true},
+		{"/counter/k.svg?logo=" + escapeAll("github"+strings.Repeat(" ", badge.MaxLogoBytes-5)), 400, []string{"unknown logo"}, false},
 		// Elsewhere, or with other faults, the usual text.
 		{"/counter/k.json?logo=nosuchlogo", 400, []string{msgLogo}, false},
 		{"/counter/k.svg?logo=%zz", 400, []string{msgEscape}, false},
