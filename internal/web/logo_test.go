@@ -81,21 +81,31 @@ func TestCounterLogo(t *testing.T) {
 }
 
 // TestCounterLogoAllocs: a badge with a logo allocates at most once per
-// request, as one without (TestCounterAllocs).
+// request, and no more than the same badge without it
+// (TestCounterAllocs), its name escaped or not.
 func TestCounterLogoAllocs(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation budgets are checked without -race")
 	}
 	s, _ := mustServer(t, nil)
-	for _, target := range []string{"/counter/k.svg?logo=github", "/counter/k.svg?logo=Go&logo_color=blue&style=for-the-badge"} {
+	allocs := func(target string) float64 {
 		r := httptest.NewRequest("GET", target, nil)
 		w := webtest.NewResponseWriter()
 		s.ServeHTTP(w, r)
-		if got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) }); got > 1 {
-			t.Errorf("GET %s allocs = %v, want at most 1", target, got)
-		}
+		got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) })
 		if w.Code != 200 {
 			t.Errorf("GET %s = %d", target, w.Code)
+		}
+		return got
+	}
+	for _, tt := range []struct{ target, plain string }{
+		{"/counter/k.svg?logo=github", "/counter/k.svg"},
+		{"/counter/k.svg?logo=Go&logo_color=blue&style=for-the-badge", "/counter/k.svg?style=for-the-badge"},
+		{"/counter/k.svg?logo=C%2B%2B", "/counter/k.svg"},
+	} {
+		got, plain := allocs(tt.target), allocs(tt.plain)
+		if got > 1 || got > plain {
+			t.Errorf("GET %s allocs = %v, want at most 1 and at most the %v of %s", tt.target, got, plain, tt.plain)
 		}
 	}
 }
