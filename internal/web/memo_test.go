@@ -110,3 +110,18 @@ func TestBadgeMemoNotForBadgesInTurn(t *testing.T) {
 		t.Errorf("the same shape twice in a row: memo of %d digits, want 1", memo.digits)
 	}
 }
+
+// TestBadgeMemoDrawsWhatIsNotACount: a badge whose value is not a plain
+// count (an abbreviated one, text) is drawn as AppendSVG draws it, on a
+// fresh memo and on one that holds a badge of the same query.
+func TestBadgeMemoDrawsWhatIsNotACount(t *testing.T) {
+	var memo badgeMemo
+	b := badge.Badge{Label: []byte("visitors"), Color: []byte("#4c1"), LabelColor: []byte("#555")}
+	for _, v := range []string{"n/a", "1.2k", "", "12", "12", "12", "1.2k", "ab"} {
+		b.Value = []byte(v)
+		want := badge.AppendSVG(nil, &b)
+		if got := memo.appendBadge(nil, "", &b); !bytes.Equal(got, want) {
+			t.Fatalf("value %q:\n got %s\nwant %s", v, got, want)
+		}
+	}
+}
