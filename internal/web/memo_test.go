@@ -113,7 +113,8 @@ func TestBadgeMemoNotForBadgesInTurn(t *testing.T) {
 
 // TestBadgeMemoDrawsWhatIsNotACount: a badge whose value is not a plain
 // count (an abbreviated one, text) is drawn as AppendSVG draws it, on a
-// fresh memo and on one that holds a badge of the same query.
+// fresh memo and on one that holds a badge of the same query, and
+// leaves the memo as it was.
 func TestBadgeMemoDrawsWhatIsNotACount(t *testing.T) {
 	var memo badgeMemo
 	b := badge.Badge{Label: []byte("visitors"), Color: []byte("#4c1"), LabelColor: []byte("#555")}
@@ -123,5 +124,14 @@ func TestBadgeMemoDrawsWhatIsNotACount(t *testing.T) {
 		if got := memo.appendBadge(nil, "", &b); !bytes.Equal(got, want) {
 			t.Fatalf("value %q:\n got %s\nwant %s", v, got, want)
 		}
+	}
+	// Nor does a value that is not a count, asked for twice in a row,
+	// spend the memo there is (its drawing twice is no memo to make).
+	for _, v := range []string{"12", "12", "1.2k", "1.2k", "n/a", "n/a"} {
+		b.Value = []byte(v)
+		memo.appendBadge(nil, "", &b)
+	}
+	if memo.digits != 2 {
+		t.Errorf("after text values twice in a row, the memo is of %d digits, want the 2 of before", memo.digits)
 	}
 }
