@@ -135,3 +135,18 @@ func TestBadgeMemoDrawsWhatIsNotACount(t *testing.T) {
 		t.Errorf("after text values twice in a row, the memo is of %d digits, want the 2 of before", memo.digits)
 	}
 }
+
+// TestBadgeMemoKeepsEveryCount: a count drawn twice in a row is kept
+// whatever its digits, 0 and 9 included, up to the 20 of 2^64-1.
+func TestBadgeMemoKeepsEveryCount(t *testing.T) {
+	b := badge.Badge{Label: []byte("visitors"), Color: []byte("#4c1"), LabelColor: []byte("#555")}
+	for _, v := range []string{"100", "99", "0", "9", "18446744073709551615"} {
+		var memo badgeMemo
+		b.Value = []byte(v)
+		memo.appendBadge(nil, "", &b)
+		memo.appendBadge(nil, "", &b)
+		if memo.digits != len(v) {
+			t.Errorf("%s twice: a memo of %d digits, want %d", v, memo.digits, len(v))
+		}
+	}
+}
