@@ -63,6 +63,7 @@ func TestCounterUnknownParam(t *testing.T) {
 		{"bad escape", "/counter/u.svg?a%zz=1", true, `"a%zz"`, "unknown parameter a%zz"},
 		{"long name cut", "/counter/u.svg?" + strings.Repeat("x", 100) + "=1", true, `"` + strings.Repeat("x", 100) + `"`, "unknown parameter " + strings.Repeat("x", 32) + "…"},
 		{"a name of the bound shown whole", "/counter/u.svg?" + strings.Repeat("y", maxShownParam) + "=1", true, `"` + strings.Repeat("y", maxShownParam) + `"`, "unknown parameter " + strings.Repeat("y", maxShownParam)},
+		{"a name cut before a rune, not in it", "/counter/u.svg?" + strings.Repeat("x", maxShownParam-1) + "%C3%A9zz=1", true, `"` + strings.Repeat("x", maxShownParam-1) + `\u00e9zz"`, "unknown parameter " + strings.Repeat("x", maxShownParam-1) + "…"},
 		{"a name of no rune start cut to nothing", "/counter/u.svg?" + strings.Repeat("%80", 40) + "=1", true, `"` + strings.Repeat(`\x80`, 40) + `"`, "unknown parameter …"},
 		{"graph", "/counter/u/graph.svg?dayz=7", true, `"dayz"`, "unknown parameter dayz"},
 		{"json", "/counter/u.json?colour=red", false, `"colour"`, ""},
