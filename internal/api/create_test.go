@@ -362,6 +362,46 @@ func TestBadSecretsDoNotReadEveryToken(t *testing.T) {
 	}
 }
 
+// TestLegacyTokensReadAgainAfterTheirRefresh: the tokens from before ids
+// are read again once legacyRefresh has passed since the last read, to
+// the nanosecond, and not before, nor when the clock went back.
+func TestLegacyTokensReadAgainAfterTheirRefresh(t *testing.T) {
+	var cs *countingStore
+	var now atomic.Int64 // nanoseconds after day0
+	e := newEnv(t, 0, func(c *Config) {
+		c.NoFailureLimit, c.OpenCreate = true, true
+		cs = &countingStore{Store: c.Store}
+		c.Store = cs
+		at := c.Now()
+		c.Now = func() time.Time { return at.Add(time.Duration(now.Load())) }
+	})
+	old := "vt_auZ4P0-96RtuuItzpI7SR9vliC4leWg0MsG_xSVFSt0" // the form of before: no id
+	if err := e.st.PutToken(context.Background(), store.Token{ID: "0cd87274d67084ca", Name: "ci", Prefix: "k", Hash: sha256.Sum256([]byte(old))}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustCreate(t, "k1", "k1")
+	for _, tt := range []struct {
+		at   time.Duration
+		read bool
+	}{
+		{0, true},
+		{0, false}, // the same instant
+		{legacyRefresh - 1, false},
+		{legacyRefresh, true},
+		{2*legacyRefresh - 1, false},
+		{legacyRefresh - 1, true}, // the clock went back
+	} {
+		now.Store(int64(tt.at))
+		before := cs.tokens.Load()
+		if w := e.do("GET", "/api/v1/counters/k1", "Bearer "+old, ""); w.Code != 200 {
+			t.Fatalf("the token from before at %v: %d %s", tt.at, w.Code, w.Body)
+		}
+		if read := cs.tokens.Load() > before; read != tt.read {
+			t.Errorf("at %v after day0: the tokens read %v, want %v", tt.at, read, tt.read)
+		}
+	}
+}
+
 // replaceDouble is the memory store whose Import with replace keeps the
 // keys the body names, one a line, and deletes every other.
 type replaceDouble struct{ Store }
