@@ -435,7 +435,7 @@ func (d replaceDouble) Import(ctx context.Context, r io.Reader, replace bool) er
 // its own: it is created while the longer one exists (and the longer
 // one while it exists), and an import that replaces and drops it
 // revokes its token though a key it starts is kept, and keeps the
-// longer key's.
+// longer key's, and its log line says one token was revoked.
 // Found by review (was TestReviewPrefixOfAnotherKey).
 func TestPrefixOfAnotherKey(t *testing.T) {
 	e := newEnv(t, 0, func(c *Config) {
@@ -455,6 +455,9 @@ func TestPrefixOfAnotherKey(t *testing.T) {
 	}
 	if w := e.do("POST", "/api/v1/import?replace=true", "root", "a/b\na/b/c"); w.Code != 200 {
 		t.Fatalf("import: %d %s", w.Code, w.Body)
+	}
+	if log := e.log.String(); !strings.Contains(log, `"tokens_revoked":1`) || strings.Contains(log, "revoke the token of a deleted counter") {
+		t.Errorf("the import's log says another number of tokens revoked than 1, or an error:\n%s", log)
 	}
 	for name, code := range map[string]int{"a": 401, "a/b": 200, "a/b/c": 200} {
 		if w := e.do("GET", "/api/v1/counters/"+name, name, ""); w.Code != code {
