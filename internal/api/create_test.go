@@ -488,3 +488,41 @@ func TestExactTokensDoNotCountTowardMaxTokens(t *testing.T) {
 		t.Errorf("the root's %dth token: %d %s, want 409", MaxTokens+1, w.Code, w.Body)
 	}
 }
+
+// TestAddTakesNUpToMaxTotal: add takes n from -MaxTotal to MaxTotal,
+// both included (MaxTotal visits in one day then pass the store's day
+// bound: 409), and refuses one past either with the range (400).
+func TestAddTakesNUpToMaxTotal(t *testing.T) {
+	e := newEnv(t, 0, nil)
+	msg := fmt.Sprintf(`field \"n\": from %d to %d`, -int64(MaxTotal), int64(MaxTotal))
+	for _, tt := range []struct {
+		n    string
+		code int
+	}{
+		{fmt.Sprint(int64(MaxTotal)), 409},
+		{fmt.Sprint(-int64(MaxTotal)), 200},
+		{fmt.Sprint(int64(MaxTotal) + 1), 400},
+		{fmt.Sprint(-int64(MaxTotal) - 1), 400},
+	} {
+		w := e.do("POST", "/api/v1/counters/k/add", "root", `{"n":`+tt.n+`}`)
+		if w.Code != tt.code || (tt.code == 400 && !strings.Contains(w.Body.String(), msg)) {
+			t.Errorf("add %s: %d %s, want %d", tt.n, w.Code, w.Body, tt.code)
+		}
+	}
+}
+
+// TestDeleteLogsTheTokenItRevoked: deleting a counter made by open
+// creation revokes its token, and the call's log line names it.
+func TestDeleteLogsTheTokenItRevoked(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.NoFailureLimit, c.OpenCreate = true, true })
+	c := e.mustCreate(t, "k", "k")
+	if w := e.do("DELETE", "/api/v1/counters/k", "k", ""); w.Code != 200 {
+		t.Fatalf("DELETE k: %d %s", w.Code, w.Body)
+	}
+	if log := e.log.String(); !strings.Contains(log, `"revoked":"`+c.Token.ID+`"`) || strings.Contains(log, "revoke the deleted counter's token") {
+		t.Errorf("the delete's log does not name the token %s it revoked, or says an error:\n%s", c.Token.ID, log)
+	}
+	if w := e.do("GET", "/api/v1/counters/k", "k", ""); w.Code != http.StatusUnauthorized {
+		t.Errorf("the deleted counter's token: %d, want 401", w.Code)
+	}
+}
