@@ -592,3 +592,17 @@ func TestBackupCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestMainWithoutArguments: with no argument at all, Main runs the
+// service with its configuration from the environment alone (here one
+// it refuses, so that no server starts).
+func TestMainWithoutArguments(t *testing.T) {
+	t.Chdir(t.TempDir()) // where the default -data, ./data, would be
+	env := map[string]string{"VISITORS_STORE": "etcd"}
+	var out bytes.Buffer
+	err := Main(t.Context(), nil, func(k string) string { return env[k] }, strings.NewReader(""), &out)
+	var ue *UsageError
+	if !errors.As(err, &ue) || err.Error() != "VISITORS_STORE=etcd: want embedded, redis or memory; see visitors -h" {
+		t.Errorf("Main() with VISITORS_STORE=etcd = %v, want a usage error naming it", err)
+	}
+}
