@@ -90,3 +90,19 @@ func TestDeletedCountersForgetTheirUniques(t *testing.T) {
 		t.Errorf("forgot %q, want %q", u.forgot, want)
 	}
 }
+
+// TestDeleteLogsTheTokenItRevoked: deleting a counter made by open
+// creation revokes its token, and the call's log line names it.
+func TestDeleteLogsTheTokenItRevoked(t *testing.T) {
+	e := newEnv(t, 0, func(c *Config) { c.NoFailureLimit, c.OpenCreate = true, true })
+	c := e.mustCreate(t, "k", "k")
+	if w := e.do("DELETE", "/api/v1/counters/k", "k", ""); w.Code != 200 {
+		t.Fatalf("DELETE k: %d %s", w.Code, w.Body)
+	}
+	if log := e.log.String(); !strings.Contains(log, `"revoked":"`+c.Token.ID+`"`) || strings.Contains(log, "revoke the deleted counter's token") {
+		t.Errorf("the delete's log does not name the token %s it revoked, or says an error:\n%s", c.Token.ID, log)
+	}
+	if w := e.do("GET", "/api/v1/counters/k", "k", ""); w.Code != http.StatusUnauthorized {
+		t.Errorf("the deleted counter's token: %d, want 401", w.Code)
+	}
+}
