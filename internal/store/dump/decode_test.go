@@ -295,3 +295,13 @@ func TestDecodeNamesTheFirstKeyGivenAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeTakesHitsUpToTheBound: a dump's hits of MaxImportHits, the
+// most the /hi counter holds, is taken (one more is refused:
+// TestDecodeRefusesNamingTheLine).
+func TestDecodeTakesHitsUpToTheBound(t *testing.T) {
+	s := fmt.Sprintf(`{"format":"visitors-export-1","hits":%d,"keys":[]}`, uint64(store.MaxImportHits))
+	if hits, _, _, err := decodeAll(s, 0); err != nil || hits != store.MaxImportHits {
+		t.Errorf("hits of MaxImportHits: %d, %v; want it taken", hits, err)
+	}
+}
