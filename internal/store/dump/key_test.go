@@ -144,6 +144,7 @@ func TestCheckKeyBounds(t *testing.T) {
 		{"the day before", Key{Key: "a", Total: 1, Days: map[string]uint64{"1969-12-31": 1}}, `key "a": day 1969-12-31: outside 1970-01-01..9999-12-31`},
 		{"the last date", Key{Key: "a", Total: 1, Days: map[string]uint64{"9999-12-31": 1}}, ""},
 		{"days adding up to the total", Key{Key: "a", Total: 5, Days: map[string]uint64{"2026-11-20": 2, "2026-11-21": 3, "2026-11-22": 0}}, ""},
+		{"days of one visit each", Key{Key: "a", Total: 3, Days: map[string]uint64{"2026-11-20": 1, "2026-11-21": 1, "2026-11-22": 1}}, ""},
 		{"days adding up to more", Key{Key: "a", Total: 4, Days: map[string]uint64{"2026-11-20": 2, "2026-11-21": 3}}, `key "a": the days add up to 5, more than the total 4`},
 	} {
 		err := checkKey(&tt.kd)
