@@ -362,6 +362,46 @@ func TestBadSecretsDoNotReadEveryToken(t *testing.T) {
 	}
 }
 
+// TestLegacyTokensReadAgainAfterTheirRefresh: the tokens from before ids
+// are read again once legacyRefresh has passed since the last read, to
+// the nanosecond, and not before, nor when the clock went back.
+func TestLegacyTokensReadAgainAfterTheirRefresh(t *testing.T) {
+	var cs *countingStore
+	var now atomic.Int64 // nanoseconds after day0
+	e := newEnv(t, 0, func(c *Config) {
+		c.NoFailureLimit, c.OpenCreate = true, true
+		cs = &countingStore{Store: c.Store}
+		c.Store = cs
+		at := c.Now()
+		c.Now = func() time.Time { return at.Add(time.Duration(now.Load())) }
+	})
+	old := "vt_auZ4P0-96RtuuItzpI7SR9vliC4leWg0MsG_xSVFSt0" // the form of before: no id
+	if err := e.st.PutToken(context.Background(), store.Token{ID: "0cd87274d67084ca", Name: "ci", Prefix: "k", Hash: sha256.Sum256([]byte(old))}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustCreate(t, "k1", "k1")
+	for _, tt := range []struct {
+		at   time.Duration
+		read bool
+	}{
+		{0, true},
+		{0, false}, // the same instant
+		{legacyRefresh - 1, false},
+		{legacyRefresh, true},
+		{2*legacyRefresh - 1, false},
+		{legacyRefresh - 1, true}, // the clock went back
+	} {
+		now.Store(int64(tt.at))
+		before := cs.tokens.Load()
+		if w := e.do("GET", "/api/v1/counters/k1", "Bearer "+old, ""); w.Code != 200 {
+			t.Fatalf("the token from before at %v: %d %s", tt.at, w.Code, w.Body)
+		}
+		if read := cs.tokens.Load() > before; read != tt.read {
+			t.Errorf("at %v after day0: the tokens read %v, want %v", tt.at, read, tt.read)
+		}
+	}
+}
+
 // replaceDouble is the memory store whose Import with replace keeps the
 // keys the body names, one a line, and deletes every other.
 type replaceDouble struct{ Store }
@@ -395,7 +435,7 @@ func (d replaceDouble) Import(ctx context.Context, r io.Reader, replace bool) er
 // its own: it is created while the longer one exists (and the longer
 // one while it exists), and an import that replaces and drops it
 // revokes its token though a key it starts is kept, and keeps the
-// longer key's.
+// longer key's, and its log line says one token was revoked.
 // Found by review (was TestReviewPrefixOfAnotherKey).
 func TestPrefixOfAnotherKey(t *testing.T) {
 	e := newEnv(t, 0, func(c *Config) {
@@ -415,6 +455,9 @@ func TestPrefixOfAnotherKey(t *testing.T) {
 	}
 	if w := e.do("POST", "/api/v1/import?replace=true", "root", "a/b\na/b/c"); w.Code != 200 {
 		t.Fatalf("import: %d %s", w.Code, w.Body)
+	}
+	if log := e.log.String(); !strings.Contains(log, `"tokens_revoked":1`) || strings.Contains(log, "revoke the token of a deleted counter") {
+		t.Errorf("the import's log says another number of tokens revoked than 1, or an error:\n%s", log)
 	}
 	for name, code := range map[string]int{"a": 401, "a/b": 200, "a/b/c": 200} {
 		if w := e.do("GET", "/api/v1/counters/"+name, name, ""); w.Code != code {
@@ -443,5 +486,27 @@ func TestExactTokensDoNotCountTowardMaxTokens(t *testing.T) {
 	}
 	if w := e.do("POST", "/api/v1/tokens", "root", `{"name":"past","prefix":"b"}`); w.Code != 409 {
 		t.Errorf("the root's %dth token: %d %s, want 409", MaxTokens+1, w.Code, w.Body)
+	}
+}
+
+// TestAddTakesNUpToMaxTotal: add takes n from -MaxTotal to MaxTotal,
+// both included (MaxTotal visits in one day then pass the store's day
+// bound: 409), and refuses one past either with the range (400).
+func TestAddTakesNUpToMaxTotal(t *testing.T) {
+	e := newEnv(t, 0, nil)
+	msg := fmt.Sprintf(`field \"n\": from %d to %d`, -int64(MaxTotal), int64(MaxTotal))
+	for _, tt := range []struct {
+		n    string
+		code int
+	}{
+		{fmt.Sprint(int64(MaxTotal)), 409},
+		{fmt.Sprint(-int64(MaxTotal)), 200},
+		{fmt.Sprint(int64(MaxTotal) + 1), 400},
+		{fmt.Sprint(-int64(MaxTotal) - 1), 400},
+	} {
+		w := e.do("POST", "/api/v1/counters/k/add", "root", `{"n":`+tt.n+`}`)
+		if w.Code != tt.code || (tt.code == 400 && !strings.Contains(w.Body.String(), msg)) {
+			t.Errorf("add %s: %d %s, want %d", tt.n, w.Code, w.Body, tt.code)
+		}
 	}
 }

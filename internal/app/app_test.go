@@ -592,3 +592,43 @@ func TestBackupCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestMainWithoutArguments: with no argument at all, Main runs the
+// service with its configuration from the environment alone (here one
+// it refuses, so that no server starts).
+func TestMainWithoutArguments(t *testing.T) {
+	t.Chdir(t.TempDir()) // where the default -data, ./data, would be
+	env := map[string]string{"VISITORS_STORE": "etcd"}
+	var out bytes.Buffer
+	err := Main(t.Context(), nil, func(k string) string { return env[k] }, strings.NewReader(""), &out)
+	var ue *UsageError
+	if !errors.As(err, &ue) || err.Error() != "VISITORS_STORE=etcd: want embedded, redis or memory; see visitors -h" {
+		t.Errorf("Main() with VISITORS_STORE=etcd = %v, want a usage error naming it", err)
+	}
+}
+
+// TestFailedStartClosesTheAdminListener: a start that fails after the
+// admin address was taken (here the store, whose -data is a file) gives
+// the address back: nothing is left listening.
+func TestFailedStartClosesTheAdminListener(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := l.Addr().String()
+	l.Close()
+	data := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(data, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = Main(t.Context(), []string{"-addr", "127.0.0.1:0", "-admin-addr", admin, "-data", data}, func(string) string { return "" }, strings.NewReader(""), &out)
+	if err == nil {
+		t.Fatal("Main with -data a file started")
+	}
+	again, lerr := net.Listen("tcp", admin)
+	if lerr != nil {
+		t.Fatalf("after a failed start (%v), the admin address %s is still taken: %v", err, admin, lerr)
+	}
+	again.Close()
+}

@@ -211,6 +211,9 @@ func TestArmedOnDemand(t *testing.T) {
 		}
 	}
 
+	if _, err := r.Arm(MaxArm); err != nil || !r.Armed() { // the longest taken
+		t.Fatalf("Arm(MaxArm) = %v, armed %v", err, r.Armed())
+	}
 	if _, err := r.Arm(time.Minute); err != nil || !r.Armed() {
 		t.Fatalf("Arm(1m) = %v, armed %v", err, r.Armed())
 	}
@@ -238,6 +241,40 @@ func TestArmedOnDemand(t *testing.T) {
 	}
 	if _, err := r.Arm(time.Minute); err != nil || !r.Armed() {
 		t.Fatalf("armed again after expiring: %v, armed %v", err, r.Armed())
+	}
+}
+
+// TestStaleTimerLeavesANewArmingAlone: the timer of an arming that was
+// disarmed (one that fired while Disarm and a new Arm held the lock)
+// does not disarm the arming after it; its own arming's end does.
+func TestStaleTimerLeavesANewArmingAlone(t *testing.T) {
+	r, err := Start(Options{Dir: t.TempDir(), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Arm(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	first := r.gen
+	r.mu.Unlock()
+	if err := r.Disarm(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Arm(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r.expire(first) // the first arming's timer, late
+	if !r.Armed() {
+		t.Fatal("the timer of a disarmed arming disarmed the arming after it")
+	}
+	r.mu.Lock()
+	second := r.gen
+	r.mu.Unlock()
+	r.expire(second)
+	if r.Armed() {
+		t.Error("the arming's own timer did not disarm it")
 	}
 }
 

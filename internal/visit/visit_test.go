@@ -12,6 +12,7 @@ import (
 
 	"visitors/internal/bots"
 	"visitors/internal/client"
+	"visitors/internal/store"
 	"visitors/internal/store/memstore"
 	"visitors/internal/store/storetest"
 	"visitors/internal/unique"
@@ -177,5 +178,27 @@ func TestRefusedVisitIsNoRepeat(t *testing.T) {
 	}
 	if o, _ := visit("b"); o.Counted || o.NotCounted != Repeat {
 		t.Errorf("a second view within the window = %+v, want a repeat, not counted", o)
+	}
+}
+
+// TestObserveSeesCountedListedVisits: the top list's Observe is told of
+// each counted visit to a listed key, with its counts, and of nothing
+// else: not a /hello name, not a refused view.
+func TestObserveSeesCountedListedVisits(t *testing.T) {
+	r, _ := mustRecorder(t, Rules{Repeats: unique.NewRepeats(time.Hour, 0)})
+	var seen []string
+	r.Observe = func(key []byte, c store.Counts) { seen = append(seen, fmt.Sprintf("%s=%d", key, c.Total)) }
+	addr := netip.MustParseAddr("192.0.2.30")
+	visit := func(k string, listed bool) {
+		t.Helper()
+		if _, err := r.Record(ctx, &Visit{Key: []byte(k), Listed: listed, Count: true, Client: addr, UserAgent: firefox}); err != nil {
+			t.Fatalf("Record(%s): %v", k, err)
+		}
+	}
+	visit("listed", true)
+	visit("listed", true) // a repeat: refused, not observed
+	visit("hello", false)
+	if want := []string{"listed=1"}; fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("Observe saw %v, want %v", seen, want)
 	}
 }

@@ -2,13 +2,24 @@ package web
 
 import (
 	"encoding/xml"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"visitors/internal/badge"
 	"visitors/internal/race"
 	"visitors/internal/webtest"
 )
+
+// escapeAll percent-escapes every byte of s.
+func escapeAll(s string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		fmt.Fprintf(&b, "%%%02X", s[i])
+	}
+	return b.String()
+}
 
 // githubPath starts the path data of Simple Icons' github logo.
 const githubPath = `d="M12 .297c`
@@ -30,6 +41,9 @@ func TestCounterLogo(t *testing.T) {
 		{"/counter/k.svg?logo=nosuchlogo&style=plastic&label=views", 400, []string{`aria-label="views: unknown logo"`, `height="18"`, `fill="#e05d44"`}, false},
 		{"/counter/k.svg?logo=%3Cscript%3E", 400, []string{`aria-label="visitors: unknown logo"`}, false},
 		{"/counter/k.svg?logo=" + strings.Repeat("a", 65), 400, []string{"unknown logo"}, false},
+		// The longest name looked up, every byte escaped: 3×64 bytes of query.
+		{"/counter/k.svg?logo=" + escapeAll("github"+strings.Repeat(" ", badge.MaxLogoBytes-6)), 200, []string{`<path fill="#f5f5f5" ` + githubPath}, true},
+		{"/counter/k.svg?logo=" + escapeAll("github"+strings.Repeat(" ", badge.MaxLogoBytes-5)), 400, []string{"unknown logo"}, false},
 		// Elsewhere, or with other faults, the usual text.
 		{"/counter/k.json?logo=nosuchlogo", 400, []string{msgLogo}, false},
 		{"/counter/k.svg?logo=%zz", 400, []string{msgEscape}, false},
@@ -67,21 +81,31 @@ func TestCounterLogo(t *testing.T) {
 }
 
 // TestCounterLogoAllocs: a badge with a logo allocates at most once per
-// request, as one without (TestCounterAllocs).
+// request, and no more than the same badge without it
+// (TestCounterAllocs), its name escaped or not.
 func TestCounterLogoAllocs(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation budgets are checked without -race")
 	}
 	s, _ := mustServer(t, nil)
-	for _, target := range []string{"/counter/k.svg?logo=github", "/counter/k.svg?logo=Go&logo_color=blue&style=for-the-badge"} {
+	allocs := func(target string) float64 {
 		r := httptest.NewRequest("GET", target, nil)
 		w := webtest.NewResponseWriter()
 		s.ServeHTTP(w, r)
-		if got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) }); got > 1 {
-			t.Errorf("GET %s allocs = %v, want at most 1", target, got)
-		}
+		got := testing.AllocsPerRun(500, func() { w.Reset(); s.ServeHTTP(w, r) })
 		if w.Code != 200 {
 			t.Errorf("GET %s = %d", target, w.Code)
+		}
+		return got
+	}
+	for _, tt := range []struct{ target, plain string }{
+		{"/counter/k.svg?logo=github", "/counter/k.svg"},
+		{"/counter/k.svg?logo=Go&logo_color=blue&style=for-the-badge", "/counter/k.svg?style=for-the-badge"},
+		{"/counter/k.svg?logo=C%2B%2B", "/counter/k.svg"},
+	} {
+		got, plain := allocs(tt.target), allocs(tt.plain)
+		if got > 1 || got > plain {
+			t.Errorf("GET %s allocs = %v, want at most 1 and at most the %v of %s", tt.target, got, plain, tt.plain)
 		}
 	}
 }

@@ -110,3 +110,43 @@ func TestBadgeMemoNotForBadgesInTurn(t *testing.T) {
 		t.Errorf("the same shape twice in a row: memo of %d digits, want 1", memo.digits)
 	}
 }
+
+// TestBadgeMemoDrawsWhatIsNotACount: a badge whose value is not a plain
+// count (an abbreviated one, text) is drawn as AppendSVG draws it, on a
+// fresh memo and on one that holds a badge of the same query, and
+// leaves the memo as it was.
+func TestBadgeMemoDrawsWhatIsNotACount(t *testing.T) {
+	var memo badgeMemo
+	b := badge.Badge{Label: []byte("visitors"), Color: []byte("#4c1"), LabelColor: []byte("#555")}
+	for _, v := range []string{"n/a", "1.2k", "", "12", "12", "12", "1.2k", "ab"} {
+		b.Value = []byte(v)
+		want := badge.AppendSVG(nil, &b)
+		if got := memo.appendBadge(nil, "", &b); !bytes.Equal(got, want) {
+			t.Fatalf("value %q:\n got %s\nwant %s", v, got, want)
+		}
+	}
+	// Nor does a value that is not a count, asked for twice in a row,
+	// spend the memo there is (its drawing twice is no memo to make).
+	for _, v := range []string{"12", "12", "1.2k", "1.2k", "n/a", "n/a"} {
+		b.Value = []byte(v)
+		memo.appendBadge(nil, "", &b)
+	}
+	if memo.digits != 2 {
+		t.Errorf("after text values twice in a row, the memo is of %d digits, want the 2 of before", memo.digits)
+	}
+}
+
+// TestBadgeMemoKeepsEveryCount: a count drawn twice in a row is kept
+// whatever its digits, 0 and 9 included, up to the 20 of 2^64-1.
+func TestBadgeMemoKeepsEveryCount(t *testing.T) {
+	b := badge.Badge{Label: []byte("visitors"), Color: []byte("#4c1"), LabelColor: []byte("#555")}
+	for _, v := range []string{"100", "99", "0", "9", "18446744073709551615"} {
+		var memo badgeMemo
+		b.Value = []byte(v)
+		memo.appendBadge(nil, "", &b)
+		memo.appendBadge(nil, "", &b)
+		if memo.digits != len(v) {
+			t.Errorf("%s twice: a memo of %d digits, want %d", v, memo.digits, len(v))
+		}
+	}
+}

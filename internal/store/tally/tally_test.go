@@ -129,6 +129,57 @@ func TestRestore(t *testing.T) {
 	}
 }
 
+// TestAddAtTheBounds: a tally whose total is at MaxTotal, or whose
+// latest day is at MaxDay, counts nothing, even for a visit stamped the
+// day before; the next day still counts.
+func TestAddAtTheBounds(t *testing.T) {
+	var full Tally
+	full.Restore(store.MaxTotal, 7, 3)
+	if got := full.Add(7); got.Counts != (store.Counts{Total: store.MaxTotal, Today: 3, Saturated: true}) || full.Total() != store.MaxTotal {
+		t.Errorf("Add at MaxTotal = %+v, total %d; want saturated, nothing counted", got.Counts, full.Total())
+	}
+	const total = store.MaxDay + 5
+	for _, d := range []store.Day{7, 6} {
+		var day Tally
+		day.Restore(total, 7, store.MaxDay)
+		if got := day.Add(d); got.Counts != (store.Counts{Total: total, Today: store.MaxDay, Saturated: true}) || got.Day != 7 || day.Total() != total {
+			t.Errorf("Add(%d) with day 7 at MaxDay = %+v, total %d; want saturated, nothing counted", d, got, day.Total())
+		}
+		if got := day.Add(8); got.Counts != (store.Counts{Total: total + 1, Today: 1}) || !got.Rolled || got.Day != 8 || day.On(7) != store.MaxDay {
+			t.Errorf("Add(8) after day 7 at MaxDay = %+v, day 7 = %d; want counted on day 8, total %d, 1", got, day.On(7), uint64(total+1))
+		}
+	}
+}
+
+// TestFullDayNeverMovesTheTotal: visits to a day at its bound do not
+// take the total up and back, so a reader never sees it move (the
+// hostile review of issue 23).
+func TestFullDayNeverMovesTheTotal(t *testing.T) {
+	const total = store.MaxDay + 5
+	var tl Tally
+	tl.Restore(total, 7, store.MaxDay)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range 500_000 {
+				tl.Add(7)
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if got := tl.Total(); got != total {
+			t.Fatalf("a reader saw the total at %d while a full day was visited, want %d throughout", got, uint64(total))
+		}
+	}
+}
+
 // keyed is a map entry of the tests: a Tally and its key.
 type keyed struct {
 	Tally
@@ -390,6 +441,73 @@ func TestMapReserve(t *testing.T) {
 	}
 	if e := m.Load([]byte("before")); e == nil || e.key != "before" || m.Len() != 1001 {
 		t.Errorf("after Reserve: Load(before) = %v, Len %d", e, m.Len())
+	}
+}
+
+// TestMapGrowsOnlyWhenThreeQuartersFull: the table uses up to 3/4 of
+// its slots before it is rebuilt, and is rebuilt at most half full: 8
+// slots hold 6 keys, 16 hold 12, 32 hold 24 (a table rebuilt sooner
+// takes twice the memory for the same keys).
+func TestMapGrowsOnlyWhenThreeQuartersFull(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	for n := 1; n <= 48; n++ {
+		m.Put(fmt.Appendf(nil, "k%d", n))
+		want := 8
+		for 4*n > 3*want {
+			want *= 2
+		}
+		if got := len(m.tab.Load().entries); got != want {
+			t.Fatalf("%d keys in a table of %d slots, want %d", n, got, want)
+		}
+	}
+}
+
+// TestMapRebuildDropsTombstones: a table full of entries and
+// tombstones is rebuilt without the tombstones, at most half full with
+// the new entry: 8 slots holding 6 places, 3 or 2 of them deleted, are
+// rebuilt to 8 and 16 slots.
+func TestMapRebuildDropsTombstones(t *testing.T) {
+	for _, tt := range []struct{ deleted, want int }{{3, 8}, {2, 16}} {
+		m := NewMap(0, newKeyed, keyedKey)
+		var es []*keyed
+		for i := range 6 {
+			es = append(es, m.Put(fmt.Appendf(nil, "k%d", i)))
+		}
+		for _, e := range es[:tt.deleted] {
+			if !m.Delete(e.key, e) {
+				t.Fatalf("Delete(%s) = false", e.key)
+			}
+		}
+		old := m.tab.Load()
+		m.Put([]byte("new"))
+		if nt := m.tab.Load(); nt == old || len(nt.entries) != tt.want || m.used != 6-tt.deleted+1 {
+			t.Errorf("%d of 6 deleted, then a put: rebuilt %v to %d slots, %d used; want rebuilt to %d, %d used", tt.deleted, nt != old, len(nt.entries), m.used, tt.want, 6-tt.deleted+1)
+		}
+	}
+}
+
+// TestMapReserveTakesWhatItNeeds: Reserve(n) leaves a table at most half
+// full with n more entries, and no larger than that needs: on an empty
+// map 4 fit the 8 slots it has, 5 take 16; after it, the table is never
+// more than 3/4 full.
+func TestMapReserveTakesWhatItNeeds(t *testing.T) {
+	for _, tt := range []struct{ n, want int }{{4, 8}, {5, 16}, {16, 32}} {
+		m := NewMap(0, newKeyed, keyedKey)
+		m.Reserve(tt.n)
+		if got := len(m.tab.Load().entries); got != tt.want {
+			t.Errorf("Reserve(%d) on an empty map: %d slots, want %d", tt.n, got, tt.want)
+		}
+	}
+	m := NewMap(0, newKeyed, keyedKey)
+	for i := range 3 {
+		m.Put(fmt.Appendf(nil, "before%d", i))
+	}
+	m.Reserve(10)
+	for i := range 60 {
+		m.Put(fmt.Appendf(nil, "k%d", i))
+		if n, slots := m.Len(), len(m.tab.Load().entries); 4*n > 3*slots {
+			t.Fatalf("%d keys in %d slots after Reserve: more than 3/4 full", n, slots)
+		}
 	}
 }
 
