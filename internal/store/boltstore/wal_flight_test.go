@@ -24,10 +24,9 @@ func TestLogAtMostFourRecordsWritten(t *testing.T) {
 	began, stop := holdEachSync(s)
 	defer stop()
 	var res []<-chan error
-	var rel []func(error)
 	for i := range four {
 		res = append(res, incrAsync(s, strconv.Itoa(i)))
-		rel = append(rel, nextSync(t, began, "record "+strconv.Itoa(i)))
+		nextSync(t, began, "record "+strconv.Itoa(i)) // held until stop
 	}
 	var queued []<-chan error
 	for i := range 3 {
