@@ -92,11 +92,7 @@ func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
 // put in the table and in the keys' order (and, now and then, the
 // order's B-tree merged into its sorted slice).
 func BenchmarkIncrNewKeys(b *testing.B) {
-	s, err := Open(Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b, Options{})
 	b.ReportAllocs()
 	key := []byte("user/")
 	i := 0
@@ -111,11 +107,7 @@ func BenchmarkIncrNewKeys(b *testing.B) {
 // BenchmarkIncrNewKeysParallel is BenchmarkIncrNewKeys from many
 // goroutines: new keys contend for the map's writers' lock.
 func BenchmarkIncrNewKeysParallel(b *testing.B) {
-	s, err := Open(Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b, Options{})
 	b.ReportAllocs()
 	var next atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
