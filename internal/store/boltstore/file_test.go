@@ -552,8 +552,7 @@ func TestOpenPageSizesOfOtherMachines(t *testing.T) {
 				t.Fatalf("Open of a file with %d-byte pages: %v", ps, err)
 			}
 			mustIncr(t, s, []byte("a"))
-			mustClose(t, s)
-			s = mustOpen(t, Options{Dir: dir})
+			s = reopen(t, s, Options{Dir: dir})
 			if c := mustGet(t, s, []byte("a")); c.Total != 42 {
 				t.Errorf("%d-byte pages: a = %+v after a visit and a reopen, want total 42", ps, c)
 			}
