@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
 	"visitors/internal/servertest"
 	"visitors/internal/store"
+	"visitors/internal/store/dump"
 )
 
 // The /hi counter and the dump, on the real binary (issue 23, items 4
@@ -84,17 +86,15 @@ func TestOnlineImportNeverLowersHiInTheFile(t *testing.T) {
 }
 
 // dumpOfKeys is a dump of n keys named prefix0, prefix1, …, each with a
-// total of 1.
+// total of 1, as an export writes it (dump.Encoder).
 func dumpOfKeys(prefix string, n int) string {
 	var b strings.Builder
-	b.WriteString(`{"format":"visitors-export-1","hits":0,"keys":[`)
+	e := dump.NewEncoder(&b, 0)
 	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "\n{\"key\":\"%s%d\",\"total\":1}", prefix, i)
+		// A Key always marshals, and a strings.Builder takes every write.
+		_ = e.Encode(&dump.Key{Key: prefix + strconv.Itoa(i), Total: 1})
 	}
-	b.WriteString("\n]}\n")
+	_ = e.Close()
 	return b.String()
 }
 

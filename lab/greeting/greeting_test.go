@@ -264,16 +264,23 @@ func BenchmarkGreeting(b *testing.B) {
 	}
 }
 
+// raceFree yields the steps without a data race (Racy), the ones the
+// parallel benchmarks run from every core.
+func raceFree(yield func(int) bool) {
+	for i := range Steps {
+		if !Racy(i) && !yield(i) {
+			return
+		}
+	}
+}
+
 // BenchmarkGreetingParallel is the talk's BenchmarkHiParallel over the
 // race-free steps, 4 to 9, from every core. Run it with -blockprofile or
 // -mutexprofile to see what the talk looked for.
 func BenchmarkGreetingParallel(b *testing.B) {
 	runtime.SetMutexProfileFraction(5)
 	defer runtime.SetMutexProfileFraction(0)
-	for i := range Steps {
-		if Racy(i) {
-			continue
-		}
+	for i := range raceFree {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			h := newStep(b, i)
 			defer allocs.Exact(b)()
@@ -376,10 +383,7 @@ func BenchmarkGreetingAsPublished(b *testing.B) {
 // BenchmarkGreetingAsPublishedParallel is the talk's BenchmarkHiParallel
 // with its own harness, over the race-free steps.
 func BenchmarkGreetingAsPublishedParallel(b *testing.B) {
-	for i := range Steps {
-		if Racy(i) {
-			continue
-		}
+	for i := range raceFree {
 		b.Run(fmt.Sprintf("step=%d", i), func(b *testing.B) {
 			h := newStep(b, i)
 			defer allocs.Exact(b)()

@@ -34,15 +34,9 @@ const steady = 100_000
 // 101) and after steady visitors.
 func handlerAllocs(tb testing.TB, h http.Handler, w *webtest.ResponseWriter) (start, atSteady float64) {
 	tb.Helper()
-	if race.Enabled {
-		tb.Skip("allocation counts are checked without -race: sync.Pool drops items under it")
-	}
+	fresh, r := redRequest(tb)
 	if w == nil {
-		w = webtest.NewServerResponseWriter()
-	}
-	r := httptest.NewRequest("GET", "/hi?color=red", nil)
-	if err := r.ParseForm(); err != nil {
-		tb.Fatal(err)
+		w = fresh
 	}
 	serve := func() { w.Reset(); h.ServeHTTP(w, r) }
 	start = allocs.PerRun(100, serve) // visitors 1 (warm-up) to 101
@@ -55,15 +49,23 @@ func handlerAllocs(tb testing.TB, h http.Handler, w *webtest.ResponseWriter) (st
 // startAllocs is handlerAllocs at the start only.
 func startAllocs(tb testing.TB, h http.Handler) float64 {
 	tb.Helper()
+	w, r := redRequest(tb)
+	return allocs.PerRun(100, func() { w.Reset(); h.ServeHTTP(w, r) })
+}
+
+// redRequest skips tb under -race, and returns a
+// webtest.NewServerResponseWriter and a request for /hi?color=red with
+// its form parsed: what the allocation counts serve.
+func redRequest(tb testing.TB) (*webtest.ResponseWriter, *http.Request) {
+	tb.Helper()
 	if race.Enabled {
 		tb.Skip("allocation counts are checked without -race: sync.Pool drops items under it")
 	}
-	w := webtest.NewServerResponseWriter()
 	r := httptest.NewRequest("GET", "/hi?color=red", nil)
 	if err := r.ParseForm(); err != nil {
 		tb.Fatal(err)
 	}
-	return allocs.PerRun(100, func() { w.Reset(); h.ServeHTTP(w, r) })
+	return webtest.NewServerResponseWriter(), r
 }
 
 // near reports whether a measured average is n: a background goroutine
@@ -282,15 +284,8 @@ func TestWhyAllocsColorRxPoolPut(t *testing.T) {
 // allocating one more after 100,000 visitors than at the start. Step 3
 // over visitors 156 to 255, then 257 to 356.
 func TestWhyAllocsBoxedFrom256(t *testing.T) {
-	if race.Enabled {
-		t.Skip("allocation counts are checked without -race")
-	}
+	w, r := redRequest(t)
 	h := newStep(t, 3)
-	w := webtest.NewServerResponseWriter()
-	r := httptest.NewRequest("GET", "/hi?color=red", nil)
-	if err := r.ParseForm(); err != nil {
-		t.Fatal(err)
-	}
 	serve := func() { w.Reset(); h.ServeHTTP(w, r) }
 	for range 154 {
 		serve()
@@ -309,12 +304,8 @@ func TestWhyAllocsBoxedFrom256(t *testing.T) {
 // clears it: 3. A fresh request has r.PostForm nil too, and ParseForm
 // makes it an empty map: 4, one more than the benchmark charges.
 func TestWhyAllocsFormParse(t *testing.T) {
-	if race.Enabled {
-		t.Skip("allocation counts are checked without -race")
-	}
+	w, r := redRequest(t) // its form cleared before each request below
 	h := newStep(t, 5)
-	w := webtest.NewServerResponseWriter()
-	r := httptest.NewRequest("GET", "/hi?color=red", nil)
 	asBenchmark := allocs.PerRun(100, func() { w.Reset(); r.Form = nil; h.ServeHTTP(w, r) })
 	fresh := allocs.PerRun(100, func() { w.Reset(); r.Form, r.PostForm = nil, nil; h.ServeHTTP(w, r) })
 	if !near(asBenchmark, 3) || !near(fresh, 4) {

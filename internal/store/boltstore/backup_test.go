@@ -200,9 +200,7 @@ func TestImportStreamsLargeDumps(t *testing.T) {
 	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now})
 	defer mustClose(t, s)
-	if s.Keys() != n {
-		t.Errorf("Keys() = %d, want %d", s.Keys(), n)
-	}
+	wantKeys(t, s, n, "after the import")
 	for _, i := range []int{0, 999, 1000, n - 1} {
 		if c := mustGet(t, s, fmt.Appendf(nil, "k%d", i)); c.Total != uint64(i+1) || c.Today != uint64(i) {
 			t.Errorf("k%d = %+v, want total %d, today %d", i, c, i+1, i)

@@ -41,6 +41,13 @@ func mustClose(t *testing.T, s *Store) {
 	}
 }
 
+// reopen closes s and opens o (its directory, as a restart would).
+func reopen(t *testing.T, s *Store, o Options) *Store {
+	t.Helper()
+	mustClose(t, s)
+	return mustOpen(t, o)
+}
+
 func TestReopenKeepsEverything(t *testing.T) {
 	for _, d := range []store.Durability{store.Batch, store.Sync} {
 		t.Run(d.String(), func(t *testing.T) {
@@ -55,9 +62,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			mustClose(t, s)
-
-			s = mustOpen(t, Options{Dir: dir, Durability: d})
+			s = reopen(t, s, Options{Dir: dir, Durability: d})
 			defer mustClose(t, s)
 			if n := mustHit(t, s); n <= last {
 				t.Errorf("after reopening, Hit() = %d, want more than %d", n, last)
@@ -223,8 +228,7 @@ func TestFlushFailureKeepsCountsAndRetries(t *testing.T) {
 	if err := s.Health(); err != nil {
 		t.Fatalf("Health() = %v after a successful retry, want nil", err)
 	}
-	mustClose(t, s)
-	s = mustOpen(t, Options{Dir: dir})
+	s = reopen(t, s, Options{Dir: dir})
 	defer mustClose(t, s)
 	if c := mustGet(t, s, []byte("k")); c.Total != 2 {
 		t.Errorf("after the retry and a reopen, total = %d, want 2", c.Total)
@@ -266,8 +270,7 @@ func TestConcurrentSyncVisitsAreAllCounted(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	mustClose(t, s)
-	s = mustOpen(t, Options{Dir: dir})
+	s = reopen(t, s, Options{Dir: dir})
 	defer mustClose(t, s)
 	for i := range 4 {
 		if c := mustGet(t, s, fmt.Appendf(nil, "k%d", i)); c.Total != 160 {
@@ -595,8 +598,7 @@ func TestMidnightsBetweenFailedFlushes(t *testing.T) {
 	if got := strings.Count(logged.String(), "flush recovered"); got != 1 {
 		t.Errorf("the recovery logged %d lines, want 1:\n%s", got, logged.String())
 	}
-	mustClose(t, s)
-	s = mustOpen(t, Options{Dir: dir, Now: clock.Now})
+	s = reopen(t, s, Options{Dir: dir, Now: clock.Now})
 	defer mustClose(t, s)
 	d, err := s.Days(ctx, []byte("k"), 4)
 	if err != nil {
@@ -613,37 +615,46 @@ func TestMidnightsBetweenFailedFlushes(t *testing.T) {
 func mustIncr(t *testing.T, s *Store, key []byte) store.Counts {
 	t.Helper()
 	c, err := s.Incr(ctx, key)
-	if err != nil {
-		t.Fatalf("Incr(%q): %v", key, err)
-	}
+	noErr(t, err, "Incr(%q)", key)
 	return c
 }
 
 func mustHit(t *testing.T, s *Store) uint64 {
 	t.Helper()
 	n, err := s.Hit(ctx)
-	if err != nil {
-		t.Fatalf("Hit: %v", err)
-	}
+	noErr(t, err, "Hit")
 	return n
 }
 
 func mustGet(t *testing.T, s *Store, key []byte) store.Counts {
 	t.Helper()
 	c, err := s.Get(ctx, key)
-	if err != nil {
-		t.Fatalf("Get(%q): %v", key, err)
-	}
+	noErr(t, err, "Get(%q)", key)
 	return c
 }
 
 func mustDays(t *testing.T, s *Store, key []byte, n int) store.Daily {
 	t.Helper()
 	d, err := s.Days(ctx, key, n)
-	if err != nil {
-		t.Fatalf("Days(%q, %d): %v", key, n, err)
-	}
+	noErr(t, err, "Days(%q, %d)", key, n)
 	return d
+}
+
+// wantKeys fails the test unless s holds n keys (Keys), saying when.
+func wantKeys(t *testing.T, s *Store, n int, when string) {
+	t.Helper()
+	if s.Keys() != n {
+		t.Errorf("%s: Keys() = %d, want %d", when, s.Keys(), n)
+	}
+}
+
+// noErr fails the test if err is not nil, naming the call (a format and
+// its arguments) that returned it.
+func noErr(t *testing.T, err error, call string, args ...any) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf(call+": %v", append(args, err)...)
+	}
 }
 
 func TestReservation(t *testing.T) {

@@ -37,16 +37,7 @@ func TestOpenRefuses(t *testing.T) {
 			return dir
 		}, "not a visitors data file"},
 		{"another program's bbolt file", func(t *testing.T, dir string) string {
-			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("users")); return err }); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeBolt(t, filepath.Join(dir, FileName), nil, func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("users")); return err })
 			return dir
 		}, "not a visitors store"},
 		{"corrupted meta pages", func(t *testing.T, dir string) string {
@@ -61,16 +52,7 @@ func TestOpenRefuses(t *testing.T) {
 			return dir
 		}, "not a regular file"},
 		{"a bbolt file without a freelist", func(t *testing.T, dir string) string {
-			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, &bolt.Options{NoFreelistSync: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Update(createBuckets); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeBolt(t, filepath.Join(dir, FileName), &bolt.Options{NoFreelistSync: true}, createBuckets)
 			return dir
 		}, "no freelist"},
 		{"an empty file", func(t *testing.T, dir string) string {
@@ -115,23 +97,13 @@ func TestOpenRefuses(t *testing.T) {
 			return dir
 		}, "damaged"},
 		{"a foreign format", func(t *testing.T, dir string) string {
-			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = db.Update(func(tx *bolt.Tx) error {
+			writeBolt(t, filepath.Join(dir, FileName), nil, func(tx *bolt.Tx) error {
 				b, err := tx.CreateBucket(bucketMeta)
 				if err != nil {
 					return err
 				}
 				return b.Put(keyFormat, []byte("visitors-counts-99"))
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
 			return dir
 		}, "visitors-counts-99"},
 		{"corrupted data pages", func(t *testing.T, dir string) string {
@@ -271,13 +243,9 @@ func TestEveryDamagedPageIsRefusedOrHarmless(t *testing.T) {
 // in the new format.
 func TestMigratesFormat1(t *testing.T) {
 	dir := t.TempDir()
-	db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 	today := store.DayOf(nowUTC())
-	err = db.Update(func(tx *bolt.Tx) error {
+	writeBolt(t, filepath.Join(dir, FileName), nil, func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketTotals, bucketDays} {
 			if _, err := tx.CreateBucket(b); err != nil {
 				return err
@@ -291,12 +259,6 @@ func TestMigratesFormat1(t *testing.T) {
 			days.Put(dayKey([]byte("octocat"), today-1), be(5)),
 			days.Put(dayKey([]byte("octocat"), today), be(2)))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
 	if err := Check(dir, &out, 0); err != nil || !strings.Contains(out.String(), ": 1 keys, 2 day records, /hi at 42 (format 1") {
 		t.Errorf("Check of a format 1 store = %v, %q; want ok naming format 1", err, out.String())
@@ -365,12 +327,8 @@ func nowUTC() time.Time { return time.Now().UTC() }
 // keys, bare values) into dir, with the /hi counter and totals given.
 func writeFormat1(t *testing.T, dir string, hits uint64, totals map[string]uint64) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	be := func(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
-	err = db.Update(func(tx *bolt.Tx) error {
+	writeBolt(t, filepath.Join(dir, FileName), nil, func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketTotals, bucketDays} {
 			if _, err := tx.CreateBucket(b); err != nil {
 				return err
@@ -383,10 +341,22 @@ func writeFormat1(t *testing.T, dir string, hits uint64, totals map[string]uint6
 		}
 		return errors.Join(errs...)
 	})
+}
+
+// writeBolt opens the bbolt file at path with o (making it if missing),
+// runs update in one transaction and closes the file, failing the test
+// on any error.
+func writeBolt(t *testing.T, path string, o *bolt.Options, update func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o644, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
+	err = db.Update(update)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -499,18 +469,8 @@ func TestCheckRefusesALockOfAnotherValue(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustClose(t, s)
-			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			kp := keyPrefix([]byte("b"))
-			err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLocks).Put(kp, record(tagLocks, kp, n)) })
-			if cerr := db.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			writeBolt(t, filepath.Join(dir, FileName), nil, func(tx *bolt.Tx) error { return tx.Bucket(bucketLocks).Put(kp, record(tagLocks, kp, n)) })
 			var out bytes.Buffer
 			want := fmt.Sprintf(`the lock of key "b": value %d, want 1`, n)
 			if err := Check(dir, &out, 0); err == nil || !strings.Contains(out.String(), want) {
@@ -556,16 +516,7 @@ func TestOpenWithTheFirstMetaPageTorn(t *testing.T) {
 	// The last commit on the second page: an empty commit moves it there
 	// if it is on the first (bbolt alternates).
 	if m0, m1 := metas(); m0.txid > m1.txid {
-		db, err := bolt.Open(path, 0o644, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Update(func(*bolt.Tx) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
+		writeBolt(t, path, nil, func(*bolt.Tx) error { return nil })
 		if m0, m1 = metas(); m0.txid > m1.txid {
 			t.Fatalf("the last commit is still on the first meta page (txids %d, %d)", m0.txid, m1.txid)
 		}
@@ -589,30 +540,19 @@ func TestOpenPageSizesOfOtherMachines(t *testing.T) {
 	for _, ps := range []int{512, 1024, 16 << 10, 64 << 10} {
 		t.Run(fmt.Sprint(ps), func(t *testing.T) {
 			dir := t.TempDir()
-			db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, &bolt.Options{PageSize: ps})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = db.Update(func(tx *bolt.Tx) error {
+			writeBolt(t, filepath.Join(dir, FileName), &bolt.Options{PageSize: ps}, func(tx *bolt.Tx) error {
 				if err := createBuckets(tx); err != nil {
 					return err
 				}
 				kp := keyPrefix([]byte("a"))
 				return tx.Bucket(bucketTotals).Put(kp, record(tagTotals, kp, 41))
 			})
-			if cerr := db.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
 			s, err := Open(Options{Dir: dir})
 			if err != nil {
 				t.Fatalf("Open of a file with %d-byte pages: %v", ps, err)
 			}
 			mustIncr(t, s, []byte("a"))
-			mustClose(t, s)
-			s = mustOpen(t, Options{Dir: dir})
+			s = reopen(t, s, Options{Dir: dir})
 			if c := mustGet(t, s, []byte("a")); c.Total != 42 {
 				t.Errorf("%d-byte pages: a = %+v after a visit and a reopen, want total 42", ps, c)
 			}

@@ -57,14 +57,10 @@ func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
 		}); !slices.Equal(keys, sorted) {
 			t.Errorf("%s: List gave %d keys %q..., want the %d held in byte order", when, len(keys), keys[:min(5, len(keys))], len(sorted))
 		}
-		if s.Keys() != len(want) {
-			t.Errorf("%s: Keys() = %d, want %d", when, s.Keys(), len(want))
-		}
+		wantKeys(t, s, len(want), when)
 	}
 	check("before a reopen")
-	mustClose(t, s)
-
-	s = mustOpen(t, Options{Dir: dir, Durability: store.Batch})
+	s = reopen(t, s, Options{Dir: dir, Durability: store.Batch})
 	check("after a reopen")
 	if c, err := s.Incr(ctx, []byte("a/0/x")); err != nil || c.Total != want["a/0/x"]+1 {
 		t.Fatalf("Incr(a/0/x) after a reopen = %+v, %v; want total %d", c, err, want["a/0/x"]+1)
@@ -81,9 +77,7 @@ func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
 		want[k]++
 	}
 	check("after visits to loaded and new keys")
-	mustClose(t, s)
-
-	s = mustOpen(t, Options{Dir: dir, Durability: store.Batch})
+	s = reopen(t, s, Options{Dir: dir, Durability: store.Batch})
 	defer mustClose(t, s)
 	check("after a second reopen")
 }
@@ -92,11 +86,7 @@ func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
 // put in the table and in the keys' order (and, now and then, the
 // order's B-tree merged into its sorted slice).
 func BenchmarkIncrNewKeys(b *testing.B) {
-	s, err := Open(Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b, Options{})
 	b.ReportAllocs()
 	key := []byte("user/")
 	i := 0
@@ -111,11 +101,7 @@ func BenchmarkIncrNewKeys(b *testing.B) {
 // BenchmarkIncrNewKeysParallel is BenchmarkIncrNewKeys from many
 // goroutines: new keys contend for the map's writers' lock.
 func BenchmarkIncrNewKeysParallel(b *testing.B) {
-	s, err := Open(Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b, Options{})
 	b.ReportAllocs()
 	var next atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {

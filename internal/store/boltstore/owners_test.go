@@ -776,13 +776,10 @@ func TestOnlineImportInAnyOrder(t *testing.T) {
 				t.Errorf("%s: Get(%q) = %+v, want total %d", when, k, got, total)
 			}
 		}
-		if s.Keys() != len(want) {
-			t.Errorf("%s: Keys() = %d, want %d", when, s.Keys(), len(want))
-		}
+		wantKeys(t, s, len(want), when)
 	}
 	check("after the import")
-	mustClose(t, s)
-	s = mustOpen(t, Options{Dir: dir, FlushInterval: time.Hour})
+	s = reopen(t, s, Options{Dir: dir, FlushInterval: time.Hour})
 	defer mustClose(t, s)
 	check("after reopening")
 }
@@ -986,8 +983,7 @@ func TestPutTokenBounds(t *testing.T) {
 			t.Errorf("PutToken(id %d bytes, name %d, prefix %d) = nil, want an error", len(tk.ID), len(tk.Name), len(tk.Prefix))
 		}
 	}
-	mustClose(t, s)
-	s = mustOpen(t, Options{Dir: dir})
+	s = reopen(t, s, Options{Dir: dir})
 	defer mustClose(t, s)
 	got, err := s.Tokens(ctx)
 	if err != nil {

@@ -34,9 +34,7 @@ func TestSketchesSurviveReopen(t *testing.T) {
 	if err := s.PutSketches(d-1, []store.Sketch{{Key: put[0].Key, Data: []byte("yesterday")}}); err != nil {
 		t.Fatal(err)
 	}
-	mustClose(t, s)
-
-	s = mustOpen(t, Options{Dir: dir})
+	s = reopen(t, s, Options{Dir: dir})
 	defer mustClose(t, s)
 	got := map[string]string{}
 	if err := s.LoadSketches(d, func(k, data []byte) error { got[string(k)] = string(data); return nil }); err != nil {
@@ -96,8 +94,7 @@ func TestEmptySketch(t *testing.T) {
 	if err := s.PutSketches(d, []store.Sketch{{Key: []byte("a"), Data: []byte{}}, {Key: []byte("b"), Data: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
-	mustClose(t, s)
-	s = mustOpen(t, Options{Dir: dir})
+	s = reopen(t, s, Options{Dir: dir})
 	got := map[string]string{}
 	if err := s.LoadSketches(d, func(k, data []byte) error { got[string(k)] = string(data); return nil }); err != nil {
 		t.Fatalf("LoadSketches with an empty sketch: %v", err)

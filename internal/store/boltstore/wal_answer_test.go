@@ -20,22 +20,8 @@ import (
 func holdSyncs(s *Store) (began <-chan struct{}, release func(err error), stop func()) {
 	b := make(chan struct{}, 16)
 	r := make(chan error)
-	quit := make(chan struct{})
-	fault := func() error {
-		select {
-		case b <- struct{}{}:
-		case <-quit:
-			return nil
-		}
-		select {
-		case err := <-r:
-			return err
-		case <-quit:
-			return nil
-		}
-	}
-	s.logFault.Store(&fault)
-	return b, func(err error) { r <- err }, func() { close(quit); healLog(s) }
+	stop = holdLogSyncs(s, b, func() (struct{}, <-chan error) { return struct{}{}, r })
+	return b, func(err error) { r <- err }, stop
 }
 
 // holdEachSync makes every log sync of s wait, after its record is
@@ -47,11 +33,22 @@ func holdSyncs(s *Store) (began <-chan struct{}, release func(err error), stop f
 // (defer it, so that a failed test still closes the store).
 func holdEachSync(s *Store) (began <-chan func(err error), stop func()) {
 	b := make(chan func(error), 16)
+	return b, holdLogSyncs(s, b, func() (func(error), <-chan error) {
+		r := make(chan error, 1)
+		return func(err error) { r <- err }, r
+	})
+}
+
+// holdLogSyncs makes every log sync of s wait, after its record is
+// written: it sends the value next makes on began and returns what then
+// comes on next's channel (nil once stop is called). stop lets every sync
+// through from then on.
+func holdLogSyncs[T any](s *Store, began chan<- T, next func() (T, <-chan error)) (stop func()) {
 	quit := make(chan struct{})
 	fault := func() error {
-		r := make(chan error, 1)
+		v, r := next()
 		select {
-		case b <- func(err error) { r <- err }:
+		case began <- v:
 		case <-quit:
 			return nil
 		}
@@ -63,7 +60,30 @@ func holdEachSync(s *Store) (began <-chan func(err error), stop func()) {
 		}
 	}
 	s.logFault.Store(&fault)
-	return b, sync.OnceFunc(func() { close(quit); healLog(s) })
+	return sync.OnceFunc(func() { close(quit); healLog(s) })
+}
+
+// fillFlights puts flights records in flight on s, one visit each with
+// its sync held by holdEachSync's began, then three visits more, and waits
+// until those three wait outside the log; it fails the test if a sync
+// begins meanwhile. It returns the first visits' answers, their syncs'
+// releases (oldest first) and the queued visits' answers.
+func fillFlights(t *testing.T, s *Store, began <-chan func(error), flights int) (res []<-chan error, rel []func(error), queued []<-chan error) {
+	t.Helper()
+	for i := range flights {
+		res = append(res, incrAsync(s, strconv.Itoa(i)))
+		rel = append(rel, nextSync(t, began, "record "+strconv.Itoa(i)))
+	}
+	for i := range 3 {
+		queued = append(queued, incrAsync(s, "q"+strconv.Itoa(i)))
+	}
+	waitForWaiters(t, s, flights+3)
+	select {
+	case <-began:
+		t.Fatalf("a sync began with %d records in flight", flights)
+	case <-time.After(100 * time.Millisecond):
+	}
+	return res, rel, queued
 }
 
 // nextSync returns the release of the next held sync of holdEachSync,
@@ -174,22 +194,7 @@ func TestLogFlightsAreBounded(t *testing.T) {
 	defer mustClose(t, s)
 	began, stop := holdEachSync(s)
 	defer stop()
-	var res []<-chan error
-	var rel []func(error)
-	for i := range maxFlying {
-		res = append(res, incrAsync(s, strconv.Itoa(i)))
-		rel = append(rel, nextSync(t, began, "record "+strconv.Itoa(i)))
-	}
-	var queued []<-chan error
-	for i := range 3 {
-		queued = append(queued, incrAsync(s, "q"+strconv.Itoa(i)))
-	}
-	waitForWaiters(t, s, maxFlying+3)
-	select {
-	case <-began:
-		t.Fatalf("a sync began with %d records in flight", maxFlying)
-	case <-time.After(100 * time.Millisecond):
-	}
+	res, rel, queued := fillFlights(t, s, began, maxFlying)
 	for i := len(rel) - 1; i > 0; i-- { // the later ones first: none is answered
 		rel[i](nil)
 	}

@@ -1,11 +1,8 @@
 package boltstore
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
 )
 
 // TestLogAtMostFourRecordsWritten: with four records' syncs held, no
@@ -23,21 +20,7 @@ func TestLogAtMostFourRecordsWritten(t *testing.T) {
 	defer mustClose(t, s)
 	began, stop := holdEachSync(s)
 	defer stop()
-	var res []<-chan error
-	for i := range four {
-		res = append(res, incrAsync(s, strconv.Itoa(i)))
-		nextSync(t, began, "record "+strconv.Itoa(i)) // held until stop
-	}
-	var queued []<-chan error
-	for i := range 3 {
-		queued = append(queued, incrAsync(s, "q"+strconv.Itoa(i)))
-	}
-	waitForWaiters(t, s, four+3)
-	select {
-	case <-began:
-		t.Fatalf("a sync began with %d records in flight", four)
-	case <-time.After(100 * time.Millisecond):
-	}
+	res, _, queued := fillFlights(t, s, began, four)
 	recs, err := readLog(filepath.Join(dir, LogName), s.log.id, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -65,34 +48,19 @@ func TestLogHoleStopsTheReplay(t *testing.T) {
 	for _, k := range keys {
 		mustIncr(t, s, []byte(k)) // one at a time: a record each
 	}
-	crashed := crashCopy(t, s)
-	id := s.log.id
-	mustClose(t, s)
-	offs := logOffsets(t, crashed, id)
-	if len(offs) != 6 {
-		t.Fatalf("the log holds %d records, want 5 (one per sequential visit)", len(offs)-1)
-	}
+	crashed, offs := crashedLog(t, s, len(keys))
 	start, end := offs[2], offs[3] // k3's record
 	for _, tc := range []struct {
 		name string
-		harm func(b []byte)
+		harm func(b []byte) []byte
 	}{
-		{"never written", func(b []byte) { clear(b[start:end]) }},
-		{"torn in the middle", func(b []byte) { clear(b[start+(end-start)/2 : end]) }},
-		{"header only", func(b []byte) { clear(b[start+logHeader : end]) }},
-		{"a flipped byte", func(b []byte) { b[end-1] ^= 0x40 }},
+		{"never written", func(b []byte) []byte { clear(b[start:end]); return b }},
+		{"torn in the middle", func(b []byte) []byte { clear(b[start+(end-start)/2 : end]); return b }},
+		{"header only", func(b []byte) []byte { clear(b[start+logHeader : end]); return b }},
+		{"a flipped byte", func(b []byte) []byte { b[end-1] ^= 0x40; return b }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			copyFile(t, filepath.Join(crashed, FileName), filepath.Join(dir, FileName))
-			b, err := os.ReadFile(filepath.Join(crashed, LogName))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.harm(b)
-			if err := os.WriteFile(filepath.Join(dir, LogName), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			dir := harmedCopy(t, crashed, tc.harm)
 			for i, k := range keys {
 				want := uint64(0)
 				if i < 2 {

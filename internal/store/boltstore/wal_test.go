@@ -129,6 +129,38 @@ func logOffsets(t *testing.T, dir string, id uint64) []int {
 	return append(offs, off)
 }
 
+// crashedLog closes s, which has written records log records one at a
+// time, after a crash copy of its directory (crashCopy); it returns the
+// copy and the log's offsets there (logOffsets), failing the test unless
+// the log holds exactly records records.
+func crashedLog(t *testing.T, s *Store, records int) (crashed string, offs []int) {
+	t.Helper()
+	crashed = crashCopy(t, s)
+	id := s.log.id
+	mustClose(t, s)
+	offs = logOffsets(t, crashed, id)
+	if len(offs) != records+1 {
+		t.Fatalf("the log holds %d records, want %d (one per sequential visit)", len(offs)-1, records)
+	}
+	return crashed, offs
+}
+
+// harmedCopy returns a new directory holding the data file of crashed
+// and its log as harm leaves it.
+func harmedCopy(t *testing.T, crashed string, harm func(b []byte) []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	copyFile(t, filepath.Join(crashed, FileName), filepath.Join(dir, FileName))
+	b, err := os.ReadFile(filepath.Join(crashed, LogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, LogName), harm(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // TestLogTornRecord: a record a crash cut short, or one whose bytes
 // changed, ends the replay there; the records before it all count.
 func TestLogTornRecord(t *testing.T) {
@@ -136,13 +168,7 @@ func TestLogTornRecord(t *testing.T) {
 	for range 5 {
 		mustIncr(t, s, []byte("a")) // one at a time: a record each
 	}
-	crashed := crashCopy(t, s)
-	id := s.log.id
-	mustClose(t, s)
-	offs := logOffsets(t, crashed, id)
-	if len(offs) != 6 {
-		t.Fatalf("the log holds %d records, want 5 (one per sequential visit)", len(offs)-1)
-	}
+	crashed, offs := crashedLog(t, s, 5)
 	lastStart, end := offs[4], offs[5]
 	for _, tc := range []struct {
 		name string
@@ -155,15 +181,7 @@ func TestLogTornRecord(t *testing.T) {
 		{"zeroed header", func(b []byte) []byte { copy(b[lastStart:], make([]byte, logHeader)); return b }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			copyFile(t, filepath.Join(crashed, FileName), filepath.Join(dir, FileName))
-			b, err := os.ReadFile(filepath.Join(crashed, LogName))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, LogName), tc.harm(b), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			dir := harmedCopy(t, crashed, tc.harm)
 			if n := readTotal(t, dir, "a"); n != 4 {
 				t.Errorf("total = %d with the last of 5 records harmed, want 4", n)
 			}
