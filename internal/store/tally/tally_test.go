@@ -856,3 +856,16 @@ func TestMapOrderStaysUnderAnEighth(t *testing.T) {
 		t.Errorf("Len %d after 20000 keys made, %d merges, %d sorted: want 20000, 9 or more merges and more than %d sorted", m.Len(), merges, len(m.sorted), 8*mergeMin)
 	}
 }
+
+// TestMapFillTwice: a Fill into a map that holds keys already (a second
+// Fill, here with no key made between) keeps the keys it held: List
+// gives both fills' keys, in order. It catches a second Fill that
+// sorts only its own keys in place of the map's.
+func TestMapFillTwice(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	m.Fill([]keyed{{key: "b"}, {key: "d"}})
+	m.Fill([]keyed{{key: "a"}, {key: "c"}, {key: "e"}})
+	if keys, _ := m.List(nil, nil, 10); !slices.Equal(keys, []string{"a", "b", "c", "d", "e"}) || m.Len() != 5 {
+		t.Errorf("List after two fills = %q (Len %d), want a to e", keys, m.Len())
+	}
+}
