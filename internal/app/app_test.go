@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -631,4 +633,54 @@ func TestFailedStartClosesTheAdminListener(t *testing.T) {
 		t.Fatalf("after a failed start (%v), the admin address %s is still taken: %v", err, admin, lerr)
 	}
 	again.Close()
+}
+
+// ailingStore is a store whose Health fails while sick is set, and
+// whose /hi answers that every number is handed out while exhausted is.
+type ailingStore struct {
+	store.Store
+	sick, exhausted *atomic.Bool
+}
+
+func (s ailingStore) Health() error {
+	if s.sick.Load() {
+		return errors.New("the disk is on fire")
+	}
+	return s.Store.Health()
+}
+
+func (s ailingStore) Hit(ctx context.Context) (uint64, error) {
+	if s.exhausted.Load() {
+		return 0, store.ErrHiExhausted
+	}
+	return s.Store.Hit(ctx)
+}
+
+// TestHealthzSeesTheStoreAndHi: the admin listener's /healthz answers
+// 503 with the cause while the store says it is unhealthy, and while
+// /hi's last answer was that its numbers are exhausted; 200 otherwise.
+// It catches a health check that asks only one of the two, or reads
+// the store's answer the wrong way round.
+func TestHealthzSeesTheStoreAndHi(t *testing.T) {
+	var sick, exhausted atomic.Bool
+	cfg := testConfig()
+	cfg.Test = &TestHooks{WrapStore: func(s store.Store) store.Store { return ailingStore{s, &sick, &exhausted} }}
+	r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+	healthz := func(step string, want int, wantBody string) {
+		t.Helper()
+		code, body := mustGetBody(t, "http://"+r.adminAddr+"/healthz")
+		if code != want || !strings.Contains(body, wantBody) {
+			t.Errorf("%s: GET /healthz = %d %q, want %d with %q", step, code, body, want, wantBody)
+		}
+	}
+	healthz("healthy", 200, "ok")
+	sick.Store(true)
+	healthz("the store unhealthy", 503, "the disk is on fire")
+	sick.Store(false)
+	healthz("the store healthy again", 200, "ok")
+	exhausted.Store(true)
+	if code, body := mustGetBody(t, "http://"+r.addr+"/hi"); code != 503 {
+		t.Fatalf("GET /hi with its numbers exhausted = %d %q, want 503", code, body)
+	}
+	healthz("/hi exhausted", 503, "")
 }

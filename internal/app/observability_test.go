@@ -255,3 +255,45 @@ func TestAdminWriteTimeoutCutsStalledReader(t *testing.T) {
 	// memstats) are well over the server's send buffer.
 	expectStalledReaderCut(t, r.adminAddr, "/debug/vars", to.AdminWrite)
 }
+
+// TestObserversWithoutData: with no -data (the memory store), -metrics
+// still counts the public requests on the admin listener's /metrics,
+// and -trace-dir still gives the admin listener a flight recorder to
+// arm; with neither -data nor -trace-dir there is no recorder, as it
+// has nowhere to write. It catches /metrics left out when no flight
+// recorder runs, and the recorder's -trace-dir test read the wrong way
+// round.
+func TestObserversWithoutData(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		metrics     bool
+		traceDir    bool
+		wantMetrics int
+		wantFR      int
+	}{
+		{"-metrics, no -trace-dir", true, false, 200, 404},
+		{"-trace-dir, no -metrics", false, true, 404, 409}, // 409: there, not armed
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{LogLevel: zerolog.InfoLevel, ShutdownTimeout: 5 * time.Second, Store: StoreMemory,
+				Metrics: tt.metrics, FlightRecorderWindow: time.Second, TraceEvery: time.Minute, TraceKeep: 1}
+			if tt.traceDir {
+				cfg.TraceDir = t.TempDir()
+			}
+			addr, admin, _ := mustRunConfig(t, cfg)
+			if code, body := mustGetBody(t, "http://"+addr+"/hi"); code != 200 {
+				t.Fatalf("GET /hi = %d %s", code, body)
+			}
+			code, body := mustGetBody(t, "http://"+admin+"/metrics")
+			if code != tt.wantMetrics {
+				t.Errorf("GET /metrics = %d, want %d", code, tt.wantMetrics)
+			}
+			if want := `visitors_http_requests_total{code="200",route="hi"} 1` + "\n"; code == 200 && !strings.Contains(body, want) {
+				t.Errorf("/metrics has no %q:\n%s", want, body)
+			}
+			if code, _ := mustGetBody(t, "http://"+admin+"/debug/flightrecorder"); code != tt.wantFR {
+				t.Errorf("GET /debug/flightrecorder = %d, want %d", code, tt.wantFR)
+			}
+		})
+	}
+}

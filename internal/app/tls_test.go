@@ -7,12 +7,20 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"visitors/internal/servertest"
+	"visitors/internal/webtest"
 )
 
 // TestTLSAddrDefault: -addr is :443 when HTTPS is on and -addr is not
@@ -115,4 +123,75 @@ func mustTLSCert(t *testing.T) tls.Certificate {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestHTTPSWithAdminAndRedirect: with -tls-cert, -http-addr and the
+// admin listener all on, the service serves HTTPS on -addr, redirects
+// plain HTTP on -http-addr to HTTPS, serves the admin listener, and
+// logs that -addr is HTTPS. It catches a start that stops after the
+// admin listener, a redirect listener left out, and a log that calls
+// HTTPS plain HTTP.
+func TestHTTPSWithAdminAndRedirect(t *testing.T) {
+	cert := mustTLSCert(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	der, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, httpAddr, err := servertest.ListenFD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.TLS = TLSConfig{CertFile: certFile, KeyFile: keyFile, HTTPAddr: fmt.Sprintf("fd:%d", fd)}
+	out := new(servertest.Buffer)
+	r := mustStart(t, cfg, DefaultTimeouts, out)
+
+	client := &http.Client{
+		Timeout:       webtest.Deadline,
+		Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // the test's own certificate
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get("https://" + r.addr + "/hi")
+	if err != nil {
+		t.Fatalf("GET /hi over HTTPS: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil {
+		t.Errorf("GET /hi over HTTPS = %d (TLS %v), want 200 over TLS", resp.StatusCode, resp.TLS != nil)
+	}
+	// The socket of -http-addr is made here, so with nothing serving it
+	// a request is accepted by the kernel and never answered: a redirect
+	// takes milliseconds, and ten seconds is the wait for none.
+	plain := &http.Client{Timeout: 10 * time.Second, CheckRedirect: client.CheckRedirect}
+	resp, err = plain.Get("http://" + httpAddr + "/counter/a.svg?x=1")
+	if err != nil {
+		t.Fatalf("GET on -http-addr: %v", err)
+	}
+	resp.Body.Close()
+	if want := "https://127.0.0.1/counter/a.svg?x=1"; resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
+		t.Errorf("GET on -http-addr = %d to %q, want %d to %q", resp.StatusCode, resp.Header.Get("Location"), http.StatusPermanentRedirect, want)
+	}
+	if code, _ := mustGetBody(t, "http://"+r.adminAddr+"/healthz"); code != 200 {
+		t.Errorf("GET /healthz on the admin listener = %d, want 200", code)
+	}
+	var listening string // the log is written in the background
+	for deadline := time.Now().Add(webtest.Deadline); listening == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for line := range strings.Lines(out.String()) {
+			if strings.Contains(line, `"message":"listening"`) {
+				listening = line
+			}
+		}
+	}
+	if !strings.Contains(listening, `"https":true`) {
+		t.Errorf("the public listener's log line %q does not say https:true", listening)
+	}
 }

@@ -830,3 +830,42 @@ func TestSortRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestMapOrderStaysUnderAnEighth: the B-tree of keys made since the
+// last merge holds fewer than mergeMin keys, or fewer than an eighth of
+// the sorted slice's, after every key made: the bound on the memory it
+// costs that addOrder promises. 20,000 keys made one by one take the
+// slice past 8 × mergeMin, so both bounds are met at their value. It
+// catches a merge one key late on either bound, and one never done
+// once the slice is large.
+func TestMapOrderStaysUnderAnEighth(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	merges := 0
+	for i := range 20000 {
+		before := m.order.Len()
+		m.Put([]byte(fmt.Sprintf("k%05d", (i*7919)%20000))) // made out of order
+		n := m.order.Len()
+		if n < before {
+			merges++
+		}
+		if n >= mergeMin && n >= len(m.sorted)/8 {
+			t.Fatalf("after %d keys made: %d in the B-tree, %d sorted: want fewer than %d or than an eighth", i+1, n, len(m.sorted), mergeMin)
+		}
+	}
+	if m.Len() != 20000 || merges < 9 || len(m.sorted) < 8*mergeMin+8 {
+		t.Errorf("Len %d after 20000 keys made, %d merges, %d sorted: want 20000, 9 or more merges and more than %d sorted", m.Len(), merges, len(m.sorted), 8*mergeMin)
+	}
+}
+
+// TestMapFillTwice: a Fill into a map that holds keys already (a second
+// Fill, here with no key made between) keeps the keys it held: List
+// gives both fills' keys, in order. It catches a second Fill that
+// sorts only its own keys in place of the map's.
+func TestMapFillTwice(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	m.Fill([]keyed{{key: "b"}, {key: "d"}})
+	m.Fill([]keyed{{key: "a"}, {key: "c"}, {key: "e"}})
+	if keys, _ := m.List(nil, nil, 10); !slices.Equal(keys, []string{"a", "b", "c", "d", "e"}) || m.Len() != 5 {
+		t.Errorf("List after two fills = %q (Len %d), want a to e", keys, m.Len())
+	}
+}
