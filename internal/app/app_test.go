@@ -684,3 +684,55 @@ func TestHealthzSeesTheStoreAndHi(t *testing.T) {
 	}
 	healthz("/hi exhausted", 503, "")
 }
+
+// TestHealthzWarnings: /healthz stays 200 and adds a line when the store
+// holds -max-keys keys (not one before, and never with no limit), and
+// one when a peer not in -trusted-proxies sent X-Forwarded-For (not
+// before). It catches each warning's bound one off or read the wrong
+// way round.
+func TestHealthzWarnings(t *testing.T) {
+	count := func(t *testing.T, addr, name string, header ...string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+addr+"/counter/"+name+".svg", nil)
+		if len(header) == 2 {
+			req.Header.Set(header[0], header[1])
+		}
+		resp, err := webtest.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET /counter/%s.svg = %d", name, resp.StatusCode)
+		}
+	}
+	healthz := func(t *testing.T, admin, step string, want ...string) {
+		t.Helper()
+		code, body := mustGetBody(t, "http://"+admin+"/healthz")
+		lines := strings.Count(body, "\n")
+		if code != 200 || lines != 1+len(want) {
+			t.Errorf("%s: GET /healthz = %d %q, want 200 with %d warnings", step, code, body, len(want))
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s: /healthz %q has no %q", step, body, w)
+			}
+		}
+	}
+	t.Run("no -max-keys", func(t *testing.T) {
+		r := mustStart(t, testConfig(), DefaultTimeouts, io.Discard)
+		count(t, r.addr, "a")
+		healthz(t, r.adminAddr, "a key, no limit")
+	})
+	t.Run("-max-keys 2", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.MaxKeys = 2
+		r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+		count(t, r.addr, "a")
+		healthz(t, r.adminAddr, "one key of two")
+		count(t, r.addr, "b")
+		healthz(t, r.adminAddr, "two keys of two", "-max-keys 2")
+		count(t, r.addr, "a", "X-Forwarded-For", "203.0.113.9")
+		healthz(t, r.adminAddr, "X-Forwarded-For from an untrusted peer", "-max-keys 2", "X-Forwarded-For")
+	})
+}
