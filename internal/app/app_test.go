@@ -686,8 +686,8 @@ func TestHealthzSeesTheStoreAndHi(t *testing.T) {
 }
 
 // TestHealthzWarnings: /healthz stays 200 and adds a line when the store
-// holds -max-keys keys (not one before, and never with no limit), and
-// one when a peer not in -trusted-proxies sent X-Forwarded-For (not
+// holds -max-keys keys (not one before, and never with no limit), one
+// when -max-streams streams are open (likewise), and one when a peer not in -trusted-proxies sent X-Forwarded-For (not
 // before). It catches each warning's bound one off or read the wrong
 // way round.
 func TestHealthzWarnings(t *testing.T) {
@@ -719,10 +719,32 @@ func TestHealthzWarnings(t *testing.T) {
 			}
 		}
 	}
-	t.Run("no -max-keys", func(t *testing.T) {
+	stream := func(t *testing.T, addr string) {
+		t.Helper()
+		resp, err := webtest.Client.Get("http://" + addr + "/counter/s/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() }) // before the server stops
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET /counter/s/stream = %d", resp.StatusCode)
+		}
+		webtest.NextJSON[struct{ Total uint64 }](t, webtest.NewEventReader(resp.Body)) // it is open
+	}
+	t.Run("no limits", func(t *testing.T) {
 		r := mustStart(t, testConfig(), DefaultTimeouts, io.Discard)
 		count(t, r.addr, "a")
-		healthz(t, r.adminAddr, "a key, no limit")
+		stream(t, r.addr)
+		healthz(t, r.adminAddr, "a key and a stream, no limit")
+	})
+	t.Run("-max-streams 2", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.MaxStreams = 2
+		r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+		stream(t, r.addr)
+		healthz(t, r.adminAddr, "one stream of two")
+		stream(t, r.addr)
+		healthz(t, r.adminAddr, "two streams of two", "-max-streams 2")
 	})
 	t.Run("-max-keys 2", func(t *testing.T) {
 		cfg := testConfig()
