@@ -119,3 +119,25 @@ func TestGatePerClientBound(t *testing.T) {
 	}
 	get("a connection after the first closed", 200)
 }
+
+// TestGateCrowdedAtItsPercent: a gate is crowded once CrowdedPercent of
+// -max-conns are open, not one connection before, and never without a
+// -max-conns. It catches the threshold one off, or its arithmetic
+// wrong.
+func TestGateCrowdedAtItsPercent(t *testing.T) {
+	g := newGate(nil, 200, 0, nil)
+	at := int64(200 * CrowdedPercent / 100)
+	for _, tt := range []struct {
+		open int64
+		want bool
+	}{{0, false}, {at - 1, false}, {at, true}, {200, true}} {
+		g.open.Store(tt.open)
+		if got := g.crowded(); got != tt.want {
+			t.Errorf("%d open of 200 (crowded at %d%%): crowded() = %v, want %v", tt.open, CrowdedPercent, got, tt.want)
+		}
+	}
+	unbounded := newGate(nil, 0, 0, nil)
+	if unbounded.crowded() {
+		t.Errorf("no -max-conns, nothing open: crowded() = true, want false")
+	}
+}
