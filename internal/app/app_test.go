@@ -758,3 +758,22 @@ func TestHealthzWarnings(t *testing.T) {
 		healthz(t, r.adminAddr, "X-Forwarded-For from an untrusted peer", "-max-keys 2", "X-Forwarded-For")
 	})
 }
+
+// TestKindAndLevelNames: a store kind names its -store value, and one
+// out of range says so rather than panicking; a log level names its
+// -log-level value (what -h shows as the default). It catches the
+// kind's bound one off and the level's lookup read the wrong way round.
+func TestKindAndLevelNames(t *testing.T) {
+	if got := StoreMemory.String(); got != "memory" {
+		t.Errorf("StoreMemory.String() = %q, want memory", got)
+	}
+	if got := StoreKind(len(storeNames)).String(); got != "StoreKind(?)" {
+		t.Errorf("StoreKind(%d).String() = %q, want StoreKind(?)", len(storeNames), got)
+	}
+	for _, n := range levelNames {
+		l := logLevel(n.level)
+		if got := l.String(); got != n.name {
+			t.Errorf("logLevel(%v).String() = %q, want %q", n.level, got, n.name)
+		}
+	}
+}
