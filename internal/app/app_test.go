@@ -684,3 +684,96 @@ func TestHealthzSeesTheStoreAndHi(t *testing.T) {
 	}
 	healthz("/hi exhausted", 503, "")
 }
+
+// TestHealthzWarnings: /healthz stays 200 and adds a line when the store
+// holds -max-keys keys (not one before, and never with no limit), one
+// when -max-streams streams are open (likewise), and one when a peer not in -trusted-proxies sent X-Forwarded-For (not
+// before). It catches each warning's bound one off or read the wrong
+// way round.
+func TestHealthzWarnings(t *testing.T) {
+	count := func(t *testing.T, addr, name string, header ...string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+addr+"/counter/"+name+".svg", nil)
+		if len(header) == 2 {
+			req.Header.Set(header[0], header[1])
+		}
+		resp, err := webtest.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET /counter/%s.svg = %d", name, resp.StatusCode)
+		}
+	}
+	healthz := func(t *testing.T, admin, step string, want ...string) {
+		t.Helper()
+		code, body := mustGetBody(t, "http://"+admin+"/healthz")
+		lines := strings.Count(body, "\n")
+		if code != 200 || lines != 1+len(want) {
+			t.Errorf("%s: GET /healthz = %d %q, want 200 with %d warnings", step, code, body, len(want))
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s: /healthz %q has no %q", step, body, w)
+			}
+		}
+	}
+	stream := func(t *testing.T, addr string) {
+		t.Helper()
+		resp, err := webtest.Client.Get("http://" + addr + "/counter/s/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() }) // before the server stops
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET /counter/s/stream = %d", resp.StatusCode)
+		}
+		webtest.NextJSON[struct{ Total uint64 }](t, webtest.NewEventReader(resp.Body)) // it is open
+	}
+	t.Run("no limits", func(t *testing.T) {
+		r := mustStart(t, testConfig(), DefaultTimeouts, io.Discard)
+		count(t, r.addr, "a")
+		stream(t, r.addr)
+		healthz(t, r.adminAddr, "a key and a stream, no limit")
+	})
+	t.Run("-max-streams 2", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.MaxStreams = 2
+		r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+		stream(t, r.addr)
+		healthz(t, r.adminAddr, "one stream of two")
+		stream(t, r.addr)
+		healthz(t, r.adminAddr, "two streams of two", "-max-streams 2")
+	})
+	t.Run("-max-keys 2", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.MaxKeys = 2
+		r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+		count(t, r.addr, "a")
+		healthz(t, r.adminAddr, "one key of two")
+		count(t, r.addr, "b")
+		healthz(t, r.adminAddr, "two keys of two", "-max-keys 2")
+		count(t, r.addr, "a", "X-Forwarded-For", "203.0.113.9")
+		healthz(t, r.adminAddr, "X-Forwarded-For from an untrusted peer", "-max-keys 2", "X-Forwarded-For")
+	})
+}
+
+// TestKindAndLevelNames: a store kind names its -store value, and one
+// out of range says so rather than panicking; a log level names its
+// -log-level value (what -h shows as the default). It catches the
+// kind's bound one off and the level's lookup read the wrong way round.
+func TestKindAndLevelNames(t *testing.T) {
+	if got := StoreMemory.String(); got != "memory" {
+		t.Errorf("StoreMemory.String() = %q, want memory", got)
+	}
+	if got := StoreKind(len(storeNames)).String(); got != "StoreKind(?)" {
+		t.Errorf("StoreKind(%d).String() = %q, want StoreKind(?)", len(storeNames), got)
+	}
+	for _, n := range levelNames {
+		l := logLevel(n.level)
+		if got := l.String(); got != n.name {
+			t.Errorf("logLevel(%v).String() = %q, want %q", n.level, got, n.name)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"visitors/internal/webtest"
 )
 
 // TestGate runs the public listener's gate in this process, so that the
@@ -70,5 +72,72 @@ func TestGate(t *testing.T) {
 	defer g.mu.Unlock()
 	if len(g.clients) != 0 || len(g.conns) != 0 {
 		t.Errorf("after every client left the gate remembers %d clients, %d connections", len(g.clients), len(g.conns))
+	}
+}
+
+// TestGatePerClientBound: with -max-conns-per-client 2, a client's two
+// open connections are served and its third is answered 429; once one
+// of the two closes, a new one is served. It catches the bound one off
+// or read the wrong way round.
+func TestGatePerClientBound(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(l, 0, 2, nil)
+	srv := &http.Server{
+		Handler:     http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }),
+		IdleTimeout: time.Minute,
+		ConnState:   g.connState,
+	}
+	go srv.Serve(g)
+	defer srv.Close()
+	get := func(step string, want int) net.Conn {
+		t.Helper()
+		c := mustDial(t, l.Addr().String())
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", step, resp.StatusCode, want)
+		}
+		return c
+	}
+	first := get("first connection", 200)
+	get("second connection", 200)
+	get("third connection", 429)
+	first.Close()
+	deadline := time.Now().Add(webtest.Deadline)
+	for g.Open() != 1 { // the server sees the close
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open after the first closed, want 1", g.Open())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	get("a connection after the first closed", 200)
+}
+
+// TestGateCrowdedAtItsPercent: a gate is crowded once CrowdedPercent of
+// -max-conns are open, not one connection before, and never without a
+// -max-conns. It catches the threshold one off, or its arithmetic
+// wrong.
+func TestGateCrowdedAtItsPercent(t *testing.T) {
+	g := newGate(nil, 200, 0, nil)
+	at := int64(200 * CrowdedPercent / 100)
+	for _, tt := range []struct {
+		open int64
+		want bool
+	}{{0, false}, {at - 1, false}, {at, true}, {200, true}} {
+		g.open.Store(tt.open)
+		if got := g.crowded(); got != tt.want {
+			t.Errorf("%d open of 200 (crowded at %d%%): crowded() = %v, want %v", tt.open, CrowdedPercent, got, tt.want)
+		}
+	}
+	unbounded := newGate(nil, 0, 0, nil)
+	if unbounded.crowded() {
+		t.Errorf("no -max-conns, nothing open: crowded() = true, want false")
 	}
 }

@@ -183,15 +183,21 @@ func TestHTTPSWithAdminAndRedirect(t *testing.T) {
 	if code, _ := mustGetBody(t, "http://"+r.adminAddr+"/healthz"); code != 200 {
 		t.Errorf("GET /healthz on the admin listener = %d, want 200", code)
 	}
-	var listening string // the log is written in the background
-	for deadline := time.Now().Add(webtest.Deadline); listening == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var listening, plainHTTP string // the log is written in the background
+	for deadline := time.Now().Add(webtest.Deadline); (listening == "" || plainHTTP == "") && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		for line := range strings.Lines(out.String()) {
 			if strings.Contains(line, `"message":"listening"`) {
 				listening = line
+			}
+			if strings.Contains(line, `"message":"plain HTTP listening`) {
+				plainHTTP = line
 			}
 		}
 	}
 	if !strings.Contains(listening, `"https":true`) {
 		t.Errorf("the public listener's log line %q does not say https:true", listening)
+	}
+	if !strings.Contains(plainHTTP, `"acme_http_01":false`) { // certificates from files: no ACME challenge to answer
+		t.Errorf("the plain HTTP listener's log line %q does not say acme_http_01:false", plainHTTP)
 	}
 }
