@@ -777,3 +777,19 @@ func TestKindAndLevelNames(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpNamesTheStoreKindsArgument: -h names -store's argument
+// "string", as the flag package names any string flag, though its Value
+// is the service's own StoreKind, which flag.UnquoteUsage would name
+// "value"; a flag whose usage names its argument in backquotes keeps that
+// name. Mutation survivor flags.go:238:61: with the test of the name
+// negated, -h read "-store value".
+func TestHelpNamesTheStoreKindsArgument(t *testing.T) {
+	var usage strings.Builder
+	if _, err := ParseFlags([]string{"-h"}, func(string) string { return "" }, &usage); err != flag.ErrHelp {
+		t.Fatalf("ParseFlags(-h) = %v, want flag.ErrHelp", err)
+	}
+	if !strings.Contains(usage.String(), "\n  -store string\n") {
+		t.Errorf("-h does not name -store's argument \"string\":\n%s", usage.String())
+	}
+}
