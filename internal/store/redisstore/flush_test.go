@@ -40,7 +40,8 @@ func TestBatchRoundsGoOnTheirOwn(t *testing.T) {
 // check, and Health names it; once it answers, "redis answers again" is
 // logged once and Health is nil.
 func TestRedisDownIsLoggedOncePerOutage(t *testing.T) {
-	rs := redistest.StartTest(t)
+	// A Redis that keeps what it confirms: one that does not is warned of.
+	rs := redistest.StartTest(t, "--appendonly", "yes", "--appendfsync", "always")
 	st, log := openLogged(t, rs.URL())
 	defer st.Close()
 	for range 3 {

@@ -430,27 +430,43 @@ func open(c rueidis.Client, o Options) (*Store, error) {
 		return nil, fmt.Errorf("redis: count keys: %w", err)
 	}
 	s.keyCount.Store(n)
-	s.checkEviction(ctx)
+	s.checkConfig(ctx)
 	go s.flusher()
 	return s, nil
 }
 
-// checkEviction warns in the log for each Redis node whose
-// maxmemory-policy is not noeviction: one that evicts may drop a count,
-// a day, a lock or a round's sequence number (a resent round would then
-// count twice) without a word, where noeviction refuses writes, which
-// the store reports. A node that does not let CONFIG GET be run (some
-// managed services) is noted at info level.
-func (s *Store) checkEviction(ctx context.Context) {
+// checkConfig warns in the log for each Redis node that may lose what it
+// confirmed without an error:
+//   - one whose maxmemory-policy is not noeviction may evict a count, a
+//     day, a lock or a round's sequence number (a resent round would then
+//     count twice), where noeviction refuses writes, which the store
+//     reports;
+//   - one that keeps no append-only file loses, when it restarts, what it
+//     confirmed since its last snapshot, and one whose appendfsync is not
+//     always may answer a write up to two seconds before the write reaches
+//     its file (it holds it back while an earlier fsync is slow), so a
+//     crash loses visits it confirmed and hands /hi numbers out again.
+//
+// A node that does not let CONFIG GET be run (some managed services) is
+// noted at info level.
+func (s *Store) checkConfig(ctx context.Context) {
 	for addr, node := range s.c.Nodes() {
-		m, err := node.Do(ctx, node.B().ConfigGet().Parameter("maxmemory-policy").Build()).AsStrMap()
+		m, err := node.Do(ctx, node.B().ConfigGet().Parameter("maxmemory-policy", "appendonly", "appendfsync").Build()).AsStrMap()
 		if err != nil {
-			s.o.Log.Info().Err(err).Str("node", addr).Msg("redis: could not read maxmemory-policy; it should be noeviction, or Redis may drop counts when full")
+			s.o.Log.Info().Err(err).Str("node", addr).Msg("redis: could not read maxmemory-policy, appendonly and appendfsync; they should be noeviction, yes and always, or Redis may lose counts it confirmed")
 			continue
 		}
 		if p, ok := m["maxmemory-policy"]; ok && p != "noeviction" {
 			s.o.Log.Warn().Str("node", addr).Str("maxmemory-policy", p).
 				Msg("redis may evict keys when full and so lose counts, locks or round numbers silently: set maxmemory-policy noeviction")
+		}
+		switch aof, fsync := m["appendonly"], m["appendfsync"]; {
+		case aof == "no":
+			s.o.Log.Warn().Str("node", addr).Str("appendonly", aof).
+				Msg("redis keeps no append-only file: a restart of Redis loses the counts it confirmed since its last snapshot and hands /hi numbers out again; set appendonly yes and appendfsync always")
+		case aof == "yes" && fsync != "always" && fsync != "":
+			s.o.Log.Warn().Str("node", addr).Str("appendfsync", fsync).
+				Msg("redis may confirm a write before it reaches its append-only file: a crash of Redis can lose visits it confirmed and hand /hi numbers out again; set appendfsync always")
 		}
 	}
 }

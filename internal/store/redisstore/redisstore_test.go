@@ -240,20 +240,28 @@ func TestMaxKeysAcrossInstances(t *testing.T) {
 	}
 }
 
-// TestWarnsWhenRedisMayEvict: opening a store on a Redis whose
-// maxmemory-policy evicts warns in the log, naming the policy; on the
-// test's servers (noeviction, Redis's default) it does not.
-func TestWarnsWhenRedisMayEvict(t *testing.T) {
-	rs := redistest.StartTest(t, "--maxmemory-policy", "allkeys-lru")
+// TestWarnsWhenRedisMayLoseWrites: opening a store on a Redis that may
+// lose what it confirmed warns in the log, naming the setting: a
+// maxmemory-policy that evicts, no append-only file, or an appendfsync
+// that answers before the write is in the file (Redis's default,
+// everysec, which lost a /hi number in TestRedisFault under load). On a
+// Redis with noeviction, appendonly yes and appendfsync always it warns of
+// nothing.
+func TestWarnsWhenRedisMayLoseWrites(t *testing.T) {
+	durable := []string{"--appendonly", "yes", "--appendfsync", "always"}
 	tests := []struct {
 		name string
 		o    Options
-		warn bool
+		want []string // settings named in a warning; none others may be
 	}{
-		{"allkeys-lru", Options{URL: rs.URL()}, true},
-		{"standalone noeviction", Options{URL: standalone.URL()}, false},
-		{"cluster noeviction", Options{Cluster: cluster.Addrs()}, false},
+		{"allkeys-lru", Options{URL: redistest.StartTest(t, append(durable, "--maxmemory-policy", "allkeys-lru")...).URL()}, []string{`"maxmemory-policy":"allkeys-lru"`}},
+		{"appendonly no", Options{URL: standalone.URL()}, []string{`"appendonly":"no"`}},
+		{"appendfsync everysec", Options{URL: redistest.StartTest(t, "--appendonly", "yes").URL()}, []string{`"appendfsync":"everysec"`}},
+		{"appendfsync no", Options{URL: redistest.StartTest(t, "--appendonly", "yes", "--appendfsync", "no").URL()}, []string{`"appendfsync":"no"`}},
+		{"durable", Options{URL: redistest.StartTest(t, durable...).URL()}, nil},
+		{"cluster without an append-only file", Options{Cluster: cluster.Addrs()}, []string{`"appendonly":"no"`}},
 	}
+	settings := []string{"maxmemory-policy", "appendonly", "appendfsync"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var log servertest.Buffer
@@ -264,10 +272,24 @@ func TestWarnsWhenRedisMayEvict(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			got := log.String()
-			warned := strings.Contains(got, `"level":"warn"`) && strings.Contains(got, `"maxmemory-policy":"allkeys-lru"`)
-			if warned != tt.warn || !tt.warn && strings.Contains(got, "maxmemory-policy") {
-				t.Errorf("log after Open = %q; want a warning naming the policy: %v", got, tt.warn)
+			var warned []string
+			for line := range strings.Lines(log.String()) {
+				if !strings.Contains(line, `"level":"warn"`) {
+					continue
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(line, w) {
+						t.Errorf("a warning does not name %s: %s", w, line)
+					}
+				}
+				for _, s := range settings {
+					if strings.Contains(line, `"`+s+`":`) {
+						warned = append(warned, s)
+					}
+				}
+			}
+			if len(tt.want) == 0 && len(warned) > 0 || len(tt.want) > 0 && len(warned) == 0 {
+				t.Errorf("log after Open = %q; want warnings naming %q", log.String(), tt.want)
 			}
 		})
 	}
