@@ -216,11 +216,13 @@ func TestOpenCreateLimits(t *testing.T) {
 		t.Fatalf("a badge's new key = %d", code)
 	}
 	r := apiDo(t, p, "POST", counterPath("three"), "", "")
-	if r.code != 429 || r.hdr.Get("Retry-After") == "" || !strings.Contains(r.body, "-client-new-keys") {
-		t.Errorf("a third new counter = %d Retry-After %q %s, want 429", r.code, r.hdr.Get("Retry-After"), r.body)
+	// The message quotes the budget as configured, and names its flag.
+	const quoted = "at most 2/h (-client-new-keys)"
+	if r.code != 429 || r.hdr.Get("Retry-After") == "" || !strings.Contains(r.body, quoted) {
+		t.Errorf("a third new counter = %d Retry-After %q %s, want 429 quoting %q", r.code, r.hdr.Get("Retry-After"), r.body, quoted)
 	}
-	if code, _, _ := mustGet(t, p.URL("/counter/four.svg")); code != 429 {
-		t.Errorf("a badge's new key past the budget = %d, want 429", code)
+	if code, _, body := mustGet(t, p.URL("/counter/four.json")); code != 429 || !strings.Contains(body, quoted) {
+		t.Errorf("a badge's new key past the budget = %d %s, want 429 quoting %q", code, body, quoted)
 	}
 	if c := mustCounter(t, p, apiRoot, "three"); c.Total != 0 {
 		t.Errorf("three = %+v after a refused creation", c)
