@@ -58,8 +58,12 @@ func Decode(r io.Reader, batch int, write func([]Key, []Span) error) (hits uint6
 			return at(dec.InputOffset()-ve.len+max(ve.at-1, 0), "%v", err)
 		case errors.Is(err, errNotUTF8):
 			return err // with the line of the first bad byte
-		case errors.Is(err, errValueTooLarge):
+		case errors.Is(err, errBlanksTooLarge):
 			return at(dec.InputOffset(), "%v", err)
+		case errors.Is(err, errValueTooLarge):
+			// Named by where the value begins, past the blanks and comma
+			// after what the decoder has passed.
+			return at(lr.valueStart(dec.InputOffset()), "%v", err)
 		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 			return at(dec.InputOffset(), "the document ends too early")
 		}
@@ -185,15 +189,17 @@ func (e *KeyError) Error() string { return e.Err.Error() }
 func (e *KeyError) Unwrap() error { return e.Err }
 
 // lineReader counts the lines of what it reads, so that an offset in it
-// can be named by its line. It keeps one bit per byte read that the
-// decoder has not passed yet (at most MaxValueBytes, which Read refuses
-// to exceed), so its memory is bounded whatever the dump.
+// can be named by its line. It keeps two bits per byte read that the
+// decoder has not passed yet (at most MaxValueBytes of blanks and as much
+// of a value, which Read refuses to exceed), so its memory, and the
+// decoder's, are bounded whatever the dump.
 type lineReader struct {
 	r     io.Reader
 	pos   func() int64 // where the decoder is: nothing before it is asked about
 	read  int64        // bytes read so far
 	base  int64        // the offset bit 0 of words stands for; a multiple of 64
 	words []uint64     // bit i: byte base+i is a newline
+	solid []uint64     // bit i: byte base+i is not blank (a space, tab, return, newline, comma or colon)
 	lines int          // newlines before base
 	pend  []byte       // read and not yet checked as UTF-8: a rune the next read may end
 
@@ -238,16 +244,26 @@ func (l *lineReader) checkUTF8(b []byte, eof bool) error {
 	return nil
 }
 
-// errValueTooLarge refuses a JSON value that would hold too much memory.
-var errValueTooLarge = fmt.Errorf("a value of more than %d MiB", MaxValueBytes>>20)
+// errValueTooLarge refuses a JSON value that would hold too much memory,
+// and errBlanksTooLarge as many blanks before one.
+var (
+	errValueTooLarge  = fmt.Errorf("a value of more than %d MiB", MaxValueBytes>>20)
+	errBlanksTooLarge = fmt.Errorf("more than %d MiB of blanks between two values", MaxValueBytes>>20)
+)
 
 func (l *lineReader) Read(p []byte) (int, error) {
 	if l.pos != nil {
 		at := l.pos()
 		l.forget(at)
-		room := MaxValueBytes + 1 - (l.read - at)
+		// The value the decoder reads begins past the blanks after at;
+		// each is bounded on its own.
+		start, limit, tooLarge := l.valueStart(at), int64(MaxValueBytes), errValueTooLarge
+		if !l.isSolid(start) { // only blanks so far, and then the value's first byte
+			limit, tooLarge = MaxValueBytes+1, errBlanksTooLarge
+		}
+		room := limit - (l.read - start)
 		if room <= 0 {
-			return 0, errValueTooLarge
+			return 0, tooLarge
 		}
 		if int64(len(p)) > room { // the next call sees the limit
 			p = p[:room]
@@ -258,9 +274,14 @@ func (l *lineReader) Read(p []byte) (int, error) {
 		off := l.read + int64(i) - l.base
 		for int(off/64) >= len(l.words) {
 			l.words = append(l.words, 0)
+			l.solid = append(l.solid, 0)
 		}
-		if c == '\n' {
+		switch c {
+		case '\n':
 			l.words[off/64] |= 1 << (off % 64)
+		case ' ', '\t', '\r', ',', ':':
+		default:
+			l.solid[off/64] |= 1 << (off % 64)
 		}
 	}
 	l.read += int64(n)
@@ -281,7 +302,27 @@ func (l *lineReader) forget(off int64) {
 		l.lines += bits.OnesCount64(w)
 	}
 	l.words = append(l.words[:0], l.words[k:]...)
+	l.solid = append(l.solid[:0], l.solid[k:]...)
 	l.base += int64(k) * 64
+}
+
+// isSolid reports whether the byte at off, which was read, is not blank.
+func (l *lineReader) isSolid(off int64) bool {
+	return off < l.read && l.solid[(off-l.base)/64]>>(off%64)&1 != 0
+}
+
+// valueStart returns the offset of the first byte at or after off that
+// is not blank: where the value after off begins; or off, if none was
+// read yet.
+func (l *lineReader) valueStart(off int64) int64 {
+	for o := off; o < l.read; {
+		i, b := (o-l.base)/64, o%64
+		if w := l.solid[i] >> b; w != 0 {
+			return o + int64(bits.TrailingZeros64(w))
+		}
+		o += 64 - b
+	}
+	return off
 }
 
 // line returns the 1-based line of byte offset off, which must not be

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -255,19 +256,48 @@ func TestDecodeReadsRunesCutBetweenReads(t *testing.T) {
 }
 
 // TestDecodeBoundsAValue: a key's object of MaxValueBytes is taken; one
-// byte more is refused as too large (named by the line the decoder had
-// reached: the end of the key before it).
+// byte more is refused as too large, named by the line the object
+// begins on, whatever blank lines come before it or it holds itself.
 func TestDecodeBoundsAValue(t *testing.T) {
 	const plain = `{"key":"a","total":1}`
-	for _, size := range []int{MaxValueBytes, MaxValueBytes + 1} {
-		obj := `{"key":"a",` + strings.Repeat(" ", size-len(plain)) + `"total":1}`
-		s := head + "\n{\"key\":\"b\"},\n" + obj + "\n]}\n"
+	for _, tt := range []struct {
+		name         string
+		before, fill string // before the object, and its blanks
+		line         int    // the object begins on
+	}{
+		{"after a key", "\n{\"key\":\"b\"},\n", " ", 3},
+		{"the first key", "\n", " ", 2},
+		{"blank lines and a comma on its own", "\n{\"key\":\"b\"}\n\n,\n\n", " ", 6},
+		{"on the line of the key before", "\n{\"key\":\"b\"}, ", " ", 2},
+		{"holding newlines", "\n{\"key\":\"b\"},\n", "\n", 3},
+	} {
+		for _, size := range []int{MaxValueBytes, MaxValueBytes + 1} {
+			obj := `{"key":"a",` + strings.Repeat(tt.fill, size-len(plain)) + `"total":1}`
+			s := head + tt.before + obj + "\n]}\n"
+			_, calls, _, err := decodeAll(s, 0)
+			want := fmt.Sprintf("line %d: a value of more than 4 MiB", tt.line)
+			switch {
+			case size == MaxValueBytes && (err != nil || len(calls) == 0 || !slices.Contains(calls[len(calls)-1], "a")):
+				t.Errorf("%s: an object of %d bytes: %q, %v; want it taken", tt.name, size, calls, err)
+			case size > MaxValueBytes && (err == nil || err.Error() != want):
+				t.Errorf("%s: an object of %d bytes: %v; want %q", tt.name, size, err, want)
+			}
+		}
+	}
+}
+
+// TestDecodeBoundsBlanks: blanks between two values are bounded apart
+// from the value (MaxValueBytes of them are taken, one more refused), so
+// that neither they nor the value after them can make Decode hold more.
+func TestDecodeBoundsBlanks(t *testing.T) {
+	for _, n := range []int{MaxValueBytes, MaxValueBytes + 1} {
+		s := head + "\n{\"key\":\"b\"}," + strings.Repeat(" ", n) + `{"key":"a"}` + "\n]}\n"
 		_, calls, _, err := decodeAll(s, 0)
 		switch {
-		case size == MaxValueBytes && (err != nil || !reflect.DeepEqual(calls, [][]string{{"b", "a"}})):
-			t.Errorf("an object of %d bytes: %q, %v; want it taken", size, calls, err)
-		case size > MaxValueBytes && (err == nil || err.Error() != "line 2: a value of more than 4 MiB"):
-			t.Errorf("an object of %d bytes: %v; want refused on line 2 as too large", size, err)
+		case n == MaxValueBytes && (err != nil || len(calls) == 0 || !slices.Contains(calls[len(calls)-1], "a")):
+			t.Errorf("%d blanks: %q, %v; want taken", n, calls, err)
+		case n > MaxValueBytes && (err == nil || err.Error() != "line 2: more than 4 MiB of blanks between two values"):
+			t.Errorf("%d blanks: %v; want refused on line 2", n, err)
 		}
 	}
 }
