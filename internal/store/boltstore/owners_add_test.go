@@ -43,3 +43,28 @@ func TestAddZeroKeepsEarlierDays(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingAfterAdd: what Add wrote is on disk, so it is not pending:
+// while the file cannot be written, Pending counts the visits after the
+// Add alone. (Mutation testing, issue 28: with the entry's written total
+// left as it was, owners.go:306:10, Pending counted the Add's 5 as
+// visits not on disk.)
+func TestPendingAfterAdd(t *testing.T) {
+	s := mustOpen(t, Options{Dir: t.TempDir(), FlushInterval: time.Hour})
+	mustIncrN(t, s, "a", 2)
+	noErr(t, s.Flush(), "Flush()")
+	if _, err := s.Add(ctx, []byte("a"), 5); err != nil {
+		t.Fatalf("Add(a, 5) = %v", err)
+	}
+	path := failDisk(s)
+	mustIncrN(t, s, "a", 1)
+	if err := s.Flush(); err == nil {
+		t.Fatal("Flush() succeeded with the file closed")
+	}
+	if n, _, _ := s.Pending(); n != 1 {
+		t.Errorf("Pending() = %d after Add(a, 5) and a visit the file did not take, want 1", n)
+	}
+	diskBack(t, s, path)
+	healLog(s)
+	mustClose(t, s)
+}
