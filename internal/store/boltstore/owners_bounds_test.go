@@ -37,3 +37,20 @@ func TestCreateAtTheKeyBound(t *testing.T) {
 		t.Error("Token(t2) exists: a refused Create made its token")
 	}
 }
+
+// TestDeleteTokenIfAtTheIDBound: DeleteTokenIf deletes a token whose id
+// is exactly store.MaxKeyBytes long, the longest PutToken takes.
+// (Mutation testing, issue 28: with `>=` for `>`, owners.go:752:13, it
+// answered false and kept the token, and every test still passed.)
+func TestDeleteTokenIfAtTheIDBound(t *testing.T) {
+	s := mustOpen(t, Options{Dir: t.TempDir()})
+	defer mustClose(t, s)
+	tok := store.Token{ID: strings.Repeat("i", store.MaxKeyBytes), Hash: [32]byte{1, 2, 3}, Created: storetest.At(0, "12:00")}
+	noErr(t, s.PutToken(ctx, tok), "PutToken(an id of %d bytes)", len(tok.ID))
+	if found, err := s.DeleteTokenIf(ctx, tok.ID, tok.Hash); err != nil || !found {
+		t.Errorf("DeleteTokenIf(an id of %d bytes) = %v, %v; want true, nil", len(tok.ID), found, err)
+	}
+	if _, ok, _ := s.Token(ctx, tok.ID); ok {
+		t.Error("the token is still there after DeleteTokenIf")
+	}
+}

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"os"
 	"runtime"
 	"testing"
 )
@@ -31,5 +32,18 @@ func TestLogPipelinedThroughAIOWithOneP(t *testing.T) {
 		if err := <-r; err != nil {
 			t.Errorf("Incr = %v", err)
 		}
+	}
+}
+
+// TestLogSyncsThroughAIOByDefault: the log syncs through AIO unless
+// VISITORS_LOG_AIO=0 turns it off. (Mutation testing, issue 28: with the
+// setting read the wrong way round, wal.go:70:44, AIO was off by default,
+// and every test that needs it skipped.)
+func TestLogSyncsThroughAIOByDefault(t *testing.T) {
+	if os.Getenv("VISITORS_LOG_AIO") == "0" {
+		t.Skip("VISITORS_LOG_AIO=0 is set")
+	}
+	if !useAIO {
+		t.Error("useAIO = false without VISITORS_LOG_AIO=0, want true")
 	}
 }
