@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +223,71 @@ func waitRoundRefused(t *testing.T, st *Store, within time.Duration) {
 	}
 	if st.Stats().RoundErrors == 0 {
 		t.Fatalf("no round was refused within %v: the test did not hold one in flight", within)
+	}
+}
+
+// TestSyncVisitWaitingBehindAFailingRoundIsRefused: in Sync, a visit that
+// joined the next round while a round was on its way is refused with
+// ErrUnavailable when that round fails, and does not count: it was never
+// sent. A paused Redis (CLIENT PAUSE) holds the round past its timeout
+// and then answers it. Mutation survivor flush.go:166:21: with the
+// refusal negated, the visit waited for the pause to end and counted.
+func TestSyncVisitWaitingBehindAFailingRoundIsRefused(t *testing.T) {
+	rs := redistest.StartTest(t)
+	st, err := Open(Options{URL: rs.URL(), Durability: store.Sync, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := musts{t}
+	key := []byte("k")
+	m.c(st.Incr(t.Context(), key)) // loads the script and the entry
+	if out, err := rs.CLI("CLIENT", "PAUSE", "4000", "ALL"); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v: %s", err, out)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := st.Incr(t.Context(), key)
+		first <- err
+	}()
+	// The first visit is on its way once its round has taken it.
+	e := st.load(key)
+	waitFor(t, "the first visit's round to take it", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.flightN == 1
+	})
+	second := make(chan error, 1)
+	go func() {
+		_, err := st.Incr(t.Context(), key)
+		second <- err
+	}()
+	waitFor(t, "the second visit to wait for the next round", func() bool {
+		st.syncMu.Lock()
+		defer st.syncMu.Unlock()
+		return len(st.cur.visits) == 1
+	})
+	if err := <-second; !errors.Is(err, ErrUnavailable) {
+		t.Errorf("a visit waiting behind a round that failed = %v, want ErrUnavailable", err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("the visit of the round = %v once Redis answers, want counted", err)
+	}
+	if got := m.c(st.Get(t.Context(), key)); got.Total != 2 {
+		t.Errorf("Get(k) = %+v, want total 2: the refused visit must not count", got)
+	}
+}
+
+// waitFor polls cond every 5ms for up to a minute (an event the test
+// causes, so a busy machine only makes it later), and fails t if it never
+// holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
