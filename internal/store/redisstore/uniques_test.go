@@ -609,3 +609,45 @@ func TestUniquesPendingCountsEachVisitorOnce(t *testing.T) {
 		t.Errorf("40 visitors after the round: %d unique, want 40 (38 if registers collide)", got)
 	}
 }
+
+// TestUniquesDeleteReachesEveryDayRedisHolds: Delete removes a counter's
+// HyperLogLogs of every day Redis may hold, from the oldest a dump or a
+// round can have written (399 days back) to two days ahead (a clock of
+// another instance a little fast). Mutation survivor uniques.go:90:35:
+// with `d <= today+2` as `<`, the one of two days ahead was kept.
+func TestUniquesDeleteReachesEveryDayRedisHolds(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
+	key := []byte("k")
+	if _, err := st.Incr(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	today := store.DayOf(clock.Now())
+	days := []store.Day{today - DayTTL/86400 + 1, today, today + 2}
+	for _, d := range days {
+		st.AddUnique(key, d, 1)
+	}
+	flushed(t, st)
+	tag := st.n.tag(key)
+	exists := func(d store.Day) int64 {
+		t.Helper()
+		n, err := st.c.Do(t.Context(), st.c.B().Exists().Key(uniqueKey(tag, d)).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, d := range days {
+		if exists(d) != 1 {
+			t.Fatalf("before Delete, day %d (today %+d) has no HyperLogLog in Redis: the test wrote none", d, int(d)-int(today))
+		}
+	}
+	if ok, err := st.Delete(t.Context(), key); err != nil || !ok {
+		t.Fatalf("Delete = %v, %v", ok, err)
+	}
+	for _, d := range days {
+		if exists(d) != 0 {
+			t.Errorf("after Delete, day %d (today %+d) still has its HyperLogLog in Redis", d, int(d)-int(today))
+		}
+	}
+}
