@@ -3,6 +3,7 @@ package redisstore
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -289,5 +290,69 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited a minute for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSyncRoundAtTheBoundRefusesOnlyItsLatestVisits: a Sync round whose
+// visits to a key would take its total past store.MaxTotal counts the
+// earliest ones up to the bound and answers only the rest as saturated
+// (they counted nothing). The test holds the flusher on roundMu so that
+// two visits share a round, one below the bound. Mutation survivor
+// flush.go:331:13: with `resLost--` as `++`, every visit of the round was
+// answered saturated.
+func TestSyncRoundAtTheBoundRefusesOnlyItsLatestVisits(t *testing.T) {
+	st := openStandalone(t, Options{Durability: store.Sync})
+	key := []byte("k")
+	m := musts{t}
+	m.c(st.Incr(t.Context(), key))
+	if err := st.c.Do(t.Context(), st.c.B().Set().Key(total(st.n.tag(key))).Value(strconv.FormatUint(store.MaxTotal-2, 10)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	e := st.load(key)
+	type answer struct {
+		c   store.Counts
+		err error
+	}
+	visit := func() chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			c, err := st.Incr(t.Context(), key)
+			ch <- answer{c, err}
+		}()
+		return ch
+	}
+	st.roundMu.Lock()
+	first := visit() // its round waits for roundMu
+	waitFor(t, "the first visit's round to take it", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.flightN == 1
+	})
+	later := []chan answer{visit(), visit()}
+	waitFor(t, "two visits to wait for the next round", func() bool {
+		st.syncMu.Lock()
+		defer st.syncMu.Unlock()
+		return len(st.cur.visits) == 2
+	})
+	st.roundMu.Unlock()
+	if a := <-first; a.err != nil || a.c.Total != store.MaxTotal-1 || a.c.Saturated {
+		t.Errorf("the visit to MaxTotal-1 = %+v, %v; want total MaxTotal-1, not saturated", a.c, a.err)
+	}
+	var counted, saturated int
+	for _, ch := range later {
+		a := <-ch
+		switch {
+		case a.err != nil:
+			t.Errorf("a visit of the round at the bound = %v", a.err)
+		case a.c.Saturated && a.c.Total == store.MaxTotal:
+			saturated++
+		case !a.c.Saturated && a.c.Total == store.MaxTotal:
+			counted++
+		default:
+			t.Errorf("a visit of the round at the bound = %+v, want total MaxTotal", a.c)
+		}
+	}
+	if counted != 1 || saturated != 1 {
+		t.Errorf("two visits from MaxTotal-1: %d counted and %d saturated, want 1 and 1", counted, saturated)
 	}
 }
