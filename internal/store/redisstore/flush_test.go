@@ -297,9 +297,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // visits to a key would take its total past store.MaxTotal counts the
 // earliest ones up to the bound and answers only the rest as saturated
 // (they counted nothing). The test holds the flusher on roundMu so that
-// two visits share a round, one below the bound. Mutation survivor
-// flush.go:331:13: with `resLost--` as `++`, every visit of the round was
-// answered saturated.
+// two visits share a round, one below the bound. Mutation survivors
+// flush.go:331:13 (with `resLost--` as `++`, every visit of the round was
+// answered saturated) and flush.go:333:5 (with `n--` as `++`, Stats
+// counted a saturated visit twice instead of not at all).
 func TestSyncRoundAtTheBoundRefusesOnlyItsLatestVisits(t *testing.T) {
 	st := openStandalone(t, Options{Durability: store.Sync})
 	key := []byte("k")
@@ -354,5 +355,8 @@ func TestSyncRoundAtTheBoundRefusesOnlyItsLatestVisits(t *testing.T) {
 	}
 	if counted != 1 || saturated != 1 {
 		t.Errorf("two visits from MaxTotal-1: %d counted and %d saturated, want 1 and 1", counted, saturated)
+	}
+	if got := st.Stats().SyncVisits; got != 3 {
+		t.Errorf("Stats().SyncVisits = %d, want 3: a saturated visit counted nothing", got)
 	}
 }
