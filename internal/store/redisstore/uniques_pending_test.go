@@ -441,3 +441,78 @@ func TestUniquesReadNeverWaitsForARedisKnownDown(t *testing.T) {
 		}
 	}
 }
+
+// TestUniquesDeleteForgetsVisitorsInFlight: a Delete drops from the
+// count of visitors held those of the deleted counter that a failed
+// round left in flight, as well as those not yet sent. Mutation survivor
+// uniques.go:436:37: with pend+flight as pend-flight, the count held
+// grew by the visitors in flight instead, until the bound refused new
+// visitors.
+func TestUniquesDeleteForgetsVisitorsInFlight(t *testing.T) {
+	rs, st := openOutage(t)
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	st.AddUnique(k, d, 2)
+	rs.Kill()
+	if err := st.sendUniques(st.takeUniques()); err == nil {
+		t.Fatal("a round with Redis down did not fail")
+	}
+	st.AddUnique(k, d, 3) // not yet sent
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if u := st.uq.load(k, d); u == nil || len(u.flight) != 2 || len(u.pend) != 1 {
+		t.Fatal("the test did not leave two visitors in flight and one not yet sent")
+	}
+	if p := st.Report().PendingUniques; p != 3 {
+		t.Fatalf("before Delete, %d unique visitors held, want 3", p)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := st.Delete(t.Context(), k) // the first may meet the connection to the server killed
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if p := st.Report().PendingUniques; p != 0 {
+		t.Errorf("after Delete, %d unique visitors held, want 0", p)
+	}
+}
+
+// TestUniquesSweptEverySixtyFourthRound: the flusher forgets the counters
+// of earlier days it holds nothing of every 64th unique round, not every
+// round (each sweep walks every counter the instance holds). Mutation
+// survivors uniques.go:473:24 (never swept after the first round) and
+// 473:28 (swept every round but the 64th).
+func TestUniquesSweptEverySixtyFourthRound(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
+	k, yesterday := []byte("k"), store.DayOf(clock.Now())-1
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, yesterday, 1)
+	flushed(t, st) // sends it: nothing of yesterday's counter is held
+	if st.uq.rounds.Load()%64 == 0 {
+		t.Fatalf("the store's first round is its %dth", st.uq.rounds.Load())
+	}
+	if st.uq.load(k, yesterday) == nil {
+		t.Fatalf("round %d, not a 64th, forgot yesterday's counter", st.uq.rounds.Load())
+	}
+	for st.uq.rounds.Load()%64 != 63 {
+		flushed(t, st)
+	}
+	if st.uq.load(k, yesterday) == nil {
+		t.Fatalf("round %d, not a 64th, forgot yesterday's counter", st.uq.rounds.Load())
+	}
+	flushed(t, st)
+	if st.uq.load(k, yesterday) != nil {
+		t.Errorf("round %d kept yesterday's counter, whose visitors were all sent", st.uq.rounds.Load())
+	}
+}
