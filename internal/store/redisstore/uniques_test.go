@@ -651,3 +651,24 @@ func TestUniquesDeleteReachesEveryDayRedisHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestUniquesOneScriptPerGroup: a round of unique visitors sends one
+// script per group of slots, however the counters were added. Mutation
+// survivor uniques.go:484:67: with the sort's `a.group - b.group` as `+`,
+// the counters of a group were not side by side, and a round of 200
+// counters sent a script for each run of them.
+func TestUniquesOneScriptPerGroup(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	d := store.DayOf(time.Now())
+	groups := map[uint16]bool{}
+	for i := range 200 {
+		k := []byte("k" + strconv.Itoa(i))
+		groups[st.groupOf(st.n.tag(k))] = true
+		st.AddUnique(k, d, 1)
+	}
+	before := st.Report().UniqueCommands
+	flushed(t, st)
+	if got := st.Report().UniqueCommands - before; got != uint64(len(groups)) {
+		t.Errorf("a round of 200 counters in %d groups sent %d scripts, want one per group", len(groups), got)
+	}
+}
