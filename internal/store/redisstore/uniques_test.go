@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -670,5 +671,68 @@ func TestUniquesOneScriptPerGroup(t *testing.T) {
 	flushed(t, st)
 	if got := st.Report().UniqueCommands - before; got != uint64(len(groups)) {
 		t.Errorf("a round of 200 counters in %d groups sent %d scripts, want one per group", len(groups), got)
+	}
+}
+
+// TestDaySeedRedisCannotReadIsASeedError: a day's seed Redis answers
+// with an error (here a name of the wrong type) fails DaySeed with
+// ErrUnavailable and counts as a seed error in Report. Mutation survivor
+// uniques.go:269:9: with the test of GET's error negated, the error was
+// only "0 bytes", and counted nowhere.
+func TestDaySeedRedisCannotReadIsASeedError(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	d := store.DayOf(time.Now())
+	if err := st.c.Do(t.Context(), st.c.B().Hset().Key(st.n.seedKey(d)).FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DaySeed(t.Context(), d); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("DaySeed of a seed Redis cannot read = %v, want ErrUnavailable with Redis's error", err)
+	}
+	if n := st.Report().Errors[errSeed]; n != 1 {
+		t.Errorf("Report().Errors[seed] = %d, want 1", n)
+	}
+}
+
+// TestUniquesRoundFailureSaysWhy: a round of unique visitors that Redis
+// refuses (here a HyperLogLog name of the wrong type) fails Flush with
+// Redis's own error. Mutation survivor uniques.go:524:10: with `err ==
+// nil` negated, a script's error was replaced by a count of values.
+func TestUniquesRoundFailureSaysWhy(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.c.Do(t.Context(), st.c.B().Set().Key(uniqueKey(st.n.tag(k), d)).Value("x").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	if err := st.Flush(); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("Flush of a unique visitor Redis refuses = %v, want Redis's error", err)
+	}
+	if n := st.Report().Errors[errUniques]; n != 1 {
+		t.Errorf("Report().Errors[uniques] = %d, want 1", n)
+	}
+}
+
+// TestUniquesRoundAfterAllIsSentSendsNothing: once a round has sent
+// every visitor of a counter, the next round sends no script for it.
+// Mutation survivor uniques.go:545:22: with `len(u.flight) > 0` as `>=`,
+// every counter sent was queued again, and cost a script each round.
+func TestUniquesRoundAfterAllIsSentSendsNothing(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	flushed(t, st)
+	before := st.Report().UniqueCommands
+	if before == 0 {
+		t.Fatal("the round sent no unique visitor")
+	}
+	flushed(t, st)
+	if got := st.Report().UniqueCommands - before; got != 0 {
+		t.Errorf("a round after every visitor was sent sent %d scripts, want 0", got)
 	}
 }
