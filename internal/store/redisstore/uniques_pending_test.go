@@ -516,3 +516,26 @@ func TestUniquesSweptEverySixtyFourthRound(t *testing.T) {
 		t.Errorf("round %d kept yesterday's counter, whose visitors were all sent", st.uq.rounds.Load())
 	}
 }
+
+// TestUniquesDroppedAreLoggedOnce: the visitors dropped at the bound are
+// logged by the next round, with their number, and not again by rounds
+// that drop none. Mutation survivor uniques.go:559:33: with the test of
+// new drops negated, the drops went unlogged and every other round
+// logged 0 dropped.
+func TestUniquesDroppedAreLoggedOnce(t *testing.T) {
+	log := new(servertest.Buffer)
+	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: 2, Log: zerolog.New(log)})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	for v := range uint64(5) {
+		st.AddUnique(k, d, v)
+	}
+	flushed(t, st)
+	flushed(t, st)
+	const msg = "unique visitors not counted"
+	if n := strings.Count(log.String(), msg); n != 1 || !strings.Contains(log.String(), `"dropped":3`) {
+		t.Errorf("5 visitors past a bound of 2, then a round that dropped none: %d lines %q, want 1 naming 3 dropped; log:\n%s", n, msg, log.String())
+	}
+}
