@@ -519,9 +519,9 @@ func TestUniquesSweptEverySixtyFourthRound(t *testing.T) {
 
 // TestUniquesDroppedAreLoggedOnce: the visitors dropped at the bound are
 // logged by the next round, with their number, and not again by rounds
-// that drop none. Mutation survivor uniques.go:559:33: with the test of
-// new drops negated, the drops went unlogged and every other round
-// logged 0 dropped.
+// that drop none. Mutation survivors uniques.go:559:33 (with the test of
+// new drops negated, the drops went unlogged) and 560:38 (with
+// `d-s.uq.logged` as `+`, a second line counted the first's drops again).
 func TestUniquesDroppedAreLoggedOnce(t *testing.T) {
 	log := new(servertest.Buffer)
 	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: 2, Log: zerolog.New(log)})
@@ -537,5 +537,12 @@ func TestUniquesDroppedAreLoggedOnce(t *testing.T) {
 	const msg = "unique visitors not counted"
 	if n := strings.Count(log.String(), msg); n != 1 || !strings.Contains(log.String(), `"dropped":3`) {
 		t.Errorf("5 visitors past a bound of 2, then a round that dropped none: %d lines %q, want 1 naming 3 dropped; log:\n%s", n, msg, log.String())
+	}
+	for v := range uint64(5) {
+		st.AddUnique(k, d, 10+v)
+	}
+	flushed(t, st)
+	if n := strings.Count(log.String(), `"dropped":3`); n != 2 {
+		t.Errorf("5 more past the bound: %d lines naming 3 dropped, want 2 (the new ones only); log:\n%s", n, log.String())
 	}
 }
