@@ -736,3 +736,26 @@ func TestUniquesRoundAfterAllIsSentSendsNothing(t *testing.T) {
 		t.Errorf("a round after every visitor was sent sent %d scripts, want 0", got)
 	}
 }
+
+// TestUniquesKeyBounds: UniqueToday and UniqueDays read a key of exactly
+// store.MaxKeyBytes and refuse a longer one with ErrKeyTooLong. Mutation
+// survivor uniques.go:392:14: with `>` as `>=`, UniqueDays refused a key
+// of the bound.
+func TestUniquesKeyBounds(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	d := store.DayOf(time.Now())
+	k := []byte(strings.Repeat("k", store.MaxKeyBytes))
+	if _, err := st.UniqueToday(t.Context(), k, d); err != nil {
+		t.Errorf("UniqueToday of a key of %d bytes = %v", len(k), err)
+	}
+	if _, err := st.UniqueDays(t.Context(), k, d, 2); err != nil {
+		t.Errorf("UniqueDays of a key of %d bytes = %v", len(k), err)
+	}
+	k = append(k, 'k')
+	if _, err := st.UniqueToday(t.Context(), k, d); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("UniqueToday of a key of %d bytes = %v, want ErrKeyTooLong", len(k), err)
+	}
+	if _, err := st.UniqueDays(t.Context(), k, d, 2); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("UniqueDays of a key of %d bytes = %v, want ErrKeyTooLong", len(k), err)
+	}
+}
