@@ -546,3 +546,58 @@ func TestUniquesDroppedAreLoggedOnce(t *testing.T) {
 		t.Errorf("5 more past the bound: %d lines naming 3 dropped, want 2 (the new ones only); log:\n%s", n, log.String())
 	}
 }
+
+// TestUniquesOutageIsLoggedOnce: rounds of unique visitors that succeed
+// log nothing; an outage logs one error however many rounds fail, and
+// its end one line. Mutation survivor uniques.go:564:11: with `first ==
+// nil` negated, a good round logged the error and a failed one "sent
+// again".
+func TestUniquesOutageIsLoggedOnce(t *testing.T) {
+	rs := redistest.StartTest(t)
+	log := new(servertest.Buffer)
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond,
+		CloseTimeout: 200 * time.Millisecond, Log: zerolog.New(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	const failed, back = "unique visitors could not be sent", "unique visitors are sent again"
+	for v := range uint64(2) {
+		st.AddUnique(k, d, v)
+		if err := st.sendUniques(st.takeUniques()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Contains(log.String(), back) || strings.Contains(log.String(), failed) {
+		t.Fatalf("rounds that succeeded logged:\n%s", log.String())
+	}
+	rs.Kill()
+	st.AddUnique(k, d, 2)
+	for range 3 {
+		if err := st.sendUniques(st.takeUniques()); err == nil {
+			t.Fatal("a round with Redis down did not fail")
+		}
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Incr(t.Context(), k); err != nil { // Redis restarted empty: the counter anew
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := st.sendUniques(st.takeUniques()) // the first may meet the connection to the server killed
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if n, m := strings.Count(log.String(), failed), strings.Count(log.String(), back); n != 1 || m != 1 {
+		t.Errorf("an outage of 3 failed rounds and its end: %d lines %q and %d %q, want 1 and 1; log:\n%s", n, failed, m, back, log.String())
+	}
+}
