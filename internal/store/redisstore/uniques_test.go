@@ -759,3 +759,19 @@ func TestUniquesKeyBounds(t *testing.T) {
 		t.Errorf("UniqueDays of a key of %d bytes = %v, want ErrKeyTooLong", len(k), err)
 	}
 }
+
+// TestUniqueDaysTakesMaxDays: UniqueDays answers store.MaxDays days and
+// refuses one more, or none. Mutation survivor uniques.go:395:16: with
+// `n > store.MaxDays` as `>=`, MaxDays days were refused.
+func TestUniqueDaysTakesMaxDays(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if got, err := st.UniqueDays(t.Context(), k, d, store.MaxDays); err != nil || len(got) != store.MaxDays {
+		t.Errorf("UniqueDays of %d days = %d days, %v", store.MaxDays, len(got), err)
+	}
+	for _, n := range []int{0, store.MaxDays + 1} {
+		if _, err := st.UniqueDays(t.Context(), k, d, n); err == nil {
+			t.Errorf("UniqueDays of %d days: no error", n)
+		}
+	}
+}
