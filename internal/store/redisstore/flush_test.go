@@ -1,7 +1,9 @@
 package redisstore
 
 import (
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +224,139 @@ func waitRoundRefused(t *testing.T, st *Store, within time.Duration) {
 	}
 	if st.Stats().RoundErrors == 0 {
 		t.Fatalf("no round was refused within %v: the test did not hold one in flight", within)
+	}
+}
+
+// TestSyncVisitWaitingBehindAFailingRoundIsRefused: in Sync, a visit that
+// joined the next round while a round was on its way is refused with
+// ErrUnavailable when that round fails, and does not count: it was never
+// sent. A paused Redis (CLIENT PAUSE) holds the round past its timeout
+// and then answers it. Mutation survivor flush.go:166:21: with the
+// refusal negated, the visit waited for the pause to end and counted.
+func TestSyncVisitWaitingBehindAFailingRoundIsRefused(t *testing.T) {
+	rs := redistest.StartTest(t)
+	st, err := Open(Options{URL: rs.URL(), Durability: store.Sync, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := musts{t}
+	key := []byte("k")
+	m.c(st.Incr(t.Context(), key)) // loads the script and the entry
+	if out, err := rs.CLI("CLIENT", "PAUSE", "4000", "ALL"); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v: %s", err, out)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := st.Incr(t.Context(), key)
+		first <- err
+	}()
+	// The first visit is on its way once its round has taken it.
+	e := st.load(key)
+	waitFor(t, "the first visit's round to take it", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.flightN == 1
+	})
+	second := make(chan error, 1)
+	go func() {
+		_, err := st.Incr(t.Context(), key)
+		second <- err
+	}()
+	waitFor(t, "the second visit to wait for the next round", func() bool {
+		st.syncMu.Lock()
+		defer st.syncMu.Unlock()
+		return len(st.cur.visits) == 1
+	})
+	if err := <-second; !errors.Is(err, ErrUnavailable) {
+		t.Errorf("a visit waiting behind a round that failed = %v, want ErrUnavailable", err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("the visit of the round = %v once Redis answers, want counted", err)
+	}
+	if got := m.c(st.Get(t.Context(), key)); got.Total != 2 {
+		t.Errorf("Get(k) = %+v, want total 2: the refused visit must not count", got)
+	}
+}
+
+// waitFor polls cond every 5ms for up to a minute (an event the test
+// causes, so a busy machine only makes it later), and fails t if it never
+// holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSyncRoundAtTheBoundRefusesOnlyItsLatestVisits: a Sync round whose
+// visits to a key would take its total past store.MaxTotal counts the
+// earliest ones up to the bound and answers only the rest as saturated
+// (they counted nothing). The test holds the flusher on roundMu so that
+// two visits share a round, one below the bound. Mutation survivors
+// flush.go:331:13 (with `resLost--` as `++`, every visit of the round was
+// answered saturated) and flush.go:333:5 (with `n--` as `++`, Stats
+// counted a saturated visit twice instead of not at all).
+func TestSyncRoundAtTheBoundRefusesOnlyItsLatestVisits(t *testing.T) {
+	st := openStandalone(t, Options{Durability: store.Sync})
+	key := []byte("k")
+	m := musts{t}
+	m.c(st.Incr(t.Context(), key))
+	if err := st.c.Do(t.Context(), st.c.B().Set().Key(total(st.n.tag(key))).Value(strconv.FormatUint(store.MaxTotal-2, 10)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	e := st.load(key)
+	type answer struct {
+		c   store.Counts
+		err error
+	}
+	visit := func() chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			c, err := st.Incr(t.Context(), key)
+			ch <- answer{c, err}
+		}()
+		return ch
+	}
+	st.roundMu.Lock()
+	first := visit() // its round waits for roundMu
+	waitFor(t, "the first visit's round to take it", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.flightN == 1
+	})
+	later := []chan answer{visit(), visit()}
+	waitFor(t, "two visits to wait for the next round", func() bool {
+		st.syncMu.Lock()
+		defer st.syncMu.Unlock()
+		return len(st.cur.visits) == 2
+	})
+	st.roundMu.Unlock()
+	if a := <-first; a.err != nil || a.c.Total != store.MaxTotal-1 || a.c.Saturated {
+		t.Errorf("the visit to MaxTotal-1 = %+v, %v; want total MaxTotal-1, not saturated", a.c, a.err)
+	}
+	var counted, saturated int
+	for _, ch := range later {
+		a := <-ch
+		switch {
+		case a.err != nil:
+			t.Errorf("a visit of the round at the bound = %v", a.err)
+		case a.c.Saturated && a.c.Total == store.MaxTotal:
+			saturated++
+		case !a.c.Saturated && a.c.Total == store.MaxTotal:
+			counted++
+		default:
+			t.Errorf("a visit of the round at the bound = %+v, want total MaxTotal", a.c)
+		}
+	}
+	if counted != 1 || saturated != 1 {
+		t.Errorf("two visits from MaxTotal-1: %d counted and %d saturated, want 1 and 1", counted, saturated)
+	}
+	if got := st.Stats().SyncVisits; got != 3 {
+		t.Errorf("Stats().SyncVisits = %d, want 3: a saturated visit counted nothing", got)
 	}
 }

@@ -620,3 +620,73 @@ func TestCreateThatFailsLeavesTheNameFree(t *testing.T) {
 		t.Errorf("Keys() = %d, want 1", n)
 	}
 }
+
+// TestCreateBounds: Create takes a key of exactly store.MaxKeyBytes and
+// refuses a longer one with ErrKeyTooLong. Mutation survivor
+// owner.go:398:14: with `>` as `>=`, a key of the bound was refused.
+func TestCreateBounds(t *testing.T) {
+	st := openStandalone(t, Options{})
+	tok := func(k []byte) store.Token {
+		return store.Token{ID: "key-" + strconv.Itoa(len(k)), Name: "open-create", Prefix: string(k), Exact: true, Hash: sha256.Sum256([]byte("s"))}
+	}
+	k := []byte(strings.Repeat("k", store.MaxKeyBytes))
+	if made, err := st.Create(t.Context(), k, tok(k)); err != nil || !made {
+		t.Errorf("Create of a key of %d bytes = %v, %v; want it made", len(k), made, err)
+	}
+	k = append(k, 'k')
+	if made, err := st.Create(t.Context(), k, tok(k)); !errors.Is(err, store.ErrKeyTooLong) || made {
+		t.Errorf("Create of a key of %d bytes = %v, %v; want ErrKeyTooLong", len(k), made, err)
+	}
+}
+
+// TestCreateOnAStandaloneRedisIsOneStep: on a standalone Redis, Create
+// stores the token in its script, with the counter: no HSET of its own
+// follows, which could fail after the counter was made (a counter with
+// no owner). The proxy cuts any request holding "HSET". Mutation
+// survivor owner.go:413:30: with the cluster test `len(Cluster) > 0` as
+// `>= 0`, Create took the cluster's two steps there too.
+func TestCreateOnAStandaloneRedisIsOneStep(t *testing.T) {
+	p := startLossyProxy(t, standalone.Addr)
+	st, err := Open(Options{URL: p.url(), Prefix: prefixOf(t.TempDir()), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tok := func(k string) store.Token {
+		return store.Token{ID: "key-" + k, Name: "open-create", Prefix: k, Exact: true, Hash: sha256.Sum256([]byte("s"))}
+	}
+	m := musts{t}
+	if !m.b(st.Create(t.Context(), []byte("first"), tok("first"))) { // loads the script
+		t.Fatal("Create(first) = false")
+	}
+	p.cut.Store("HSET")
+	made, err := st.Create(t.Context(), []byte("k"), tok("k"))
+	p.cut.Store("")
+	if err != nil || !made {
+		t.Fatalf("Create with HSET cut = %v, %v; want it made in one script", made, err)
+	}
+	if got, ok, err := st.Token(t.Context(), "key-k"); err != nil || !ok || got.Prefix != "k" {
+		t.Errorf("Token(key-k) = %+v, %v, %v; want the token Create stored", got, ok, err)
+	}
+}
+
+// TestCreateSeesUnsentVisitsAfterADeleteElsewhere: a batch instance that
+// holds visits to a key not yet sent does not create it, though another
+// instance deleted the key meanwhile (so the claim in the set of every
+// key, Create's first check, passes). Mutation survivor owner.go:484:21:
+// with the check of the instance's pending visits made for Sync only,
+// Create made the key.
+func TestCreateSeesUnsentVisitsAfterADeleteElsewhere(t *testing.T) {
+	a, b := pair(t, "standalone")
+	m, ctx := musts{t}, t.Context()
+	m.c(a.Incr(ctx, []byte("k")))
+	flushed(t, a)
+	m.c(a.Incr(ctx, []byte("k"))) // not yet sent
+	if !m.b(b.Delete(ctx, []byte("k"))) {
+		t.Fatal("Delete(k) = false")
+	}
+	tok := store.Token{ID: "key-k", Name: "open-create", Prefix: "k", Exact: true, Hash: sha256.Sum256([]byte("s"))}
+	if m.b(a.Create(ctx, []byte("k"), tok)) {
+		t.Error("Create on the instance holding an unsent visit, after a Delete elsewhere = true, want false")
+	}
+}

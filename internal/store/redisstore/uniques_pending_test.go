@@ -441,3 +441,163 @@ func TestUniquesReadNeverWaitsForARedisKnownDown(t *testing.T) {
 		}
 	}
 }
+
+// TestUniquesDeleteForgetsVisitorsInFlight: a Delete drops from the
+// count of visitors held those of the deleted counter that a failed
+// round left in flight, as well as those not yet sent. Mutation survivor
+// uniques.go:436:37: with pend+flight as pend-flight, the count held
+// grew by the visitors in flight instead, until the bound refused new
+// visitors.
+func TestUniquesDeleteForgetsVisitorsInFlight(t *testing.T) {
+	rs, st := openOutage(t)
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	st.AddUnique(k, d, 2)
+	rs.Kill()
+	if err := st.sendUniques(st.takeUniques()); err == nil {
+		t.Fatal("a round with Redis down did not fail")
+	}
+	st.AddUnique(k, d, 3) // not yet sent
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if u := st.uq.load(k, d); u == nil || len(u.flight) != 2 || len(u.pend) != 1 {
+		t.Fatal("the test did not leave two visitors in flight and one not yet sent")
+	}
+	if p := st.Report().PendingUniques; p != 3 {
+		t.Fatalf("before Delete, %d unique visitors held, want 3", p)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := st.Delete(t.Context(), k) // the first may meet the connection to the server killed
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if p := st.Report().PendingUniques; p != 0 {
+		t.Errorf("after Delete, %d unique visitors held, want 0", p)
+	}
+}
+
+// TestUniquesSweptEverySixtyFourthRound: the flusher forgets the counters
+// of earlier days it holds nothing of every 64th unique round, not every
+// round (each sweep walks every counter the instance holds). Mutation
+// survivors uniques.go:473:24 (never swept after the first round) and
+// 473:28 (swept every round but the 64th).
+func TestUniquesSweptEverySixtyFourthRound(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
+	k, yesterday := []byte("k"), store.DayOf(clock.Now())-1
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, yesterday, 1)
+	flushed(t, st) // sends it: nothing of yesterday's counter is held
+	if st.uq.rounds.Load()%64 == 0 {
+		t.Fatalf("the store's first round is its %dth", st.uq.rounds.Load())
+	}
+	if st.uq.load(k, yesterday) == nil {
+		t.Fatalf("round %d, not a 64th, forgot yesterday's counter", st.uq.rounds.Load())
+	}
+	for st.uq.rounds.Load()%64 != 63 {
+		flushed(t, st)
+	}
+	if st.uq.load(k, yesterday) == nil {
+		t.Fatalf("round %d, not a 64th, forgot yesterday's counter", st.uq.rounds.Load())
+	}
+	flushed(t, st)
+	if st.uq.load(k, yesterday) != nil {
+		t.Errorf("round %d kept yesterday's counter, whose visitors were all sent", st.uq.rounds.Load())
+	}
+}
+
+// TestUniquesDroppedAreLoggedOnce: the visitors dropped at the bound are
+// logged by the next round, with their number, and not again by rounds
+// that drop none. Mutation survivors uniques.go:559:33 (with the test of
+// new drops negated, the drops went unlogged) and 560:38 (with
+// `d-s.uq.logged` as `+`, a second line counted the first's drops again).
+func TestUniquesDroppedAreLoggedOnce(t *testing.T) {
+	log := new(servertest.Buffer)
+	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: 2, Log: zerolog.New(log)})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	for v := range uint64(5) {
+		st.AddUnique(k, d, v)
+	}
+	flushed(t, st)
+	flushed(t, st)
+	const msg = "unique visitors not counted"
+	if n := strings.Count(log.String(), msg); n != 1 || !strings.Contains(log.String(), `"dropped":3`) {
+		t.Errorf("5 visitors past a bound of 2, then a round that dropped none: %d lines %q, want 1 naming 3 dropped; log:\n%s", n, msg, log.String())
+	}
+	for v := range uint64(5) {
+		st.AddUnique(k, d, 10+v)
+	}
+	flushed(t, st)
+	if n := strings.Count(log.String(), `"dropped":3`); n != 2 {
+		t.Errorf("5 more past the bound: %d lines naming 3 dropped, want 2 (the new ones only); log:\n%s", n, log.String())
+	}
+}
+
+// TestUniquesOutageIsLoggedOnce: rounds of unique visitors that succeed
+// log nothing; an outage logs one error however many rounds fail, and
+// its end one line. Mutation survivor uniques.go:564:11: with `first ==
+// nil` negated, a good round logged the error and a failed one "sent
+// again".
+func TestUniquesOutageIsLoggedOnce(t *testing.T) {
+	rs := redistest.StartTest(t)
+	log := new(servertest.Buffer)
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: time.Hour, Timeout: 200 * time.Millisecond,
+		CloseTimeout: 200 * time.Millisecond, Log: zerolog.New(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	const failed, back = "unique visitors could not be sent", "unique visitors are sent again"
+	for v := range uint64(2) {
+		st.AddUnique(k, d, v)
+		if err := st.sendUniques(st.takeUniques()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Contains(log.String(), back) || strings.Contains(log.String(), failed) {
+		t.Fatalf("rounds that succeeded logged:\n%s", log.String())
+	}
+	rs.Kill()
+	st.AddUnique(k, d, 2)
+	for range 3 {
+		if err := st.sendUniques(st.takeUniques()); err == nil {
+			t.Fatal("a round with Redis down did not fail")
+		}
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Incr(t.Context(), k); err != nil { // Redis restarted empty: the counter anew
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := st.sendUniques(st.takeUniques()) // the first may meet the connection to the server killed
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if n, m := strings.Count(log.String(), failed), strings.Count(log.String(), back); n != 1 || m != 1 {
+		t.Errorf("an outage of 3 failed rounds and its end: %d lines %q and %d %q, want 1 and 1; log:\n%s", n, failed, m, back, log.String())
+	}
+}

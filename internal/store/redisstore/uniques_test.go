@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -607,5 +608,170 @@ func TestUniquesPendingCountsEachVisitorOnce(t *testing.T) {
 	}
 	if got := in.fresh(t, "k"); got < 38 || got > 40 {
 		t.Errorf("40 visitors after the round: %d unique, want 40 (38 if registers collide)", got)
+	}
+}
+
+// TestUniquesDeleteReachesEveryDayRedisHolds: Delete removes a counter's
+// HyperLogLogs of every day Redis may hold, from the oldest a dump or a
+// round can have written (399 days back) to two days ahead (a clock of
+// another instance a little fast). Mutation survivor uniques.go:90:35:
+// with `d <= today+2` as `<`, the one of two days ahead was kept.
+func TestUniquesDeleteReachesEveryDayRedisHolds(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
+	key := []byte("k")
+	if _, err := st.Incr(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	today := store.DayOf(clock.Now())
+	days := []store.Day{today - DayTTL/86400 + 1, today, today + 2}
+	for _, d := range days {
+		st.AddUnique(key, d, 1)
+	}
+	flushed(t, st)
+	tag := st.n.tag(key)
+	exists := func(d store.Day) int64 {
+		t.Helper()
+		n, err := st.c.Do(t.Context(), st.c.B().Exists().Key(uniqueKey(tag, d)).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, d := range days {
+		if exists(d) != 1 {
+			t.Fatalf("before Delete, day %d (today %+d) has no HyperLogLog in Redis: the test wrote none", d, int(d)-int(today))
+		}
+	}
+	if ok, err := st.Delete(t.Context(), key); err != nil || !ok {
+		t.Fatalf("Delete = %v, %v", ok, err)
+	}
+	for _, d := range days {
+		if exists(d) != 0 {
+			t.Errorf("after Delete, day %d (today %+d) still has its HyperLogLog in Redis", d, int(d)-int(today))
+		}
+	}
+}
+
+// TestUniquesOneScriptPerGroup: a round of unique visitors sends one
+// script per group of slots, however the counters were added. Mutation
+// survivor uniques.go:484:67: with the sort's `a.group - b.group` as `+`,
+// the counters of a group were not side by side, and a round of 200
+// counters sent a script for each run of them.
+func TestUniquesOneScriptPerGroup(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	d := store.DayOf(time.Now())
+	groups := map[uint16]bool{}
+	for i := range 200 {
+		k := []byte("k" + strconv.Itoa(i))
+		groups[st.groupOf(st.n.tag(k))] = true
+		st.AddUnique(k, d, 1)
+	}
+	before := st.Report().UniqueCommands
+	flushed(t, st)
+	if got := st.Report().UniqueCommands - before; got != uint64(len(groups)) {
+		t.Errorf("a round of 200 counters in %d groups sent %d scripts, want one per group", len(groups), got)
+	}
+}
+
+// TestDaySeedRedisCannotReadIsASeedError: a day's seed Redis answers
+// with an error (here a name of the wrong type) fails DaySeed with
+// ErrUnavailable and counts as a seed error in Report. Mutation survivor
+// uniques.go:269:9: with the test of GET's error negated, the error was
+// only "0 bytes", and counted nowhere.
+func TestDaySeedRedisCannotReadIsASeedError(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	d := store.DayOf(time.Now())
+	if err := st.c.Do(t.Context(), st.c.B().Hset().Key(st.n.seedKey(d)).FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DaySeed(t.Context(), d); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("DaySeed of a seed Redis cannot read = %v, want ErrUnavailable with Redis's error", err)
+	}
+	if n := st.Report().Errors[errSeed]; n != 1 {
+		t.Errorf("Report().Errors[seed] = %d, want 1", n)
+	}
+}
+
+// TestUniquesRoundFailureSaysWhy: a round of unique visitors that Redis
+// refuses (here a HyperLogLog name of the wrong type) fails Flush with
+// Redis's own error. Mutation survivor uniques.go:524:10: with `err ==
+// nil` negated, a script's error was replaced by a count of values.
+func TestUniquesRoundFailureSaysWhy(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.c.Do(t.Context(), st.c.B().Set().Key(uniqueKey(st.n.tag(k), d)).Value("x").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	if err := st.Flush(); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("Flush of a unique visitor Redis refuses = %v, want Redis's error", err)
+	}
+	if n := st.Report().Errors[errUniques]; n != 1 {
+		t.Errorf("Report().Errors[uniques] = %d, want 1", n)
+	}
+}
+
+// TestUniquesRoundAfterAllIsSentSendsNothing: once a round has sent
+// every visitor of a counter, the next round sends no script for it.
+// Mutation survivor uniques.go:545:22: with `len(u.flight) > 0` as `>=`,
+// every counter sent was queued again, and cost a script each round.
+func TestUniquesRoundAfterAllIsSentSendsNothing(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	flushed(t, st)
+	before := st.Report().UniqueCommands
+	if before == 0 {
+		t.Fatal("the round sent no unique visitor")
+	}
+	flushed(t, st)
+	if got := st.Report().UniqueCommands - before; got != 0 {
+		t.Errorf("a round after every visitor was sent sent %d scripts, want 0", got)
+	}
+}
+
+// TestUniquesKeyBounds: UniqueToday and UniqueDays read a key of exactly
+// store.MaxKeyBytes and refuse a longer one with ErrKeyTooLong. Mutation
+// survivor uniques.go:392:14: with `>` as `>=`, UniqueDays refused a key
+// of the bound.
+func TestUniquesKeyBounds(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	d := store.DayOf(time.Now())
+	k := []byte(strings.Repeat("k", store.MaxKeyBytes))
+	if _, err := st.UniqueToday(t.Context(), k, d); err != nil {
+		t.Errorf("UniqueToday of a key of %d bytes = %v", len(k), err)
+	}
+	if _, err := st.UniqueDays(t.Context(), k, d, 2); err != nil {
+		t.Errorf("UniqueDays of a key of %d bytes = %v", len(k), err)
+	}
+	k = append(k, 'k')
+	if _, err := st.UniqueToday(t.Context(), k, d); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("UniqueToday of a key of %d bytes = %v, want ErrKeyTooLong", len(k), err)
+	}
+	if _, err := st.UniqueDays(t.Context(), k, d, 2); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("UniqueDays of a key of %d bytes = %v, want ErrKeyTooLong", len(k), err)
+	}
+}
+
+// TestUniqueDaysTakesMaxDays: UniqueDays answers store.MaxDays days and
+// refuses one more, or none. Mutation survivor uniques.go:395:16: with
+// `n > store.MaxDays` as `>=`, MaxDays days were refused.
+func TestUniqueDaysTakesMaxDays(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if got, err := st.UniqueDays(t.Context(), k, d, store.MaxDays); err != nil || len(got) != store.MaxDays {
+		t.Errorf("UniqueDays of %d days = %d days, %v", store.MaxDays, len(got), err)
+	}
+	for _, n := range []int{0, store.MaxDays + 1} {
+		if _, err := st.UniqueDays(t.Context(), k, d, n); err == nil {
+			t.Errorf("UniqueDays of %d days: no error", n)
+		}
 	}
 }
