@@ -229,14 +229,19 @@ func TestNothingIsWrittenBeforeTheCheck(t *testing.T) {
 			before := fileSum(t, path)
 			hold := make(chan struct{})
 			s := mustOpen(t, Options{Dir: dir, Durability: d, FlushInterval: time.Millisecond, holdCheck: hold})
+			// An owner operation alone, with nothing else to write, waits.
+			locked := make(chan error, 1)
+			go func() { _, err := s.Lock(ctx, []byte("key-2"), true); locked <- err }()
+			time.Sleep(20 * time.Millisecond)
+			if fileSum(t, path) != before {
+				t.Fatal("an owner operation wrote the file before the check passed")
+			}
 			for range 5 {
 				mustIncr(t, s, []byte("key-1"))
 			}
 			mustIncr(t, s, []byte("new"))
 			flushed := make(chan error, 1)
 			go func() { flushed <- s.Flush() }()
-			locked := make(chan error, 1)
-			go func() { _, err := s.Lock(ctx, []byte("key-2"), true); locked <- err }()
 			time.Sleep(50 * time.Millisecond) // fifty flush intervals
 			select {
 			case err := <-flushed:
