@@ -191,6 +191,9 @@ func TestDamagedHistoryStartsThenRefusesWrites(t *testing.T) {
 			if _, err := s.Lock(ctx, []byte("key-9"), true); err == nil {
 				t.Error("a lock was written after the check found damage")
 			}
+			if err := s.PutSketches(store.DayOf(time.Now()), []store.Sketch{{Key: []byte("key-9"), Data: []byte("x")}}); err == nil {
+				t.Error("sketches were written after the check found damage")
+			}
 			if c := mustGet(t, s, []byte("key-9")); c.Total != 1 {
 				t.Errorf("key-9 after refused visits = %+v, want total 1", c)
 			}
@@ -236,10 +239,16 @@ func TestNothingIsWrittenBeforeTheCheck(t *testing.T) {
 			if fileSum(t, path) != before {
 				t.Fatal("an owner operation wrote the file before the check passed")
 			}
-			for range 5 {
-				mustIncr(t, s, []byte("key-1"))
-			}
-			mustIncr(t, s, []byte("new"))
+			within(t, 5*time.Second, "visits before the check", func() {
+				for range 5 {
+					mustIncr(t, s, []byte("key-1"))
+				}
+				mustIncr(t, s, []byte("new"))
+			})
+			sketched := make(chan error, 1)
+			go func() {
+				sketched <- s.PutSketches(store.DayOf(time.Now()), []store.Sketch{{Key: []byte("key-1"), Data: []byte("x")}})
+			}()
 			flushed := make(chan error, 1)
 			go func() { flushed <- s.Flush() }()
 			time.Sleep(50 * time.Millisecond) // fifty flush intervals
@@ -248,6 +257,8 @@ func TestNothingIsWrittenBeforeTheCheck(t *testing.T) {
 				t.Errorf("Flush returned %v before the check", err)
 			case err := <-locked:
 				t.Errorf("Lock returned %v before the check", err)
+			case err := <-sketched:
+				t.Errorf("PutSketches returned %v before the check", err)
 			default:
 			}
 			if fileSum(t, path) != before {
@@ -258,6 +269,9 @@ func TestNothingIsWrittenBeforeTheCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := <-locked; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-sketched; err != nil {
 				t.Fatal(err)
 			}
 			if fileSum(t, path) == before {
@@ -275,5 +289,17 @@ func TestNothingIsWrittenBeforeTheCheck(t *testing.T) {
 				t.Errorf("key-2 reopened = %+v, want locked", c)
 			}
 		})
+	}
+}
+
+// within runs f, and fails the test if it has not returned after d.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
 	}
 }
