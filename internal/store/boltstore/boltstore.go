@@ -364,6 +364,16 @@ func (s *Store) writable() error {
 	return s.damaged()
 }
 
+// refused is why a visit or a /hi number is refused before it is
+// counted: the damage the check found (it could never be written), or
+// nil.
+func (s *Store) refused() error {
+	if err := s.damaged(); err != nil {
+		return fmt.Errorf("write %s: %w", s.path, err)
+	}
+	return nil
+}
+
 // damaged returns the damage the check found, or nil (none, or not
 // checked yet).
 func (s *Store) damaged() error {
@@ -503,8 +513,8 @@ func (s *Store) Rollover() { s.cal.Rollover() }
 
 // Hit implements [store.Store].
 func (s *Store) Hit(ctx context.Context) (uint64, error) {
-	if err := s.damaged(); err != nil {
-		return 0, fmt.Errorf("write %s: %w", s.path, err)
+	if err := s.refused(); err != nil {
+		return 0, err
 	}
 	var n uint64
 	for { // past MaxHits the counter stays, so what it holds imports
@@ -530,6 +540,9 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 
 // Incr implements [store.Counter].
 func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
+	if err := s.refused(); err != nil {
+		return store.Counts{}, err
+	}
 	e, err := s.keys.LoadOrNew(key)
 	if err != nil {
 		return store.Counts{}, err
@@ -540,6 +553,9 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 // Visit implements [store.Counter]: every key is in memory, so whether
 // key is new is known without reading the file.
 func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts, bool, error) {
+	if err := s.refused(); err != nil { // before a new key is made
+		return store.Counts{}, false, err
+	}
 	if !create {
 		e := s.keys.Load(key)
 		if e == nil {
@@ -559,9 +575,6 @@ func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts,
 // count counts one visit to e, unless it is locked: in Batch at once, in
 // Sync once the pass that writes it has committed.
 func (s *Store) count(e *entry) (store.Counts, error) {
-	if err := s.damaged(); err != nil { // never acknowledged: it could not be written
-		return store.Counts{}, fmt.Errorf("write %s: %w", s.path, err)
-	}
 	if e.Locked() { // frozen: answered, not counted
 		return e.Counts(s.cal.Today()), nil
 	}

@@ -185,6 +185,9 @@ func TestDamagedHistoryStartsThenRefusesWrites(t *testing.T) {
 			if _, _, err := s.Visit(ctx, []byte("new"), true); err == nil {
 				t.Error("a new key's visit after the check found damage was counted")
 			}
+			if n := s.Keys(); n != 500 {
+				t.Errorf("Keys() after refused visits = %d, want the 500 of the file", n)
+			}
 			if _, err := s.Hit(ctx); err == nil {
 				t.Error("a /hi number was given after the check found damage")
 			}
