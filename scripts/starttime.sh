@@ -17,7 +17,9 @@
 # BINS compares binaries built beforehand (e.g. go build -o /tmp/before
 # ./cmd/visitors on another tree) side by side: each round starts each
 # of them in turn, so that they share the machine's load; without it,
-# the binary is built from this tree.
+# the binary is built from this tree. An entry BIN=DIR starts BIN on its
+# own data directory (binaries of two file formats: each on a directory
+# its own TestFill* wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/tmp/visitors-start-1m}
@@ -34,14 +36,17 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 declare -A times cpus
 for r in $(seq "$rounds"); do
-	for bin in $bins; do
+	for entry in $bins; do
+		bin=${entry%%=*}
+		data=${entry#*=}
+		[ "$data" != "$entry" ] || data=$dir
 		t0=$(date +%s%N)
-		taskset -c 0 "$bin" -data "$dir" -addr "127.0.0.1:$port" -admin-addr "" >"$dir.log" 2>&1 &
+		taskset -c 0 "$bin" -data "$data" -addr "127.0.0.1:$port" -admin-addr "" >"$data.log" 2>&1 &
 		pid=$!
 		until taskset -c 1 curl -sf -o /dev/null "http://127.0.0.1:$port/counter/user000000/repo.json"; do
 			if ! kill -0 "$pid" 2>/dev/null; then
 				echo "the server exited; its log:" >&2
-				cat "$dir.log" >&2
+				cat "$data.log" >&2
 				exit 1
 			fi
 			sleep 0.005
@@ -52,15 +57,15 @@ for r in $(seq "$rounds"); do
 		ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 		cpu=$((ticks * 1000 / $(getconf CLK_TCK)))
 		ms=$(((t1 - t0) / 1000000))
-		times[$bin]+=" $ms"
-		cpus[$bin]+=" $cpu"
-		echo "round $r, $bin: $ms ms to the first answer, $cpu ms of CPU; load average $(cut -d' ' -f1 /proc/loadavg)"
+		times[$entry]+=" $ms"
+		cpus[$entry]+=" $cpu"
+		echo "round $r, $entry: $ms ms to the first answer, $cpu ms of CPU; load average $(cut -d' ' -f1 /proc/loadavg)"
 		kill -TERM "$pid"
 		wait "$pid" || true
 	done
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-for bin in $bins; do
+for entry in $bins; do
 	# shellcheck disable=SC2086 # the lists are words
-	echo "$bin: median of $rounds: $(median ${times[$bin]}) ms to the first answer, $(median ${cpus[$bin]}) ms of CPU ($(go version | cut -d' ' -f3), $(date -u +%F))"
+	echo "$entry: median of $rounds: $(median ${times[$entry]}) ms to the first answer, $(median ${cpus[$entry]}) ms of CPU ($(go version | cut -d' ' -f3), $(date -u +%F))"
 done

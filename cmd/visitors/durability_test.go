@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/servertest"
+	"visitors/internal/store"
 	"visitors/internal/store/storetest"
 )
 
@@ -184,9 +186,12 @@ func TestBinaryRefusesDamagedFiles(t *testing.T) {
 		t.Fatalf("visitors check on a sound store = %v\n%s", err, out)
 	}
 
-	page := pageInUse(t, filepath.Join(sound, "visitors.db"), []byte("name-7"))
+	// name-7's total: its key, then the total (dated or not, it begins
+	// so). A page of totals, which the start reads: a page of days is
+	// checked after the start (TestBinaryStartsOnDamagedHistoryThenRefusesWrites).
 	totalRecord := []byte("name-7\x00\x00\x00\x00\x00\x00\x00\x01")
 	record := pageInUse(t, filepath.Join(sound, "visitors.db"), totalRecord)
+	page := record
 	tests := []struct {
 		name   string
 		damage func([]byte) []byte
@@ -340,4 +345,65 @@ func numberAfter(body, prefix string) (uint64, error) {
 		return 0, fmt.Errorf("%q: the number after %q: %w", body, prefix, err)
 	}
 	return n, nil
+}
+
+// TestBinaryStartsOnDamagedHistoryThenRefusesWrites: a flipped byte in a
+// day's count, on a page of history the start does not read, lets the
+// binary start and answer; the check of the file after the start finds
+// it: /healthz answers 503 naming it and what to do, a visit gets 503,
+// nothing is written to the file, and visitors check names it.
+func TestBinaryStartsOnDamagedHistoryThenRefusesWrites(t *testing.T) {
+	dir := t.TempDir()
+	p := servertest.Start(t, bin, rulesOff, "-data", dir, "-log-level", "off")
+	for i := range 300 {
+		mustGet(t, p.URL(fmt.Sprintf("/counter/name-%d.json", i)))
+	}
+	stop(t, p)
+	path := filepath.Join(dir, "visitors.db")
+	// name-7's count today: its key, the day, then the count, 1.
+	day := binary.BigEndian.AppendUint32(nil, uint32(store.DayOf(time.Now())))
+	dayRecord := append(append([]byte("name-7"), day...), 0, 0, 0, 0, 0, 0, 0, 1)
+	page := pageInUse(t, path, dayRecord)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := b[page*4096 : (page+1)*4096]
+	live[bytes.Index(live, dayRecord)+len(dayRecord)-1] ^= 2
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := sum(t, path)
+
+	p = servertest.Start(t, bin, rulesOff, "-data", dir, "-log-level", "error")
+	if code, _, body := mustGet(t, p.URL("/counter/name-8.json")); code != 200 && code != 503 {
+		t.Errorf("/counter/name-8.json at the start = %d %s, want 200 (or 503 once the check found the damage)", code, body)
+	}
+	var code int
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if code, _, body = mustGet(t, p.AdminURL("/healthz")); code == 503 {
+			break
+		}
+	}
+	if code != 503 || !strings.Contains(body, `key "name-7" on`) || !strings.Contains(body, "restore") {
+		t.Fatalf("/healthz = %d %q, want 503 naming name-7's day and what to do", code, body)
+	}
+	if code, _, body := mustGet(t, p.URL("/counter/name-9.json")); code != 503 {
+		t.Errorf("a visit on a damaged store = %d %s, want 503", code, body)
+	}
+	if code, _, body := mustGet(t, p.URL("/counter/brand-new.json")); code != 503 {
+		t.Errorf("a new key's visit on a damaged store = %d %s, want 503", code, body)
+	}
+	p.Stop(syscall.SIGTERM, 15*time.Second) // its last flush fails: the file is damaged
+	if logged := p.Stdout() + p.Stderr(); !strings.Contains(logged, path) || !strings.Contains(logged, "restore") {
+		t.Errorf("the log does not name %s and what to do:\n%s", path, logged)
+	}
+	if sum(t, path) != before {
+		t.Fatal("the binary wrote the damaged file")
+	}
+	out, err := command(t, bin, "check", "-data", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `key "name-7" on`) {
+		t.Errorf("visitors check = %v\n%s, want it to name name-7's day", err, out)
+	}
 }

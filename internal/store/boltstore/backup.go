@@ -49,7 +49,7 @@ func Export(dir string, w io.Writer) error {
 	}
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if meta == nil || string(meta.Get(keyFormat)) != formatValue {
+		if meta == nil || string(meta.Get(keyFormat)) != formatValue && string(meta.Get(keyFormat)) != formatValueV2 {
 			return errors.New("not a visitors data file of this version (start the service once to migrate an older one)")
 		}
 		hits, err := readRecord(tagMeta, keyHits, meta.Get(keyHits))
@@ -75,11 +75,11 @@ func exportTx(tx *bolt.Tx, hits uint64, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("a total's key %q: %w", k, err)
 		}
-		total, err := readRecord(tagTotals, k, v)
+		t, err := parseTotal(k, v)
 		if err != nil {
 			return fmt.Errorf("the total of key %q: %w", key, err)
 		}
-		kd := dump.Key{Key: string(key), Total: total, Days: map[string]uint64{}}
+		kd := dump.Key{Key: string(key), Total: t.n, Days: map[string]uint64{}}
 		if locks != nil {
 			if lv := locks.Get(k); lv != nil {
 				if _, err := readRecord(tagLocks, k, lv); err != nil {
@@ -350,9 +350,18 @@ func addKeys(tx *bolt.Tx, keys []dump.Key) (added int, err error) {
 	return added, nil
 }
 
-// addRecord adds n to the record under k, up to most.
+// addRecord adds n to the record under k, up to most. A total it writes
+// is plain (format.go): the days it adds to say today's count.
 func addRecord(b *bolt.Bucket, tag byte, k []byte, n, most uint64) error {
-	old, err := readRecord(tag, k, b.Get(k))
+	var old uint64
+	var err error
+	if tag == tagTotals {
+		var t total
+		t, err = parseTotal(k, b.Get(k))
+		old = t.n
+	} else {
+		old, err = readRecord(tag, k, b.Get(k))
+	}
 	if err != nil {
 		return err
 	}

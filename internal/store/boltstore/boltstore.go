@@ -77,6 +77,10 @@ type Options struct {
 	// wrote something or failed, with how long it took and its error.
 	// It must not block.
 	OnFlush func(d time.Duration, err error)
+
+	// holdCheck, if set, holds the background check of the file until
+	// it is closed: a test's seam.
+	holdCheck chan struct{}
 }
 
 // Store is the durable [store.Store]. It is safe for concurrent use.
@@ -112,6 +116,13 @@ type Store struct {
 	// before its fdatasync, and fails the sync with the error it returns.
 	logFault atomic.Pointer[func() error]
 
+	// The check of the whole file (checkFile), which runs after Open
+	// returns: checked is closed once it has, and damage then holds what
+	// it found, nil if nothing. Until checked is closed nothing is
+	// written to the file; once damage is set, nothing ever is.
+	checked chan struct{}
+	damage  atomic.Pointer[error]
+
 	full atomic.Bool // Sync: the next pass commits to the bbolt file (Flush)
 	log  *wal        // Sync: the write-ahead log; owned by the flusher
 
@@ -130,6 +141,8 @@ type Store struct {
 	writes  []write           // the pass's snapshots
 	days    []tally.DayCount  // their earlier days, back to back
 	failing map[*entry]string // keys whose last write failed, with why
+	plain   []*entry          // loaded from plain totals: rewritten dated once the file is checked (migrate)
+	marked  bool              // the file is marked format 3
 }
 
 // entry is one key's counts and its place in the journal.
@@ -217,21 +230,41 @@ type Stats struct {
 // Open opens or creates the store in o.Dir and loads every count into
 // memory. It refuses, with an error naming the file, the problem and what
 // to do, a directory it cannot write, a file that is not a visitors
-// store, an empty, truncated or damaged file (checked before anything is
-// written), and a directory another process has open. The caller must
-// call Close, which writes everything still in memory.
+// store, an empty or truncated file, a file whose meta pages or any of
+// whose totals are damaged, and a directory another process has open.
+//
+// The rest of the file (bbolt's check of every page, and the checksum
+// of every other record) is checked in the background once Open has
+// returned, and nothing is written to the file before that check has
+// passed: visits are answered meanwhile (in Batch mode from memory, in
+// Sync mode through the write-ahead log, another file), and what must
+// reach the file waits. If the check finds damage, the store logs it,
+// [Store.Health] names it, and every write is refused from then on; what
+// was acknowledged stays in memory (Sync: and in the log). A file that
+// needs a write at open (format 1 to migrate, a bucket to add, a log to
+// apply) is checked in full first, as before.
+//
+// The caller must call Close, which writes everything still in memory.
 func Open(o Options) (*Store, error) {
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = 100 * time.Millisecond
 	}
-	db, path, err := openDB(o.Dir)
+	db, path, checked, err := openDB(o.Dir, true)
 	if err != nil {
 		return nil, err
 	}
 	removeSpools(o.Dir)
 	// Visits a crash left in the log only go into the file before it is
 	// read; in either mode, as a sync run may be followed by a batch run.
-	id, seq, replayed, err := replayLog(db, filepath.Join(o.Dir, LogName))
+	// Applying them is a write: the whole file is checked first.
+	checkFirst := func() error {
+		if checked {
+			return nil
+		}
+		checked = true
+		return checkDB(db, path)
+	}
+	id, seq, replayed, err := replayLog(db, filepath.Join(o.Dir, LogName), checkFirst)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -263,7 +296,9 @@ func Open(o Options) (*Store, error) {
 		failing: make(map[*entry]string),
 		log:     log,
 		tokens:  make(map[string]store.Token),
+		checked: make(chan struct{}),
 	}
+	s.marked = s.formatMarked()
 	s.stats.replayed = replayed
 	s.keys = tally.NewMap(o.MaxKeys, s.newEntry, func(e *entry) string { return e.key })
 	if err := s.load(); err != nil {
@@ -280,76 +315,193 @@ func Open(o Options) (*Store, error) {
 			go s.syncer(log, sl)
 		}
 	}
+	if checked {
+		close(s.checked)
+	} else {
+		go s.checkFile()
+	}
 	go s.flusher()
 	return s, nil
 }
 
-// load reads every total, and today's counts, into memory. The file was
-// checked by openDB.
+// checkFile checks the whole file, as openDB did before the store was
+// read (bbolt's check of every page, and every record's checksum), and
+// closes s.checked. On damage it sets s.damage, which refuses every
+// write from then on, and logs what it found and what to do.
+func (s *Store) checkFile() {
+	defer func() {
+		close(s.checked)
+		select {
+		case s.kick <- struct{}{}: // owner operations may be waiting
+		default:
+		}
+	}()
+	if s.o.holdCheck != nil {
+		<-s.o.holdCheck
+	}
+	if err := checkDB(s.db, s.path); err != nil {
+		err = fmt.Errorf("%w; every write is refused until the file is replaced, visits acknowledged so far are held in memory", err)
+		s.damage.Store(&err)
+		s.o.Log.Error().Err(err).Str("file", s.path).Msg("the file is damaged: stop the service and " + restoreHint)
+	}
+}
+
+// fileChecked reports whether the background check has run (whatever it
+// found).
+func (s *Store) fileChecked() bool {
+	select {
+	case <-s.checked:
+		return true
+	default:
+		return false
+	}
+}
+
+// writable waits for the background check, and returns the damage it
+// found, if any: the reason to write nothing to the file.
+func (s *Store) writable() error {
+	<-s.checked
+	return s.damaged()
+}
+
+// refused is why a visit or a /hi number is refused before it is
+// counted: the damage the check found (it could never be written), or
+// nil.
+func (s *Store) refused() error {
+	if err := s.damaged(); err != nil {
+		return fmt.Errorf("write %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// damaged returns the damage the check found, or nil (none, or not
+// checked yet).
+func (s *Store) damaged() error {
+	if d := s.damage.Load(); d != nil {
+		return *d
+	}
+	return nil
+}
+
+// awaitFile is [Store.writable] for the flusher, which, the first time
+// the file is found sound, migrates the plain totals (see migrate).
+func (s *Store) awaitFile() error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if s.plain != nil {
+		s.migrate()
+	}
+	return nil
+}
+
+// formatMarked reports whether the file says format 3. Only Open calls it.
+func (s *Store) formatMarked() bool {
+	marked := false
+	s.db.View(func(tx *bolt.Tx) error {
+		marked = string(tx.Bucket(bucketMeta).Get(keyFormat)) == formatValue
+		return nil
+	})
+	return marked
+}
+
+// migrate puts the keys loaded from plain totals in the journal, so that
+// the next pass writes them dated and the next start reads no days for
+// them: once, after the check (nothing is written before it). Only the
+// flusher calls it.
+func (s *Store) migrate() {
+	for _, e := range s.plain {
+		s.markDirty(e)
+	}
+	s.plain = nil
+}
+
+// load reads every total, and today's counts, into memory: a dated
+// total says today's count itself; for a plain one (written by an older
+// binary, an owner operation, an import or a replay) it is read from
+// the days bucket. It checks what it reads (every total's checksum and
+// the /hi counter); the rest of the file is checked in the background
+// (see [Store.checkFile]), or was before, by openDB.
 func (s *Store) load() error {
 	today := s.cal.Today()
-	err := s.db.View(func(tx *bolt.Tx) error {
-		hits, err := readRecord(tagMeta, keyHits, tx.Bucket(bucketMeta).Get(keyHits))
-		if err != nil {
-			return fmt.Errorf("the /hi counter: %w", err)
-		}
-		s.hits.Store(hits)
-		s.reserved.Store(hits)
-		s.used = hits
-		// Both buckets sort by key, so one cursor walks the days beside
-		// the totals: a merge, not a lookup per key. The entries are
-		// made in one slice and their keys' bytes in a few large
-		// blocks, and handed to the map at once (tally.Map.Fill), which
-		// sizes its table once and takes the keys in the file's order:
-		// a million allocations, the table's growth and a B-tree's
-		// inserts took most of the load of a million keys
-		// (docs/performance.md).
-		totals := tx.Bucket(bucketTotals)
-		es := make([]entry, 0, totals.Stats().KeyN)
-		var block []byte // the keys' bytes, never changed once written
-		days := tx.Bucket(bucketDays).Cursor()
-		dk, dv := days.First()
-		var want []byte
-		err = totals.ForEach(func(k, v []byte) error {
-			key, err := splitTotalKey(k)
+	err := safely(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			hits, err := readRecord(tagMeta, keyHits, tx.Bucket(bucketMeta).Get(keyHits))
 			if err != nil {
-				return fmt.Errorf("a total's key %q: %w", k, err)
+				return fmt.Errorf("the /hi counter: %w", err)
 			}
-			total, err := readRecord(tagTotals, k, v)
-			if err != nil {
-				return fmt.Errorf("the total of key %q: %w", key, err)
-			}
-			// A day's key is the total's key and the day.
-			want = binary.BigEndian.AppendUint32(append(want[:0], k...), uint32(today))
-			for dk != nil && bytes.Compare(dk, want) < 0 {
-				dk, dv = days.Next()
-			}
-			var n uint64
-			if bytes.Equal(dk, want) {
-				if n, err = readRecord(tagDays, dk, dv); err != nil {
-					return fmt.Errorf("today's count of key %q: %w", key, err)
+			s.hits.Store(hits)
+			s.reserved.Store(hits)
+			s.used = hits
+			// The entries are made in one slice and their keys' bytes in a
+			// few large blocks, and handed to the map at once
+			// (tally.Map.Fill), which sizes its table once and takes the
+			// keys in the file's order: a million allocations, the table's
+			// growth and a B-tree's inserts took most of the load of a
+			// million keys (docs/performance.md).
+			totals := tx.Bucket(bucketTotals)
+			es := make([]entry, 0, totals.Stats().KeyN)
+			var block []byte // the keys' bytes, never changed once written
+			var plain []int  // the entries whose totals are plain, by index in es
+			// Both buckets sort by key, so for a plain total one cursor
+			// walks the days beside the totals, a few steps, then seeks.
+			days := tx.Bucket(bucketDays).Cursor()
+			var dk, dv []byte
+			var want []byte
+			err = totals.ForEach(func(k, v []byte) error {
+				key, err := splitTotalKey(k)
+				if err != nil {
+					return fmt.Errorf("a total's key %q: %w", k, err)
 				}
+				t, err := parseTotal(k, v)
+				if err != nil {
+					return fmt.Errorf("the total of key %q: %w", key, err)
+				}
+				n, ok := t.on(today)
+				if !ok {
+					// A day's key is the total's key and the day.
+					want = binary.BigEndian.AppendUint32(append(want[:0], k...), uint32(today))
+					for i := 0; dk != nil && bytes.Compare(dk, want) < 0; i++ {
+						if i == 8 {
+							dk, dv = days.Seek(want)
+							break
+						}
+						dk, dv = days.Next()
+					}
+					if dk == nil && len(plain) == 0 {
+						dk, dv = days.Seek(want)
+					}
+					if bytes.Equal(dk, want) {
+						if n, err = readRecord(tagDays, dk, dv); err != nil {
+							return fmt.Errorf("today's count of key %q: %w", key, err)
+						}
+					}
+					plain = append(plain, len(es))
+				}
+				if cap(block)-len(block) < len(key) {
+					block = make([]byte, 0, max(64<<10, len(key)))
+				}
+				at := len(block)
+				block = append(block, key...)
+				es = slices.Grow(es, 1)[:len(es)+1]
+				e := &es[len(es)-1]
+				e.key = unsafe.String(unsafe.SliceData(block[at:]), len(key))
+				e.Restore(t.n, today, n)
+				e.written = t.n
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-			if cap(block)-len(block) < len(key) {
-				block = make([]byte, 0, max(64<<10, len(key)))
+			s.keys.Fill(es)
+			for _, i := range plain {
+				s.plain = append(s.plain, &es[i])
 			}
-			at := len(block)
-			block = append(block, key...)
-			es = slices.Grow(es, 1)[:len(es)+1]
-			e := &es[len(es)-1]
-			e.key = unsafe.String(unsafe.SliceData(block[at:]), len(key))
-			e.Restore(total, today, n)
-			e.written = total
-			return nil
+			return s.loadOwned(tx)
 		})
-		if err != nil {
-			return err
-		}
-		s.keys.Fill(es)
-		return s.loadOwned(tx)
 	})
 	if err != nil {
-		return fmt.Errorf("read %s: %w; %s", s.path, err, restoreHint)
+		return fmt.Errorf("read %s: the file is damaged: %w; %s", s.path, err, restoreHint)
 	}
 	return nil
 }
@@ -361,6 +513,9 @@ func (s *Store) Rollover() { s.cal.Rollover() }
 
 // Hit implements [store.Store].
 func (s *Store) Hit(ctx context.Context) (uint64, error) {
+	if err := s.refused(); err != nil {
+		return 0, err
+	}
 	var n uint64
 	for { // past MaxHits the counter stays, so what it holds imports
 		h := s.hits.Load()
@@ -385,6 +540,9 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 
 // Incr implements [store.Counter].
 func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
+	if err := s.refused(); err != nil {
+		return store.Counts{}, err
+	}
 	e, err := s.keys.LoadOrNew(key)
 	if err != nil {
 		return store.Counts{}, err
@@ -395,6 +553,9 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 // Visit implements [store.Counter]: every key is in memory, so whether
 // key is new is known without reading the file.
 func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts, bool, error) {
+	if err := s.refused(); err != nil { // before a new key is made
+		return store.Counts{}, false, err
+	}
 	if !create {
 		e := s.keys.Load(key)
 		if e == nil {
@@ -529,25 +690,29 @@ func (s *Store) Days(_ context.Context, key []byte, n int) (store.Daily, error) 
 			d.Counts[i] = e.On(first + store.Day(i))
 		}
 	}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketDays).Cursor()
-		prefix := keyPrefix(key)
-		for k, v := c.Seek(dayKey(key, first)); k != nil && len(k) == len(prefix)+4 && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
-			_, day, err := splitDayKey(k)
-			if err != nil {
-				return err
+	// Before the check of the file has read its pages, a damaged one may
+	// make bbolt panic: an error, not a crash (safely).
+	err := safely(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketDays).Cursor()
+			prefix := keyPrefix(key)
+			for k, v := c.Seek(dayKey(key, first)); k != nil && len(k) == len(prefix)+4 && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
+				_, day, err := splitDayKey(k)
+				if err != nil {
+					return err
+				}
+				i := int(day) - int(first)
+				if i < 0 || i >= n {
+					break
+				}
+				m, err := readRecord(tagDays, k, v)
+				if err != nil {
+					return fmt.Errorf("the count of key %q on %s: %w", key, day.Time().Format(time.DateOnly), err)
+				}
+				d.Counts[i] = max(d.Counts[i], m)
 			}
-			i := int(day) - int(first)
-			if i < 0 || i >= n {
-				break
-			}
-			m, err := readRecord(tagDays, k, v)
-			if err != nil {
-				return fmt.Errorf("the count of key %q on %s: %w", key, day.Time().Format(time.DateOnly), err)
-			}
-			d.Counts[i] = max(d.Counts[i], m)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return d, fmt.Errorf("read %s: %w", s.path, err)
@@ -558,9 +723,13 @@ func (s *Store) Days(_ context.Context, key []byte, n int) (store.Daily, error) 
 // Keys implements [store.Store].
 func (s *Store) Keys() int { return s.keys.Len() }
 
-// Health implements [store.Store]: the error of the last flush, or the
-// keys that could not be written, or nil.
+// Health implements [store.Store]: the damage the check of the file
+// found, or the error of the last flush, or the keys that could not be
+// written, or nil.
 func (s *Store) Health() error {
+	if err := s.damaged(); err != nil {
+		return err
+	}
 	if p := s.health.Load(); p != nil {
 		return *p
 	}
@@ -657,7 +826,10 @@ func (s *Store) flusher() {
 				// The file catches up; the visits waiting stay for the
 				// log (their kick is pending), so that a file that
 				// cannot be written refuses none while the log has room.
-				s.commit(newPass(), nil, false)
+				// Not before the file's check: the log answers meanwhile.
+				if s.fileChecked() {
+					s.commit(newPass(), nil, false)
+				}
 				continue
 			}
 		case <-s.kick:
@@ -666,7 +838,9 @@ func (s *Store) flusher() {
 			// (measured: 16.2k badges a second against 15.1k without
 			// gathering while records fly, docs/performance.md).
 			s.gather()
-			if s.opsPending.Load() {
+			// Owner operations wait for the file's check (checkFile kicks
+			// the flusher when it ends) without holding the log's passes.
+			if s.opsPending.Load() && s.fileChecked() {
 				s.runOps()
 				continue
 			}
@@ -993,32 +1167,15 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 		return
 	}
 
+	// Nothing is written before the file's check has passed: this pass
+	// waits for it, and fails if it found damage.
+	err := s.awaitFile()
 	start := time.Now()
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		if reserve != inFile { // else the page holding it stays as it is
-			if err := tx.Bucket(bucketMeta).Put(keyHits, record(tagMeta, keyHits, reserve)); err != nil {
-				return err
-			}
-		}
-		totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
-		whole := true
-		for i := range s.writes {
-			var err error
-			if s.writes[i].err, err = s.put(totals, days, &s.writes[i]); err != nil {
-				return fmt.Errorf("key %q: %w", s.writes[i].e.key, err)
-			}
-			whole = whole && s.writes[i].err == ""
-		}
-		// The file holds every log record only if every key was written:
-		// a key that failed has its acknowledged visits in the log alone.
-		if logBehind && whole {
-			if err := clearFloors(tx); err != nil {
-				return err
-			}
-			return tx.Bucket(bucketMeta).Put(keyLogSeq, record(tagMeta, keyLogSeq, s.log.seq))
-		}
-		return nil
-	})
+	if err == nil {
+		err = s.db.Update(func(tx *bolt.Tx) error {
+			return s.commitTx(tx, reserve, inFile, logBehind)
+		})
+	}
 	s.stats.passes.Add(1)
 	s.observeFlush(time.Since(start), err)
 	if err != nil {
@@ -1038,7 +1195,7 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 		close(p.done)
 		return
 	}
-
+	s.marked = true
 	s.reserved.Store(reserve)
 	s.used = hits
 	for _, w := range s.writes {
@@ -1074,6 +1231,40 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 	close(p.done)
 }
 
+// commitTx writes, in tx, the /hi reservation (unless the file holds it
+// already, inFile), the format's mark, the pass's writes and, if the log
+// is behind and every key was written, the log position.
+func (s *Store) commitTx(tx *bolt.Tx, reserve, inFile uint64, logBehind bool) error {
+	if reserve != inFile { // else the page holding it stays as it is
+		if err := tx.Bucket(bucketMeta).Put(keyHits, record(tagMeta, keyHits, reserve)); err != nil {
+			return err
+		}
+	}
+	if !s.marked {
+		if err := tx.Bucket(bucketMeta).Put(keyFormat, []byte(formatValue)); err != nil {
+			return err
+		}
+	}
+	totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
+	whole := true
+	for i := range s.writes {
+		var err error
+		if s.writes[i].err, err = s.put(totals, days, &s.writes[i]); err != nil {
+			return fmt.Errorf("key %q: %w", s.writes[i].e.key, err)
+		}
+		whole = whole && s.writes[i].err == ""
+	}
+	// The file holds every log record only if every key was written:
+	// a key that failed has its acknowledged visits in the log alone.
+	if logBehind && whole {
+		if err := clearFloors(tx); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyLogSeq, record(tagMeta, keyLogSeq, s.log.seq))
+	}
+	return nil
+}
+
 // maxScratch is the most writes whose room the flusher keeps between
 // passes: a pass that wrote every key (the first after a start, or a day
 // that touched them all) would otherwise keep 72 bytes a key for good.
@@ -1105,7 +1296,9 @@ func (s *Store) put(totals, days *bolt.Bucket, w *write) (why string, err error)
 		return store.ErrKeyTooLong.Error(), nil
 	}
 	tk := keyPrefix(key)
-	if err := totals.Put(tk, record(tagTotals, tk, w.total)); err != nil {
+	// Dated: the load reads today's count here (format.go), and putDay
+	// writes the same count of the same day below, in this transaction.
+	if err := totals.Put(tk, totalRecord(tk, w.total, w.latest.Day, w.latest.Count)); err != nil {
 		return "", err
 	}
 	for _, dc := range w.past {

@@ -66,40 +66,117 @@ const (
 )
 
 // openDB opens, or creates, the store's file in dir for reading and
-// writing. An existing file is first checked without writing a byte (see
-// [verifyFile]); a file of the earlier format is migrated. Errors name
-// the file and say what to do.
-func openDB(dir string) (*bolt.DB, string, error) {
+// writing. An existing file is first checked without writing a byte:
+// its meta pages (see [checkMetaPages]) and its format, and, unless
+// lazy, everything (see [checkDB]): checked says whether it was. A lazy
+// open checks everything first anyway when the file needs a write at
+// open: a file of format 1, which is migrated, or one that lacks a
+// bucket, which is added. Errors name the file and say what to do.
+func openDB(dir string, lazy bool) (db *bolt.DB, path string, checked bool, err error) {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
-		return nil, "", fmt.Errorf("create data directory %s: %w", dir, err)
+		return nil, "", false, fmt.Errorf("create data directory %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, FileName)
-	format := ""
+	path = filepath.Join(dir, FileName)
+	exists := false
 	switch _, err := os.Stat(path); {
 	case err == nil:
-		if format, err = verifyFile(path); err != nil {
-			return nil, "", err
+		exists = true
+		if err := checkMetaPages(path); err != nil {
+			return nil, "", false, err
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, "", fmt.Errorf("open %s: %w", path, err)
+		return nil, "", false, fmt.Errorf("open %s: %w", path, err)
 	}
-	db, err := boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond})
+	db, err = boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond})
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	switch format {
-	case "":
-		err = db.Update(createBuckets)
-	case formatValueV1:
+	fail := func(err error) (*bolt.DB, string, bool, error) {
+		db.Close()
+		return nil, "", false, err
+	}
+	if !exists {
+		if err := db.Update(createBuckets); err != nil {
+			return fail(fmt.Errorf("open %s: %w", path, err))
+		}
+		return db, path, true, nil
+	}
+	format, complete, err := fileFormat(db)
+	if err != nil {
+		return fail(fmt.Errorf("read %s: %w", path, err))
+	}
+	if !lazy || format == formatValueV1 || !complete {
+		if err := checkDB(db, path); err != nil {
+			return fail(err)
+		}
+		checked = true
+	}
+	if format == formatValueV1 {
 		err = db.Update(migrateV1)
-	default:
+	} else {
 		err = addBuckets(db)
 	}
 	if err != nil {
-		db.Close()
-		return nil, "", fmt.Errorf("open %s: %w", path, err)
+		return fail(fmt.Errorf("open %s: %w", path, err))
 	}
-	return db, path, nil
+	return db, path, checked, nil
+}
+
+// fileFormat returns the format of the store in db, and whether it has
+// every bucket (a format 1 file never has: it is migrated). An error is a
+// file that is no visitors store at all.
+func fileFormat(db *bolt.DB) (format string, complete bool, err error) {
+	err = safely(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			if format, err = checkFormat(tx); err != nil {
+				return err
+			}
+			complete = format != formatValueV1
+			for _, b := range append([][]byte{bucketTotals, bucketDays}, laterBuckets...) {
+				complete = complete && tx.Bucket(b) != nil
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errDamagedPage) {
+		err = fmt.Errorf("the file is damaged: %w; %s", err, restoreHint)
+	}
+	return format, complete, err
+}
+
+// safely runs fn, which reads the file, and returns its error, or the
+// panic bbolt raises on some damaged pages as an error (unchecked pages
+// are read before the background check: see [Open]).
+func safely(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w (%v)", errDamagedPage, r)
+		}
+	}()
+	return fn()
+}
+
+// errDamagedPage is a page that made bbolt panic.
+var errDamagedPage = errors.New("a damaged page")
+
+// checkFormat returns the format the meta bucket of tx names, or an error
+// if tx is no visitors store of a format this binary reads.
+func checkFormat(tx *bolt.Tx) (string, error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		empty := true
+		tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+		if empty {
+			return "", fmt.Errorf("an empty bbolt database, not a visitors store; %s", foreignHint)
+		}
+		return "", fmt.Errorf("a bbolt database, but not a visitors store (no meta bucket); %s", foreignHint)
+	}
+	format := string(meta.Get(keyFormat))
+	if format != formatValue && format != formatValueV2 && format != formatValueV1 {
+		return "", fmt.Errorf("format %q, want %q: not a data file this version of visitors can read; %s", format, formatValue, foreignHint)
+	}
+	return format, nil
 }
 
 // boltOpen is bolt.Open with messages that name the file and say what to
@@ -230,20 +307,31 @@ func verifyFile(path string) (format string, err error) {
 		return "", err
 	}
 	defer db.Close()
+	if err := checkDB(db, path); err != nil {
+		return "", err
+	}
+	format, _, err = fileFormat(db)
+	return format, err
+}
+
+// checkDB checks the store in db, the file at path, without writing to
+// it: bbolt's check of every page, the format, and every record's
+// checksum, stopping at the first problem, which the error names.
+func checkDB(db *bolt.DB, path string) error {
 	var first string
-	format, err = scan(db, func(p string) bool {
+	_, err := scan(db, func(p string) bool {
 		if first == "" {
 			first = p
 		}
 		return false
 	}, nil)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
+		return fmt.Errorf("read %s: %w", path, err)
 	}
 	if first != "" {
-		return "", fmt.Errorf("read %s: the file is damaged: %s; %s", path, first, restoreHint)
+		return fmt.Errorf("read %s: the file is damaged: %s; %s", path, first, restoreHint)
 	}
-	return format, nil
+	return nil
 }
 
 // Scan totals of a sound store, for visitors check.
@@ -280,19 +368,11 @@ func scan(db *bolt.DB, report reportFunc, st *scanTotals) (format string, err er
 		if !more {
 			return nil
 		}
+		var err error
+		if format, err = checkFormat(tx); err != nil {
+			return err
+		}
 		meta := tx.Bucket(bucketMeta)
-		if meta == nil {
-			empty := true
-			tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
-			if empty {
-				return fmt.Errorf("an empty bbolt database, not a visitors store; %s", foreignHint)
-			}
-			return fmt.Errorf("a bbolt database, but not a visitors store (no meta bucket); %s", foreignHint)
-		}
-		format = string(meta.Get(keyFormat))
-		if format != formatValue && format != formatValueV1 {
-			return fmt.Errorf("format %q, want %q: not a data file this version of visitors can read; %s", format, formatValue, foreignHint)
-		}
 		totals, days := tx.Bucket(bucketTotals), tx.Bucket(bucketDays)
 		if totals == nil || days == nil {
 			report("a bucket is missing")
@@ -313,7 +393,7 @@ func scan(db *bolt.DB, report reportFunc, st *scanTotals) (format string, err er
 		err = totals.ForEach(func(k, v []byte) error {
 			key, err := splitTotalKey(k)
 			if err == nil {
-				_, err = readRecord(tagTotals, k, v)
+				_, err = parseTotal(k, v)
 			}
 			if err != nil {
 				if !report(fmt.Sprintf("the total of key %q: %v", shown(k, key), err)) {
@@ -377,18 +457,21 @@ func scanOwned(tx *bolt.Tx, report reportFunc, st *scanTotals) {
 		})
 		return err == nil
 	}
-	lock := func(k, v []byte) error {
-		n, err := readRecord(tagLocks, k, v)
-		if err == nil && n != 1 {
-			err = fmt.Errorf("value %d, want 1", n)
-		}
-		return err
-	}
+	lock := checkLock
 	floor := func(k, v []byte) error { _, err := readRecord(tagFloors, k, v); return err }
 	token := func(k, v []byte) error { _, err := decodeToken(k, v); return err }
 	_ = walk(bucketLocks, "lock of key", &st.locks, lock) &&
 		walk(bucketTokens, "token", &st.tokens, token) &&
 		walk(bucketFloors, "log floor of key", &st.floors, floor)
+}
+
+// checkLock checks the lock record v under k: a record of 1.
+func checkLock(k, v []byte) error {
+	n, err := readRecord(tagLocks, k, v)
+	if err == nil && n != 1 {
+		err = fmt.Errorf("value %d, want 1", n)
+	}
+	return err
 }
 
 // errStop ends a walk early.

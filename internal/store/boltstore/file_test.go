@@ -75,22 +75,24 @@ func TestOpenRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			page := bytes.Index(b, []byte("key-7")) / 4096 // a page in use
+			k := keyPrefix([]byte("key-7"))
+			page := bytes.Index(b, append(k, totalRecord(k, 1, store.DayOf(time.Now()), 1)...)) / 4096 // a page of totals, which Open reads
 			corrupt(t, path, page*4096, page*4096+16)
 			return dir
 		}, "damaged"},
 		{"a flipped bit in a count", func(t *testing.T, dir string) string {
 			mustFill(t, dir)
 			k := keyPrefix([]byte("key-7"))
+			flip(t, filepath.Join(dir, FileName), totalRecord(k, 1, store.DayOf(time.Now()), 1), 7)
+			return dir
+		}, `key "key-7"`},
+		{"a flipped bit in a plain total", func(t *testing.T, dir string) string {
+			mustFill(t, dir)
+			k := keyPrefix([]byte("key-7"))
+			writeBolt(t, filepath.Join(dir, FileName), nil, func(tx *bolt.Tx) error { return tx.Bucket(bucketTotals).Put(k, record(tagTotals, k, 1)) })
 			flip(t, filepath.Join(dir, FileName), record(tagTotals, k, 1), 7)
 			return dir
 		}, `key "key-7"`},
-		{"a flipped bit in a day's count", func(t *testing.T, dir string) string {
-			mustFill(t, dir)
-			dk := dayKey([]byte("key-7"), store.DayOf(time.Now()))
-			flip(t, filepath.Join(dir, FileName), record(tagDays, dk, 1), 7)
-			return dir
-		}, `key "key-7" on`},
 		{"a flipped bit in a key", func(t *testing.T, dir string) string {
 			mustFill(t, dir)
 			flip(t, filepath.Join(dir, FileName), []byte("key-123"), 6)
@@ -202,9 +204,10 @@ func flip(t *testing.T, path string, want []byte, i int) {
 }
 
 // TestEveryDamagedPageIsRefusedOrHarmless damages each page's header in
-// turn: opening never crashes, and a refusal leaves the file as it was.
-// A page no tree refers to (a free page) may go unnoticed; then every
-// count must still read back.
+// turn: opening never crashes, and a refusal leaves the file as it was,
+// as does a store that opened and whose background check then found the
+// damage (it refuses every write). A page no tree refers to (a free
+// page) may go unnoticed; then every count must still read back.
 func TestEveryDamagedPageIsRefusedOrHarmless(t *testing.T) {
 	src := t.TempDir()
 	mustFill(t, src)
@@ -226,6 +229,17 @@ func TestEveryDamagedPageIsRefusedOrHarmless(t *testing.T) {
 		if err != nil {
 			if got, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(got, d) {
 				t.Errorf("page %d: Open refused (%v) but changed the file", page, err)
+			}
+			continue
+		}
+		<-s.checked
+		if s.Health() != nil { // found by the check after Open
+			if _, err := s.Incr(ctx, []byte("key-0")); err == nil {
+				t.Errorf("page %d: the check found %v, but a visit was counted", page, s.Health())
+			}
+			s.Close()
+			if got, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(got, d) {
+				t.Errorf("page %d: the check found %v, but the file changed", page, s.Health())
 			}
 			continue
 		}
@@ -292,7 +306,7 @@ func TestCheckReportsEveryDamagedRecord(t *testing.T) {
 	path := filepath.Join(dir, FileName)
 	for _, k := range []string{"key-3", "key-300"} {
 		kp := keyPrefix([]byte(k))
-		flip(t, path, record(tagTotals, kp, 1), 0)
+		flip(t, path, totalRecord(kp, 1, store.DayOf(time.Now()), 1), 0)
 	}
 	before := fileSum(t, path)
 	out.Reset()

@@ -11,11 +11,11 @@ import (
 	"visitors/internal/store"
 )
 
-// The file's layout, format 2:
+// The file's layout, format 3:
 //
-//	meta    "format" -> "visitors-counts-2"
+//	meta    "format" -> "visitors-counts-3"
 //	        "hits"   -> record(hits)
-//	totals  keyPrefix(key)        -> record(total)
+//	totals  keyPrefix(key)        -> totalRecord(total, day, count), or record(total)
 //	days    keyPrefix(key) day(4) -> record(count)
 //	locks   keyPrefix(key)        -> record(1)      a frozen key (owners.go)
 //	tokens  keyPrefix(id)         -> token record   owner API tokens (owners.go)
@@ -30,10 +30,26 @@ import (
 // byte in a key or a count is found when the file is read. The locks,
 // tokens and floors buckets came later in format 2: a file without them
 // is valid, and Open adds them.
+//
+// Format 3 is format 2 whose totals may also be dated (totalRecord): the
+// total, the day of the key's latest count and that day's count, so
+// that the load finds today's counts without reading the days bucket,
+// whose records of one day lie on every page of a file with history
+// (issue 26). Only the flusher writes a dated total, in the transaction
+// that writes the key's day records, so the two agree; every other
+// writer (owner operations, imports, a replay of the log) writes a
+// plain record(total), which says: today's count is in the days bucket.
+// A format 2 file is a format 3 file without dated totals: it opens as
+// it is, its keys are rewritten dated by the first pass after the
+// background check (see [Store.migrate]), and that pass writes the
+// format 3 mark, so that an older binary refuses the file by its format
+// rather than as damaged.
 const (
-	formatValue   = "visitors-counts-2"
+	formatValue   = "visitors-counts-3"
+	formatValueV2 = "visitors-counts-2" // no dated totals; opens as it is
 	formatValueV1 = "visitors-counts-1" // keys raw, values bare; migrated at open
 	recordSize    = 12
+	totalSize     = 24 // a dated total: total 8, day 4, count 8, CRC-32C 4
 )
 
 var (
@@ -56,6 +72,7 @@ const (
 	tagLocks  = 'l'
 	tagTokens = 'k'
 	tagFloors = 'f'
+	tagDated  = 'T' // a dated total (totalRecord)
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -100,6 +117,57 @@ func readRecord(tag byte, k, v []byte) (uint64, error) {
 		return 0, errChecksum
 	}
 	return binary.BigEndian.Uint64(v), nil
+}
+
+// totalRecord returns the dated total of the key whose totals bucket key
+// is k: its total, and its count on day d, the latest day it holds.
+func totalRecord(k []byte, total uint64, d store.Day, count uint64) []byte {
+	v := make([]byte, 0, totalSize)
+	v = binary.BigEndian.AppendUint64(v, total)
+	v = binary.BigEndian.AppendUint32(v, uint32(d))
+	v = binary.BigEndian.AppendUint64(v, count)
+	return binary.BigEndian.AppendUint32(v, recordSum(tagDated, k, v))
+}
+
+// total is a key's total as the totals bucket holds it.
+type total struct {
+	n     uint64
+	dated bool      // a dated total: day and count hold its latest day
+	day   store.Day // the latest day the key has counts of, if dated
+	count uint64    // its count on day, if dated
+}
+
+// parseTotal reads the total record v under k, dated or plain, checking
+// its size and checksum. A missing record (nil) is a plain zero.
+func parseTotal(k, v []byte) (total, error) {
+	if len(v) != totalSize {
+		n, err := readRecord(tagTotals, k, v)
+		if err != nil && len(v) != recordSize {
+			err = fmt.Errorf("record of %d bytes, want %d or %d", len(v), recordSize, totalSize)
+		}
+		return total{n: n}, err
+	}
+	if binary.BigEndian.Uint32(v[20:]) != recordSum(tagDated, k, v[:20]) {
+		return total{}, errChecksum
+	}
+	return total{
+		n:     binary.BigEndian.Uint64(v),
+		dated: true,
+		day:   store.Day(binary.BigEndian.Uint32(v[8:])),
+		count: binary.BigEndian.Uint64(v[12:]),
+	}, nil
+}
+
+// on returns the key's count on day today if the record says it: ok is
+// false for a plain total, whose count is in the days bucket.
+func (t total) on(today store.Day) (n uint64, ok bool) {
+	if !t.dated {
+		return 0, false
+	}
+	if t.day != today { // an earlier day's count (or a later one's: the clock went back), not today's
+		return 0, true
+	}
+	return t.count, true
 }
 
 // keyPrefix is what key's total is stored under and what every one of its

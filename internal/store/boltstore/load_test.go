@@ -172,7 +172,7 @@ func TestFillHistory(t *testing.T) {
 			totals.FillPercent, dayb.FillPercent = 1, 1
 			for i := from; i < from+batch; i++ {
 				k := keyPrefix(key(i))
-				if err := totals.Put(k, record(tagTotals, k, days)); err != nil {
+				if err := totals.Put(k, totalRecord(k, days, today, 1)); err != nil { // dated, as the flusher writes it
 					return err
 				}
 				for d := today - days + 1; d <= today; d++ {

@@ -97,6 +97,13 @@ func (s *Store) runOps() {
 	if len(ops) == 0 {
 		return
 	}
+	if err := s.awaitFile(); err != nil { // nothing is written before the file's check, nor after damage
+		for _, op := range ops {
+			op.err = fmt.Errorf("write %s: %w", s.path, err)
+			close(op.done)
+		}
+		return
+	}
 	s.flush(false) // the file holds every log record now, unless a key fails
 	for _, op := range ops {
 		var floor uint64
@@ -798,7 +805,7 @@ func (s *Store) loadOwned(tx *bolt.Tx) error {
 		if err != nil {
 			return fmt.Errorf("a lock's key %q: %w", k, err)
 		}
-		if _, err := readRecord(tagLocks, k, v); err != nil {
+		if err := checkLock(k, v); err != nil {
 			return fmt.Errorf("the lock of key %q: %w", key, err)
 		}
 		s.keys.Put(key).SetLocked(true)
@@ -810,7 +817,8 @@ func (s *Store) loadOwned(tx *bolt.Tx) error {
 	return tx.Bucket(bucketTokens).ForEach(func(k, v []byte) error {
 		t, err := decodeToken(k, v)
 		if err != nil {
-			return fmt.Errorf("a token %q: %w", k, err)
+			id, _ := splitTotalKey(k)
+			return fmt.Errorf("the token %q: %w", shown(k, id), err)
 		}
 		s.tokens[t.ID] = t
 		return nil

@@ -68,6 +68,9 @@ func (s *Store) PutSketches(d store.Day, sketches []store.Sketch) error {
 		puts[i] = put{k, binary.BigEndian.AppendUint32(append(make([]byte, 0, len(sk.Data)+4), sk.Data...), sketchSum(k, sk.Data))}
 	}
 	slices.SortFunc(puts, func(a, b put) int { return bytes.Compare(a.k, b.k) })
+	if err := s.writable(); err != nil { // nothing is written before the file's check, nor after damage
+		return fmt.Errorf("write unique-visitor sketches to %s: %w", s.path, err)
+	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketUniques)
 		if err != nil {
@@ -89,27 +92,30 @@ func (s *Store) PutSketches(d store.Day, sketches []store.Sketch) error {
 
 // LoadSketches implements [store.Sketches].
 func (s *Store) LoadSketches(d store.Day, fn func(key, data []byte) error) error {
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketUniques)
-		if b == nil {
+	// At start, before the file's check: a damaged page is an error.
+	err := safely(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketUniques)
+			if b == nil {
+				return nil
+			}
+			prefix := binary.BigEndian.AppendUint32(nil, uint32(d))
+			c := b.Cursor()
+			for k, v := c.Seek(prefix); len(k) > 4 && string(k[:4]) == string(prefix); k, v = c.Next() {
+				key, err := splitTotalKey(k[4:])
+				if err != nil {
+					return fmt.Errorf("sketch key %x: %w", k, err)
+				}
+				data, err := readSketch(k, v)
+				if err != nil {
+					return fmt.Errorf("the sketch of key %q on %s: %w", key, d.Time().Format(time.DateOnly), err)
+				}
+				if err := fn(key, data); err != nil {
+					return err
+				}
+			}
 			return nil
-		}
-		prefix := binary.BigEndian.AppendUint32(nil, uint32(d))
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); len(k) > 4 && string(k[:4]) == string(prefix); k, v = c.Next() {
-			key, err := splitTotalKey(k[4:])
-			if err != nil {
-				return fmt.Errorf("sketch key %x: %w", k, err)
-			}
-			data, err := readSketch(k, v)
-			if err != nil {
-				return fmt.Errorf("the sketch of key %q on %s: %w", key, d.Time().Format(time.DateOnly), err)
-			}
-			if err := fn(key, data); err != nil {
-				return err
-			}
-		}
-		return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("read unique-visitor sketches from %s: %w", s.path, err)

@@ -299,18 +299,28 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 		}
 		return n, nil
 	}
-	raise := func(b *bolt.Bucket, tag byte, k []byte, n uint64) error {
-		old, err := readRecord(tag, k, b.Get(k))
+	// raise writes n under k if it is more than the record there, and
+	// reports whether it did.
+	raise := func(b *bolt.Bucket, tag byte, k []byte, n uint64) (bool, error) {
+		var old uint64
+		var err error
+		if tag == tagTotals {
+			var t total
+			t, err = parseTotal(k, b.Get(k))
+			old = t.n
+		} else {
+			old, err = readRecord(tag, k, b.Get(k))
+		}
 		if err != nil {
-			return fmt.Errorf("%q: %w", k, err)
+			return false, fmt.Errorf("%q: %w", k, err)
 		}
 		if n <= old {
-			return nil
+			return false, nil
 		}
-		return b.Put(k, record(tag, k, n))
+		return true, b.Put(k, record(tag, k, n))
 	}
 	for _, r := range recs {
-		if err := raise(meta, tagMeta, keyHits, r.hits); err != nil {
+		if _, err := raise(meta, tagMeta, keyHits, r.hits); err != nil {
 			return err
 		}
 		for _, k := range r.keys {
@@ -321,14 +331,25 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 			case r.seq <= f:
 				continue
 			}
-			if err := raise(totals, tagTotals, kp, k.total); err != nil {
+			raised, err := raise(totals, tagTotals, kp, k.total)
+			if err != nil {
 				return err
 			}
 			for _, dc := range k.days {
 				if dc.Count == 0 {
 					continue
 				}
-				if err := raise(days, tagDays, dayKey(k.key, dc.Day), dc.Count); err != nil {
+				up, err := raise(days, tagDays, dayKey(k.key, dc.Day), dc.Count)
+				if err != nil {
+					return err
+				}
+				raised = raised || up
+			}
+			if raised {
+				// A dated total's count may be older than the days now:
+				// plain, it sends the load to the days (format.go).
+				t, _ := parseTotal(kp, totals.Get(kp)) // read just above
+				if err := totals.Put(kp, record(tagTotals, kp, t.n)); err != nil {
 					return err
 				}
 			}
@@ -342,9 +363,11 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 }
 
 // replayLog brings db up to date with the log at path: it applies the
-// records db has not, and returns db's log id and the last seq.
-func replayLog(db *bolt.DB, path string) (id, seq uint64, replayed int, err error) {
-	err = db.Update(func(tx *bolt.Tx) error {
+// records db has not, and returns db's log id and the last seq. It
+// writes only if there is something to apply, or the file has no log id
+// yet, and then calls before first (nil: nothing), which may refuse.
+func replayLog(db *bolt.DB, path string, before func() error) (id, seq uint64, replayed int, err error) {
+	read := func(tx *bolt.Tx) error {
 		var applied uint64
 		if id, applied, err = logState(tx); err != nil {
 			return err
@@ -357,8 +380,20 @@ func replayLog(db *bolt.DB, path string) (id, seq uint64, replayed int, err erro
 		if len(recs) > 0 {
 			seq = recs[len(recs)-1].seq
 		}
-		return applyLog(tx, recs)
-	})
+		if tx.Writable() {
+			return applyLog(tx, recs)
+		}
+		return nil
+	}
+	if err = db.View(read); err != nil || (id != 0 && replayed == 0) {
+		return id, seq, replayed, err
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	err = db.Update(read)
 	return id, seq, replayed, err
 }
 
@@ -559,11 +594,11 @@ func settleLog(dir, path string) error {
 	if n == 0 {
 		return nil
 	}
-	db, _, err := openDB(dir)
+	db, _, _, err := openDB(dir, false)
 	if err != nil {
 		return err
 	}
-	_, _, _, err = replayLog(db, filepath.Join(dir, LogName))
+	_, _, _, err = replayLog(db, filepath.Join(dir, LogName), nil)
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -589,7 +624,7 @@ func settledCopy(db *bolt.DB, dir string) (*bolt.DB, func(), error) {
 	}
 	cp, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
 	if err == nil {
-		_, _, _, err = replayLog(cp, filepath.Join(dir, LogName))
+		_, _, _, err = replayLog(cp, filepath.Join(dir, LogName), nil)
 		if err != nil {
 			cp.Close()
 		}

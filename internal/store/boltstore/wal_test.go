@@ -574,8 +574,8 @@ func durableNow(t *testing.T, s *Store, id uint64, key string) (hits, total uint
 			return err
 		}
 		tk := keyPrefix([]byte(key))
-		n, err := readRecord(tagTotals, tk, tx.Bucket(bucketTotals).Get(tk))
-		hits, total = max(hits, h), max(total, n)
+		tt, err := parseTotal(tk, tx.Bucket(bucketTotals).Get(tk))
+		hits, total = max(hits, h), max(total, tt.n)
 		return err
 	})
 	if err != nil {
@@ -787,7 +787,8 @@ func TestWALFlushWritesTheFile(t *testing.T) {
 		}
 		var n uint64
 		s.db.View(func(tx *bolt.Tx) error {
-			n, _ = readRecord(tagTotals, tk, tx.Bucket(bucketTotals).Get(tk))
+			t, _ := parseTotal(tk, tx.Bucket(bucketTotals).Get(tk))
+			n = t.n
 			return nil
 		})
 		if n < before {
