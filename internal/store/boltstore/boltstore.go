@@ -142,7 +142,14 @@ type Store struct {
 	days    []tally.DayCount  // their earlier days, back to back
 	failing map[*entry]string // keys whose last write failed, with why
 	plain   []*entry          // loaded from plain totals: rewritten dated once the file is checked (migrate)
-	marked  bool              // the file is marked format 3
+	// Keys whose dated total named a day after today at load (the clock
+	// went back), with that day's count: until the tally's own latest day
+	// reaches it, put writes it in the dated total rather than the
+	// tally's earlier day, so that the next load reads today's count from
+	// the days bucket and never takes the later day's as absent. Set by
+	// load, then read by the flusher alone.
+	ahead  map[*entry]tally.DayCount
+	marked bool // the file is marked format 3
 }
 
 // entry is one key's counts and its place in the journal.
@@ -443,6 +450,8 @@ func (s *Store) load() error {
 			es := make([]entry, 0, totals.Stats().KeyN)
 			var block []byte // the keys' bytes, never changed once written
 			var plain []int  // the entries whose totals are plain, by index in es
+			var ahead []int  // those whose totals are dated after today, by index in es
+			var aheadDays []tally.DayCount
 			// Both buckets sort by key, so for a plain total one cursor
 			// walks the days beside the totals, a few steps, then seeks.
 			days := tx.Bucket(bucketDays).Cursor()
@@ -477,6 +486,10 @@ func (s *Store) load() error {
 						}
 					}
 					plain = append(plain, len(es))
+					if t.dated { // a later day's: put keeps it (see ahead)
+						ahead = append(ahead, len(es))
+						aheadDays = append(aheadDays, tally.DayCount{Day: t.day, Count: t.count})
+					}
 				}
 				if cap(block)-len(block) < len(key) {
 					block = make([]byte, 0, max(64<<10, len(key)))
@@ -496,6 +509,12 @@ func (s *Store) load() error {
 			s.keys.Fill(es)
 			for _, i := range plain {
 				s.plain = append(s.plain, &es[i])
+			}
+			for j, i := range ahead {
+				if s.ahead == nil {
+					s.ahead = make(map[*entry]tally.DayCount)
+				}
+				s.ahead[&es[i]] = aheadDays[j]
 			}
 			return s.loadOwned(tx)
 		})
@@ -1298,7 +1317,11 @@ func (s *Store) put(totals, days *bolt.Bucket, w *write) (why string, err error)
 	tk := keyPrefix(key)
 	// Dated: the load reads today's count here (format.go), and putDay
 	// writes the same count of the same day below, in this transaction.
-	if err := totals.Put(tk, totalRecord(tk, w.total, w.latest.Day, w.latest.Count)); err != nil {
+	dated := w.latest
+	if a, ok := s.ahead[w.e]; ok && a.Day > dated.Day { // the file holds a later day (see ahead)
+		dated = a
+	}
+	if err := totals.Put(tk, totalRecord(tk, w.total, dated.Day, dated.Count)); err != nil {
 		return "", err
 	}
 	for _, dc := range w.past {

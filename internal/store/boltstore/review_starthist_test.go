@@ -1,0 +1,86 @@
+package boltstore
+
+import (
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+	"visitors/internal/store/storetest"
+)
+
+// The hostile review of issue 26 (format 3, the check after Open).
+
+// TestClockBackAcrossARestartLosesNoDay: a key counted on day D, then on
+// D+1 (a clock set ahead), is reopened with the clock back on D: its
+// dated total names D+1, a later day than today. A visit then must not
+// write a smaller count over day D's, nor one over D+1's once the clock
+// reaches it again: the days always add up to the total. Before the fix
+// the load took a later day's dated total as "no visit today", so the
+// visit wrote D = 1 over D = 3, and the history lost 3 visits.
+func TestClockBackAcrossARestartLosesNoDay(t *testing.T) {
+	for _, d := range []store.Durability{store.Batch, store.Sync} {
+		t.Run(d.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			clock := storetest.NewClock(storetest.At(0, "23:59"))
+			day := store.DayOf(clock.Now())
+			open := func() *Store { return mustOpen(t, Options{Dir: dir, Now: clock.Now, Durability: d}) }
+			s := open()
+			mustIncrN(t, s, "k", 3) // D: 3
+			mustClose(t, s)
+			clock.Add(2 * time.Minute)
+			s = open()
+			mustIncrN(t, s, "k", 2) // D+1: 2
+			mustClose(t, s)
+			clock.Add(-2 * time.Minute) // back on D
+			s = open()
+			mustIncr(t, s, []byte("k"))
+			mustClose(t, s)
+			clock.Add(2 * time.Minute) // D+1 again
+			s = open()
+			mustIncr(t, s, []byte("k"))
+			c := mustGet(t, s, []byte("k"))
+			days := mustDays(t, s, []byte("k"), 2)
+			mustClose(t, s)
+			if c.Total != 7 {
+				t.Fatalf("total = %d, want 7", c.Total)
+			}
+			if got := days.Counts[0] + days.Counts[1]; got != c.Total || days.Counts[0] < 3 || days.Counts[1] < 2 {
+				t.Errorf("Days(2) on D+1 = %v (last %s, D is %s): sum %d, want the total %d with D at least 3 and D+1 at least 2",
+					days.Counts, days.Last.Format(time.DateOnly), day.Time().Format(time.DateOnly), got, c.Total)
+			}
+		})
+	}
+}
+
+// TestReplayOverADatedTotal: in sync mode a key's dated total reaches
+// the file (today's 2), more visits reach only the log (3), and the
+// process crashes. The replay raises the total and today's day record;
+// the reopened store must say today 5, not the dated total's 2, and a
+// visit then must write 6, not 3 over the replayed 5. Planted: applyLog
+// leaving a raised key's total dated (today 2 after the replay).
+func TestReplayOverADatedTotal(t *testing.T) {
+	s := openSyncLogOnly(t, t.TempDir())
+	mustIncrN(t, s, "k", 2)
+	if err := s.Flush(); err != nil { // the file: a dated total, today 2
+		t.Fatal(err)
+	}
+	mustIncrN(t, s, "k", 3) // the log alone
+	crashed := crashCopy(t, s)
+	mustClose(t, s)
+	r := mustOpen(t, Options{Dir: crashed})
+	if c := mustGet(t, r, []byte("k")); c.Total != 5 || c.Today != 5 {
+		t.Errorf("after the crash: %+v, want total and today 5", c)
+	}
+	if c := mustIncr(t, r, []byte("k")); c.Total != 6 || c.Today != 6 {
+		t.Errorf("a visit after the crash: %+v, want total and today 6", c)
+	}
+	mustClose(t, r)
+	r = mustOpen(t, Options{Dir: crashed})
+	defer mustClose(t, r)
+	if c := mustGet(t, r, []byte("k")); c.Total != 6 || c.Today != 6 {
+		t.Errorf("reopened: %+v, want total and today 6", c)
+	}
+	if d := mustDays(t, r, []byte("k"), 1); d.Counts[0] != 6 {
+		t.Errorf("Days(1) reopened = %v, want [6]", d.Counts)
+	}
+}
