@@ -142,12 +142,13 @@ type Store struct {
 	days    []tally.DayCount  // their earlier days, back to back
 	failing map[*entry]string // keys whose last write failed, with why
 	plain   []*entry          // loaded from plain totals: rewritten dated once the file is checked (migrate)
-	// Keys whose dated total named a day after today at load (the clock
-	// went back), with that day's count: until the tally's own latest day
-	// reaches it, put writes it in the dated total rather than the
-	// tally's earlier day, so that the next load reads today's count from
-	// the days bucket and never takes the later day's as absent. Set by
-	// load, then read by the flusher alone.
+	// Keys that had a day after today in the file at load (the clock
+	// went back, or an import of later dates), with the latest such day
+	// and its count: until the tally's own latest day reaches it, put
+	// writes it in the dated total rather than the tally's earlier day,
+	// so that the next load reads today's count from the days bucket and
+	// never takes the later day's as absent. Set by load, then read by
+	// the flusher alone.
 	ahead  map[*entry]tally.DayCount
 	marked bool // the file is marked format 3
 }
@@ -484,11 +485,24 @@ func (s *Store) load() error {
 						if n, err = readRecord(tagDays, dk, dv); err != nil {
 							return fmt.Errorf("today's count of key %q: %w", key, err)
 						}
+						dk, dv = days.Next()
+					}
+					// Days after today (a clock that went back, an import
+					// of later dates): the latest one, which put keeps in
+					// the dated total (see ahead). Mostly none: no step.
+					var later tally.DayCount
+					for dk != nil && len(dk) == len(k)+4 && bytes.Equal(dk[:len(k)], k) {
+						c, err := readRecord(tagDays, dk, dv)
+						if err != nil {
+							return fmt.Errorf("a later day's count of key %q: %w", key, err)
+						}
+						later = tally.DayCount{Day: store.Day(binary.BigEndian.Uint32(dk[len(k):])), Count: c}
+						dk, dv = days.Next()
 					}
 					plain = append(plain, len(es))
-					if t.dated { // a later day's: put keeps it (see ahead)
+					if later.Day > today {
 						ahead = append(ahead, len(es))
-						aheadDays = append(aheadDays, tally.DayCount{Day: t.day, Count: t.count})
+						aheadDays = append(aheadDays, later)
 					}
 				}
 				if cap(block)-len(block) < len(key) {

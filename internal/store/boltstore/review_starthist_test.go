@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,53 @@ func TestReplayOverADatedTotal(t *testing.T) {
 	}
 	if d := mustDays(t, r, []byte("k"), 1); d.Counts[0] != 6 {
 		t.Errorf("Days(1) reopened = %v, want [6]", d.Counts)
+	}
+}
+
+// TestImportedLaterDayKeepsItsCount: a dump with a day after today (an
+// export of a store whose clock ran ahead), imported offline and online,
+// then a visit today and a restart on that later day: the later day's 5
+// is still there and a visit on it makes 6. Before the fix the first
+// pass after the start (the migration of the import's plain total, or
+// the visit's) wrote the total dated today, the start on the later day
+// took that day's count as 0, and its visit wrote 1 over the 5.
+func TestImportedLaterDayKeepsItsCount(t *testing.T) {
+	for _, online := range []bool{false, true} {
+		t.Run(map[bool]string{false: "offline", true: "online"}[online], func(t *testing.T) {
+			dir := t.TempDir()
+			clock := storetest.NewClock(storetest.At(0, "12:00"))
+			today := store.DayOf(clock.Now())
+			date := func(d store.Day) string { return d.Time().Format(time.DateOnly) }
+			dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"k","total":7,"days":{"` +
+				date(today) + `":2,"` + date(today+3) + `":5}}]}`
+			open := func() *Store { return mustOpen(t, Options{Dir: dir, Now: clock.Now}) }
+			s := open()
+			if online {
+				mustIncrN(t, s, "k", 0)
+				if err := s.Import(ctx, strings.NewReader(dump), false); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				mustClose(t, s)
+				if err := Import(dir, strings.NewReader(dump), false); err != nil {
+					t.Fatal(err)
+				}
+				s = open()
+			}
+			mustIncr(t, s, []byte("k")) // today: 3
+			mustClose(t, s)
+			s = open()                  // a second start today: the pass of the first wrote the total
+			mustIncr(t, s, []byte("k")) // today: 4
+			mustClose(t, s)
+			clock.Add(3 * 24 * time.Hour)
+			s = open()
+			defer mustClose(t, s)
+			if c := mustIncr(t, s, []byte("k")); c.Total != 10 || c.Today != 6 {
+				t.Errorf("a visit on the later day = %+v, want total 10, today 6 (its imported 5 and this one)", c)
+			}
+			if d := mustDays(t, s, []byte("k"), 4); d.Counts[0] != 4 || d.Counts[3] != 6 {
+				t.Errorf("Days(4) on the later day = %v, want [4 0 0 6]", d.Counts)
+			}
+		})
 	}
 }
