@@ -809,6 +809,13 @@ func (s *Store) Held(key []byte) int {
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.stop) })
 	<-s.done
+	// The check after Open reads the file: closing it first made the
+	// check fail with "database not open", logged as damage (stop the
+	// service, restore it or move it away) of a sound file, when a stop
+	// came before the check's first read (the hostile review of issue
+	// 26: TestCloseDuringTheCheck). A stop right after the start waits
+	// for the check, as a stop with visits to write already did.
+	<-s.checked
 	err := s.Health()
 	s.cal.Stop()
 	if cerr := s.db.Close(); err == nil && cerr != nil {

@@ -1,9 +1,13 @@
 package boltstore
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"visitors/internal/store"
 	"visitors/internal/store/storetest"
@@ -131,5 +135,56 @@ func TestImportedLaterDayKeepsItsCount(t *testing.T) {
 				t.Errorf("Days(4) on the later day = %v, want [4 0 0 6]", d.Counts)
 			}
 		})
+	}
+}
+
+// TestCloseDuringTheCheck: a store closed while the check after Open
+// still runs (a sound file, nothing to write) closes without waiting
+// for ever and without logging the sound file as damaged; held by the
+// seam, a Close waits for the check and then returns, and the visits
+// answered meanwhile are in the file.
+func TestCloseDuringTheCheck(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir})
+	for i := range 2000 {
+		mustIncr(t, s, []byte(fmt.Sprintf("key/%d", i)))
+	}
+	mustClose(t, s)
+	for range 20 {
+		var logged bytes.Buffer
+		s := mustOpen(t, Options{Dir: dir, Log: zerolog.New(&logged)})
+		within(t, 10*time.Second, "Close right after Open", func() { mustClose(t, s) })
+		if logged.Len() != 0 {
+			t.Fatalf("Close right after Open logged %s", logged.String())
+		}
+	}
+	for _, visit := range []bool{false, true} { // a stop before the check's first read, with nothing to write, and with a visit
+		var logged bytes.Buffer
+		hold := make(chan struct{})
+		s = mustOpen(t, Options{Dir: dir, holdCheck: hold, Log: zerolog.New(&logged)})
+		if visit {
+			mustIncr(t, s, []byte("key/0"))
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- s.Close() }()
+		select {
+		case err := <-closed:
+			t.Fatalf("Close (visit %v) returned before the check ran: %v", visit, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		close(hold)
+		within(t, 10*time.Second, "Close once the check ran", func() {
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+		})
+		if logged.Len() != 0 {
+			t.Errorf("Close during the held check (visit %v) logged %s", visit, logged.String())
+		}
+	}
+	s = mustOpen(t, Options{Dir: dir})
+	defer mustClose(t, s)
+	if c := mustGet(t, s, []byte("key/0")); c.Total != 2 {
+		t.Errorf("key/0 after a Close during the check = %+v, want total 2", c)
 	}
 }
