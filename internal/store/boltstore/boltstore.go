@@ -142,7 +142,15 @@ type Store struct {
 	days    []tally.DayCount  // their earlier days, back to back
 	failing map[*entry]string // keys whose last write failed, with why
 	plain   []*entry          // loaded from plain totals: rewritten dated once the file is checked (migrate)
-	marked  bool              // the file is marked format 3
+	// Keys that had a day after today in the file at load (the clock
+	// went back, or an import of later dates), with the latest such day
+	// and its count: until the tally's own latest day reaches it, put
+	// writes it in the dated total rather than the tally's earlier day,
+	// so that the next load reads today's count from the days bucket and
+	// never takes the later day's as absent. Set by load, then read by
+	// the flusher alone.
+	ahead  map[*entry]tally.DayCount
+	marked bool // the file is marked format 3
 }
 
 // entry is one key's counts and its place in the journal.
@@ -443,6 +451,8 @@ func (s *Store) load() error {
 			es := make([]entry, 0, totals.Stats().KeyN)
 			var block []byte // the keys' bytes, never changed once written
 			var plain []int  // the entries whose totals are plain, by index in es
+			var ahead []int  // those whose totals are dated after today, by index in es
+			var aheadDays []tally.DayCount
 			// Both buckets sort by key, so for a plain total one cursor
 			// walks the days beside the totals, a few steps, then seeks.
 			days := tx.Bucket(bucketDays).Cursor()
@@ -475,8 +485,25 @@ func (s *Store) load() error {
 						if n, err = readRecord(tagDays, dk, dv); err != nil {
 							return fmt.Errorf("today's count of key %q: %w", key, err)
 						}
+						dk, dv = days.Next()
+					}
+					// Days after today (a clock that went back, an import
+					// of later dates): the latest one, which put keeps in
+					// the dated total (see ahead). Mostly none: no step.
+					var later tally.DayCount
+					for dk != nil && len(dk) == len(k)+4 && bytes.Equal(dk[:len(k)], k) {
+						c, err := readRecord(tagDays, dk, dv)
+						if err != nil {
+							return fmt.Errorf("a later day's count of key %q: %w", key, err)
+						}
+						later = tally.DayCount{Day: store.Day(binary.BigEndian.Uint32(dk[len(k):])), Count: c}
+						dk, dv = days.Next()
 					}
 					plain = append(plain, len(es))
+					if later.Day > today {
+						ahead = append(ahead, len(es))
+						aheadDays = append(aheadDays, later)
+					}
 				}
 				if cap(block)-len(block) < len(key) {
 					block = make([]byte, 0, max(64<<10, len(key)))
@@ -496,6 +523,12 @@ func (s *Store) load() error {
 			s.keys.Fill(es)
 			for _, i := range plain {
 				s.plain = append(s.plain, &es[i])
+			}
+			for j, i := range ahead {
+				if s.ahead == nil {
+					s.ahead = make(map[*entry]tally.DayCount)
+				}
+				s.ahead[&es[i]] = aheadDays[j]
 			}
 			return s.loadOwned(tx)
 		})
@@ -776,6 +809,13 @@ func (s *Store) Held(key []byte) int {
 func (s *Store) Close() error {
 	s.once.Do(func() { close(s.stop) })
 	<-s.done
+	// The check after Open reads the file: closing it first made the
+	// check fail with "database not open", logged as damage (stop the
+	// service, restore it or move it away) of a sound file, when a stop
+	// came before the check's first read (the hostile review of issue
+	// 26: TestCloseDuringTheCheck). A stop right after the start waits
+	// for the check, as a stop with visits to write already did.
+	<-s.checked
 	err := s.Health()
 	s.cal.Stop()
 	if cerr := s.db.Close(); err == nil && cerr != nil {
@@ -1298,7 +1338,11 @@ func (s *Store) put(totals, days *bolt.Bucket, w *write) (why string, err error)
 	tk := keyPrefix(key)
 	// Dated: the load reads today's count here (format.go), and putDay
 	// writes the same count of the same day below, in this transaction.
-	if err := totals.Put(tk, totalRecord(tk, w.total, w.latest.Day, w.latest.Count)); err != nil {
+	dated := w.latest
+	if a, ok := s.ahead[w.e]; ok && a.Day > dated.Day { // the file holds a later day (see ahead)
+		dated = a
+	}
+	if err := totals.Put(tk, totalRecord(tk, w.total, dated.Day, dated.Count)); err != nil {
 		return "", err
 	}
 	for _, dc := range w.past {

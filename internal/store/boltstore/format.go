@@ -159,12 +159,16 @@ func parseTotal(k, v []byte) (total, error) {
 }
 
 // on returns the key's count on day today if the record says it: ok is
-// false for a plain total, whose count is in the days bucket.
+// false for a plain total, whose count is in the days bucket, and for a
+// dated total of a day after today (the clock went back), which says
+// nothing of today's count, which the days bucket may hold. Taking it as
+// "0 today" let the next visit write day D = 1 over the D = 3 on disk
+// (the hostile review of issue 26: TestClockBackAcrossARestartLosesNoDay).
 func (t total) on(today store.Day) (n uint64, ok bool) {
-	if !t.dated {
+	switch {
+	case !t.dated || t.day > today:
 		return 0, false
-	}
-	if t.day != today { // an earlier day's count (or a later one's: the clock went back), not today's
+	case t.day < today:
 		return 0, true
 	}
 	return t.count, true

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
 	"visitors/internal/store/dump"
+	"visitors/internal/store/tally"
 )
 
 var _ store.Backup = (*Store)(nil)
@@ -70,6 +72,8 @@ func removeSpools(dir string) {
 type imported struct {
 	total, today uint64
 	locked       bool
+	laterDate    string         // the dump's latest date after today, if any
+	later        tally.DayCount // that day and its count in the file after the import (see Store.ahead)
 }
 
 // Import implements [store.Backup]. The dump is read once into a
@@ -164,11 +168,29 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 					im.total += kd.Total
 					im.today += kd.Days[todayDate]
 					im.locked = im.locked || kd.Locked
+					for date := range kd.Days { // canonical dates sort as days
+						if date > todayDate && date > im.laterDate {
+							im.laterDate = date
+						}
+					}
 				}
 				return nil
 			})
 			if err != nil {
 				return err
+			}
+			days := tx.Bucket(bucketDays)
+			for k, im := range keys { // a day after today: put keeps it in the dated total (see Store.ahead)
+				if im.laterDate == "" {
+					continue
+				}
+				t, _ := time.Parse(dump.DateLayout, im.laterDate) // checked by the spool
+				dk := dayKey([]byte(k), store.DayOf(t))
+				n, err := readRecord(tagDays, dk, days.Get(dk))
+				if err != nil {
+					return fmt.Errorf("key %q: day %s: %w", k, im.laterDate, err)
+				}
+				im.later = tally.DayCount{Day: store.DayOf(t), Count: n}
 			}
 			if s.o.MaxKeys > 0 && held > s.o.MaxKeys {
 				tooMany = dump.TooManyKeys(held, s.o.MaxKeys)
@@ -262,6 +284,19 @@ func (s *Store) applyImport(keys map[string]*imported, hits, fileHits uint64, re
 			locked = locked || old.Locked()
 		}
 		e2.Restore(total, today, count)
+		later := im.later
+		if a, ok := s.ahead[old]; ok && old != nil {
+			delete(s.ahead, old)
+			if !replace && a.Day > later.Day { // replace emptied the days
+				later = a
+			}
+		}
+		if later.Day > today {
+			if s.ahead == nil {
+				s.ahead = make(map[*entry]tally.DayCount)
+			}
+			s.ahead[e2] = later
+		}
 		e2.SetLocked(locked)
 		e2.written = total
 		s.replace(e2, !replace, old, base)
