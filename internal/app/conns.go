@@ -51,13 +51,13 @@ type connGate struct {
 
 	// Set by watch, before the gate accepts: each connection's phase is
 	// kept, and one goroutine cuts those too long in one (see watch).
-	watching bool
-	header   time.Duration // the longest from a request's first byte (or the accept) to its whole header
-	idleFor  time.Duration // the longest between requests (0: no bound)
-	sem            chan struct{} // a token per open connection; nil: no max
-	done           chan struct{} // closed by Close
-	closeOnce      sync.Once
-	refused        atomic.Uint64 // connections refused by perClient
+	watching  bool
+	header    time.Duration // the longest from a request's first byte (or the accept) to its whole header
+	idleFor   time.Duration // the longest between requests (0: no bound)
+	sem       chan struct{} // a token per open connection; nil: no max
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+	refused   atomic.Uint64 // connections refused by perClient
 
 	mu      sync.Mutex // guards clients, conns and swept
 	clients map[netip.Addr]int
