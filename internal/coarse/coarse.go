@@ -112,35 +112,40 @@ func (c *Clock) Advance(d time.Duration) { c.now.Add(int64(d)) }
 // Only differences of two readings mean anything. Readings never go
 // back, and Now never blocks.
 func (c *Clock) Now() int64 {
-	if c.state.Load() == read { // the common case, inlined: two loads
-		return c.now.Load()
+	if c.state.Load() != read { // once a tick, or asleep
+		c.markRead()
 	}
-	return c.nowSlow()
+	return c.now.Load()
 }
 
-// nowSlow is Now for the first reading since a tick (it marks the clock
-// read) and for a clock asleep (it reads the time, then wakes the
-// clock's goroutine).
-func (c *Clock) nowSlow() int64 {
+// Last returns the latest reading, as Now does, but without keeping
+// the clock awake: while it sleeps, Last returns the reading from
+// before. It is for a second reading soon after a Now, to tell whether
+// the clock moved since (a request under a tick); it inlines to one
+// load, where Now may wake the clock.
+func (c *Clock) Last() int64 { return c.now.Load() }
+
+// markRead marks the clock read since its last tick; if it was asleep,
+// it stores the time first (so that Now loads this reading or a later
+// one), then wakes the clock's goroutine.
+func (c *Clock) markRead() {
 	for {
 		switch c.state.Load() {
 		case read:
-			return c.now.Load()
+			return
 		case unread:
 			if c.state.CompareAndSwap(unread, read) {
-				return c.now.Load()
+				return
 			}
 		default: // asleep
-			// Store the time before the clock is marked read, so that a
-			// reader who sees it read loads this reading or a later one.
-			t := c.advance()
+			c.advance()
 			if c.state.CompareAndSwap(asleep, read) {
 				select {
 				case c.wake <- struct{}{}:
 				default: // cannot happen: one waker per sleep; never block
 				}
 			}
-			return t
+			return
 		}
 	}
 }
