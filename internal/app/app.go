@@ -35,19 +35,19 @@ import (
 )
 
 // Timeouts of the public listener: a slow client cannot hold a
-// connection, or a goroutine, for longer than these. The admin listener
-// shares ReadHeader, Idle and MaxHeaderBytes, and has a write deadline
-// of its own, AdminWrite.
+// connection, or a goroutine, for longer than these. ReadHeader bounds
+// a request's header from its first byte, Read a body from its
+// handler's start, Write a write that waits for the client to read,
+// and Idle the time between requests (see publicServer for who keeps
+// each). The admin listener shares ReadHeader, Idle and MaxHeaderBytes,
+// and has a write deadline of its own, AdminWrite.
 type Timeouts struct {
 	ReadHeader, Read, Write, Idle time.Duration
 	MaxHeaderBytes                int
 	AdminWrite                    time.Duration // long enough for a CPU profile or trace
 }
 
-// DefaultTimeouts are the public listener's limits. Read equals
-// ReadHeader: every endpoint is a GET without a body, and when the two
-// deadlines are equal net/http sets the read deadline once per request
-// instead of twice (a runtime timer update each; see docs/performance.md).
+// DefaultTimeouts are the public listener's limits.
 var DefaultTimeouts = Timeouts{
 	ReadHeader:     5 * time.Second,
 	Read:           5 * time.Second,

@@ -207,14 +207,14 @@ func since(now int64, phase int64) int64 { return now<<2 | phase }
 // at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// watch keeps each connection's phase from now on, and cuts, every tick
-// until the gate closes, a connection whose request's header is not
-// whole header after its first byte (or the accept, for the first
-// request), or that is idle idle after its last answer (CrowdedIdle
-// while the listener is crowded; 0: no bound). A cut sets a read
-// deadline that has passed: net/http's read fails, and it closes the
-// connection, as after a deadline of its own. A cut comes at most a
-// tick late. It must be called before the gate accepts.
+// watch keeps each connection's phase from now on, and, every tick until
+// the gate closes, cuts a connection that has not sent a request's whole
+// header within header of its first byte (of the accept, for the first
+// request), or that has been idle for idle since its last answer
+// (CrowdedIdle while the listener is crowded; 0: no bound). A cut sets
+// a read deadline that has passed: net/http's read fails and it closes
+// the connection, as after a deadline of its own. A cut comes at most a
+// tick late. watch must be called before the gate accepts.
 //
 // This is ReadHeaderTimeout and IdleTimeout of http.Server without
 // their price: each sets a read deadline per request, which net/http
