@@ -254,8 +254,8 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
-	s.opened = append(s.opened, pub)
 	s.conns = newGate(pub, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
+	s.opened = append(s.opened, s.conns) // closing the gate closes pub, and ends its watch
 	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
 		wc.API = s.ownerAPI()
