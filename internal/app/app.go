@@ -35,19 +35,19 @@ import (
 )
 
 // Timeouts of the public listener: a slow client cannot hold a
-// connection, or a goroutine, for longer than these. The admin listener
-// shares ReadHeader, Idle and MaxHeaderBytes, and has a write deadline
-// of its own, AdminWrite.
+// connection, or a goroutine, for longer than these. ReadHeader bounds
+// a request's header from its first byte, Read a body from its
+// handler's start, Write a write that waits for the client to read,
+// and Idle the time between requests (see publicServer for who keeps
+// each). The admin listener shares ReadHeader, Idle and MaxHeaderBytes,
+// and has a write deadline of its own, AdminWrite.
 type Timeouts struct {
 	ReadHeader, Read, Write, Idle time.Duration
 	MaxHeaderBytes                int
 	AdminWrite                    time.Duration // long enough for a CPU profile or trace
 }
 
-// DefaultTimeouts are the public listener's limits. Read equals
-// ReadHeader: every endpoint is a GET without a body, and when the two
-// deadlines are equal net/http sets the read deadline once per request
-// instead of twice (a runtime timer update each; see docs/performance.md).
+// DefaultTimeouts are the public listener's limits.
 var DefaultTimeouts = Timeouts{
 	ReadHeader:     5 * time.Second,
 	Read:           5 * time.Second,
@@ -121,6 +121,7 @@ type service struct {
 
 	st       store.Store
 	rules    web.Rules
+	clock    *coarse.Clock       // times requests, bounds writes; asleep while unread
 	fr       *flightrec.Recorder // nil when the flight recorder is off
 	requests *metrics.Requests   // nil when nothing observes requests
 	conns    *connGate
@@ -148,6 +149,8 @@ func (s *service) start() error {
 	if adm != nil {
 		s.opened = append(s.opened, adm)
 	}
+	s.clock = coarse.Start(time.Millisecond) // the resolution MinSlowRequest quotes
+	s.undo = append(s.undo, s.clock.Stop)
 	if err := s.openStore(); err != nil {
 		return err
 	}
@@ -168,8 +171,8 @@ func (s *service) start() error {
 	return nil
 }
 
-// close undoes what start did, the last first: the flight recorder and
-// the request clock, the unique visitors, then the store.
+// close undoes what start did, the last first: the flight recorder, the
+// unique visitors, the store, then the clock.
 func (s *service) close() {
 	if !s.serving {
 		for _, l := range s.opened {
@@ -233,9 +236,7 @@ func (s *service) observe() error {
 		s.undo = append(s.undo, func() { fr.Close() })
 	}
 	if cfg.Metrics && cfg.AdminAddr != "" || s.fr != nil {
-		clock := coarse.Start(time.Millisecond) // the resolution MinSlowRequest quotes
-		s.undo = append(s.undo, clock.Stop)
-		o := metrics.RequestsOptions{Clock: clock, SlowRequest: cfg.SlowRequest}
+		o := metrics.RequestsOptions{Clock: s.clock, SlowRequest: cfg.SlowRequest}
 		if s.fr != nil {
 			o.OnSlow = s.fr.Slow
 		}
@@ -253,28 +254,87 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen on -addr %s: %w", cfg.Addr, err)
 	}
-	s.opened = append(s.opened, pub)
 	s.conns = newGate(pub, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
+	s.opened = append(s.opened, s.conns) // closing the gate closes pub, and ends its watch
 	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
 		wc.API = s.ownerAPI()
 	}
 	s.public = web.New(wc)
-	srv := &http.Server{
-		Handler:           s.public,
-		ReadHeaderTimeout: s.to.ReadHeader,
-		ReadTimeout:       s.to.Read,
-		WriteTimeout:      s.to.Write,
-		IdleTimeout:       s.to.Idle,
-		MaxHeaderBytes:    s.to.MaxHeaderBytes,
-		ErrorLog:          zerologStd(s.log),
-		ConnState:         s.conns.connState,
-		TLSConfig:         tlsConf,
-	}
+	srv := publicServer(s.public, s.conns, s.to, tlsConf, s.clock)
+	srv.ErrorLog = zerologStd(s.log)
 	srv.RegisterOnShutdown(s.public.Shutdown) // live streams end, so Shutdown need not wait them out
 	s.add(srv, s.conns)
 	s.log.Info().Str("addr", pub.Addr().String()).Bool("https", tlsConf != nil).Msg("listening")
 	return nil
+}
+
+// publicServer returns the public listener's server for h behind g,
+// without its ErrorLog, and sets g to bound what to bounds.
+//
+// Over plain HTTP (HTTP/1.1 only) the gate does it: it watches each
+// connection's header and idle times (connGate.watch) and bounds every
+// Write (gateConn.Write), and a request with a body gets a read
+// deadline of to.Read when its handler starts (bodyDeadline). The
+// http.Server then has no deadlines of its own: its ReadHeaderTimeout,
+// ReadTimeout, WriteTimeout and IdleTimeout would set and clear runtime
+// timers on every request, which cost /hi a tenth of its CPU over bare
+// net/http (docs/performance.md, issue 26).
+//
+// With tlsConf, the http.Server has all four, as before: the gate sees
+// connections, not HTTP/2's streams (a client can starve one stream of
+// flow-control credit, or keep an idle connection busy with PINGs,
+// without a phase the gate could tell).
+func publicServer(h http.Handler, g *connGate, to Timeouts, tlsConf *tls.Config, clock *coarse.Clock) *http.Server {
+	srv := &http.Server{
+		Handler:        h,
+		MaxHeaderBytes: to.MaxHeaderBytes,
+		ConnState:      g.connState,
+		TLSConfig:      tlsConf,
+	}
+	if tlsConf != nil {
+		srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout = to.ReadHeader, to.Read, to.Write, to.Idle
+		return srv
+	}
+	g.write = to.Write
+	g.watch(to.ReadHeader, to.Idle, watchTick(to), clock)
+	if to.Read > 0 {
+		srv.Handler = bodyDeadline{h, to.Read}
+	}
+	return srv
+}
+
+// watchTick is how often the gate looks for connections past to's
+// bounds: a quarter of the shortest, so that a cut comes at most a
+// quarter late; at least 10ms.
+func watchTick(to Timeouts) time.Duration {
+	d := CrowdedIdle
+	for _, b := range []time.Duration{to.ReadHeader, to.Idle} {
+		if b > 0 && b < d {
+			d = b
+		}
+	}
+	return max(d/4, 10*time.Millisecond)
+}
+
+// bodyDeadline gives a request with a body (a Content-Length, or
+// chunked) read it until a read deadline of d, from its handler's start:
+// what http.Server's ReadTimeout did, for the requests that need it.
+// Without it a client could hold a connection by sending a body slowly,
+// to a handler that reads it or to net/http, which reads what a handler
+// left of a body before it answers. A handler may set a longer deadline
+// of its own (an import does). The common request, a GET, has no body
+// and pays a comparison.
+type bodyDeadline struct {
+	h http.Handler
+	d time.Duration
+}
+
+func (b bodyDeadline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(b.d))
+	}
+	b.h.ServeHTTP(w, r)
 }
 
 // hostname returns the machine's name for /whoami, once: it is a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"visitors/internal/client"
+	"visitors/internal/coarse"
 )
 
 // DefaultMaxConnsPerClient is -max-conns-per-client's default: a browser
@@ -45,10 +46,18 @@ type connGate struct {
 	net.Listener
 	max, perClient int
 	trusted        *client.Proxies
-	sem            chan struct{} // a token per open connection; nil: no max
-	done           chan struct{} // closed by Close
-	closeOnce      sync.Once
-	refused        atomic.Uint64 // connections refused by perClient
+	write          time.Duration // the longest a Write may block (0: no bound); see gateConn.Write
+	clock          *coarse.Clock // what the deadlines below are judged by; required if write > 0 or watching
+
+	// Set by watch, before the gate accepts: each connection's phase is
+	// kept, and one goroutine cuts those too long in one (see watch).
+	watching  bool
+	header    time.Duration // the longest from a request's first byte (or the accept) to its whole header
+	idleFor   time.Duration // the longest between requests (0: no bound)
+	sem       chan struct{} // a token per open connection; nil: no max
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+	refused   atomic.Uint64 // connections refused by perClient
 
 	mu      sync.Mutex // guards clients, conns and swept
 	clients map[netip.Addr]int
@@ -101,6 +110,9 @@ func (g *connGate) Accept() (net.Conn, error) {
 // within it.
 func (g *connGate) admit(c net.Conn) (*gateConn, bool) {
 	gc := &gateConn{Conn: c, g: g}
+	if g.watching {
+		gc.phase.Store(since(g.clock.Now(), phaseNew))
+	}
 	var peer netip.Addr
 	if t, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		peer = t.AddrPort().Addr().Unmap().WithZone("")
@@ -168,6 +180,87 @@ func (g *connGate) connState(c net.Conn, s http.ConnState) {
 	}
 	if gc, ok := c.(*gateConn); ok {
 		gc.idle.Store(s == http.StateIdle)
+		if g.watching {
+			switch s {
+			case http.StateActive:
+				gc.phase.Store(phaseActive)
+			case http.StateIdle:
+				gc.phase.Store(since(g.clock.Now(), phaseIdle))
+			}
+		}
+	}
+}
+
+// The phases of a connection the gate watches, in the low two bits of
+// gateConn.phase; the rest is when it began, on the gate's clock.
+const (
+	phaseNew    = iota // accepted: its first request's header not yet read whole
+	phaseIdle          // between requests: the last answered, no byte of the next
+	phaseHeader        // the next request's first bytes came; its header not yet whole
+	phaseActive        // a request's header is read: its handler runs (it may read a body)
+)
+
+// since packs a phase and when it began.
+func since(now int64, phase int64) int64 { return now<<2 | phase }
+
+// aLongTimeAgo is a read deadline that has passed: set, it ends a read
+// at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// watch keeps each connection's phase from now on, and, every tick until
+// the gate closes, cuts a connection that has not sent a request's whole
+// header within header of its first byte (of the accept, for the first
+// request), or that has been idle for idle since its last answer
+// (CrowdedIdle while the listener is crowded; 0: no bound). A cut sets
+// a read deadline that has passed: net/http's read fails and it closes
+// the connection, as after a deadline of its own. A cut comes at most a
+// tick late. watch must be called before the gate accepts.
+//
+// This is ReadHeaderTimeout and IdleTimeout of http.Server without
+// their price: each sets a read deadline per request, which net/http
+// then clears, runtime timer updates and time.Now calls that bare
+// net/http does not pay (docs/performance.md, issue 26). Here a request
+// costs an atomic load per read and two stores of the coarse clock's
+// reading, and the gate one goroutine that wakes every tick.
+func (g *connGate) watch(header, idle, tick time.Duration, clock *coarse.Clock) {
+	g.watching, g.header, g.idleFor, g.clock = true, header, idle, clock
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				g.cutLate()
+			case <-g.done:
+				return
+			}
+		}
+	}()
+}
+
+// cutLate cuts the connections past their phase's bound; see watch.
+func (g *connGate) cutLate() {
+	idle := g.idleFor
+	if g.crowded() && (idle == 0 || idle > CrowdedIdle) {
+		idle = CrowdedIdle
+	}
+	now := g.clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.conns {
+		p := c.phase.Load()
+		var bound time.Duration
+		switch p & 3 {
+		case phaseNew, phaseHeader:
+			bound = g.header
+		case phaseIdle:
+			bound = idle
+		default:
+			continue // a handler's, however long: a live stream, an export
+		}
+		if bound > 0 && now-p>>2 >= int64(bound) {
+			c.Conn.SetReadDeadline(aLongTimeAgo)
+		}
 	}
 }
 
@@ -193,6 +286,74 @@ type gateConn struct {
 	counted   bool       // id's count holds this connection
 	idle      atomic.Bool
 	closeOnce sync.Once
+
+	// The write deadline armed on Conn, on g.clock (0: none), and
+	// whether SetWriteDeadline set it rather than the gate.
+	writeBy  atomic.Int64
+	explicit atomic.Bool
+
+	phase atomic.Int64 // if g.watching: since(when, phase)
+}
+
+// Read reads from c; the first bytes of a request after an idle time
+// start its header's phase, if the gate watches c.
+func (c *gateConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && c.g.watching && c.phase.Load()&3 == phaseIdle {
+		c.phase.Store(since(c.g.clock.Now(), phaseHeader))
+	}
+	return n, err
+}
+
+// Write writes b to c. Unless a deadline set by SetWriteDeadline holds,
+// a Write that blocks (a client that reads nothing, once the socket's
+// buffers are full) fails after between half of g.write and g.write:
+// the gate arms the write deadline again only when the armed one is
+// less than half of g.write away, or more than g.write. This is the
+// protection of http.Server's WriteTimeout, for every response at once,
+// without its price: WriteTimeout sets a deadline after every request
+// and clears it after every response, two runtime timer updates and a
+// time.Now a request (docs/performance.md, issue 26); here it costs a
+// read of the coarse clock, and a timer update every g.write/2 on a
+// busy connection.
+func (c *gateConn) Write(b []byte) (int, error) {
+	if w := int64(c.g.write); w > 0 && !c.explicit.Load() {
+		now := c.g.clock.Now()
+		if left := c.writeBy.Load() - now; left < w/2 || left > w {
+			c.writeBy.Store(now + w)
+			c.Conn.SetWriteDeadline(time.Now().Add(c.g.write))
+		}
+	}
+	return c.Conn.Write(b)
+}
+
+// SetWriteDeadline sets c's write deadline to t, for the writes until
+// the next call: a handler's own deadline, through
+// http.ResponseController (a live stream's, an export's). The zero t,
+// which net/http sets after every response, hands the deadline back to
+// the gate (see Write) if it bounds writes.
+func (c *gateConn) SetWriteDeadline(t time.Time) error {
+	if c.g.write > 0 {
+		if t.IsZero() {
+			if c.explicit.Load() {
+				c.explicit.Store(false)
+			}
+			return nil // the next Write judges the armed deadline
+		}
+		c.explicit.Store(true)
+		c.writeBy.Store(c.g.clock.Now() + int64(time.Until(t)))
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets c's read and write deadlines, as SetReadDeadline and
+// SetWriteDeadline do.
+func (c *gateConn) SetDeadline(t time.Time) error {
+	rerr := c.SetReadDeadline(t)
+	if err := c.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return rerr
 }
 
 // SetReadDeadline sets c's read deadline, no later than CrowdedIdle from

@@ -1,6 +1,8 @@
 package coarse
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -42,6 +44,85 @@ func TestStopFreezes(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	if b := c.Now(); a != b {
 		t.Errorf("Now after Stop moved from %d to %d", a, b)
+	}
+}
+
+// TestSleepsUnreadAndWakes: a clock nobody reads puts its goroutine to
+// sleep; the next reading is the precise time, not the reading of the
+// last tick, and the clock ticks again after it.
+func TestSleepsUnreadAndWakes(t *testing.T) {
+	c := Start(time.Millisecond)
+	defer c.Stop()
+	for deadline := time.Now().Add(10 * time.Second); c.state.Load() != asleep; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the clock, never read, is still awake after 10s (state %d, %d naps)", c.state.Load(), c.Naps())
+		}
+	}
+	if c.Naps() == 0 {
+		t.Errorf("the clock is asleep and Naps = 0")
+	}
+	time.Sleep(20 * time.Millisecond) // twenty ticks it sleeps through
+	before := int64(time.Since(c.epoch))
+	got := c.Now()
+	if got < before {
+		t.Fatalf("Now = %d ns after sleeping, want at least %d: the time when it was read, not of its last tick", got, before)
+	}
+	if after := int64(time.Since(c.epoch)); got > after {
+		t.Fatalf("Now = %d ns, ahead of real time %d", got, after)
+	}
+	moves := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for last := got; moves < 5; time.Sleep(100 * time.Microsecond) {
+		if now := c.Now(); now > last {
+			moves++
+			last = now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after waking, Now moved %d times in 10s, want 5 ticks", moves)
+		}
+	}
+}
+
+// TestNowNeverGoesBack: readers that read now and then, so that the
+// clock sleeps and is woken again and again, never see it go back: not
+// in their own readings, and not against a reading another reader took
+// before.
+func TestNowNeverGoesBack(t *testing.T) {
+	c := Start(time.Millisecond)
+	defer c.Stop()
+	var latest atomic.Int64 // the latest reading any reader published
+	var wg sync.WaitGroup
+	stop := time.Now().Add(300 * time.Millisecond)
+	for i := range 4 {
+		wg.Go(func() {
+			var last int64
+			for n := 0; time.Now().Before(stop); n++ {
+				seen := latest.Load()
+				now := c.Now()
+				if now < last || now < seen {
+					t.Errorf("reader %d: Now = %d after its own %d and another's %d", i, now, last, seen)
+					return
+				}
+				if real := int64(time.Since(c.epoch)); now > real {
+					t.Errorf("reader %d: Now = %d, ahead of real time %d", i, now, real)
+					return
+				}
+				last = now
+				for {
+					old := latest.Load()
+					if now <= old || latest.CompareAndSwap(old, now) {
+						break
+					}
+				}
+				if n%(i+2) == 0 {
+					time.Sleep(time.Duration(i+1) * 2 * time.Millisecond) // long enough to put it to sleep
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if c.Naps() == 0 {
+		t.Errorf("the clock never slept: the test did not test waking it")
 	}
 }
 

@@ -36,6 +36,7 @@ type Config struct {
 	ProfileFor   time.Duration
 	SVG          string // if set, a bar chart of req/s is written here
 	RedisCPU     string // taskset list for the redis-server of the redis servers; "": LoadCPU
+	Baseline     string // the visitors binary of the visitors-baseline server: another revision's build
 	// Clients makes every wrk request come from a distinct client, named
 	// in X-Forwarded-For (visitors trusts loopback as its proxy), with a
 	// browser's User-Agent: the fairness rules then do real work.
@@ -88,6 +89,7 @@ var Kinds = map[string]string{
 	"visitors-redis-sync": "visitors with -store redis -durability sync on that redis-server",
 	"visitors-rules0":     "visitors with every fairness rule off: -client-rate 0 -client-new-keys 0 -unique=false -count-bots",
 	"visitors-hi":         "visitors with every default, asked for /hi whatever -path says",
+	"visitors-baseline":   "visitors with every default, from the binary -baseline names (another revision's build: an A/B run side by side)",
 	"ablate-all":          "visitors with every feature of an ablation run on (-ablation)",
 	"ablate-none":         "visitors with every feature of an ablation run off (-ablation)",
 }
@@ -164,6 +166,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.ProfileFor, "profile-for", 20*time.Second, "length of that profile")
 	fs.StringVar(&c.SVG, "svg", "", "write a bar chart of req/s to this `file`")
 	fs.StringVar(&c.RedisCPU, "redis-cpu", "", "taskset CPU list for the redis-server that visitors-redis* use (default: -load-cpu)")
+	fs.StringVar(&c.Baseline, "baseline", "", "the visitors `binary` that the visitors-baseline server runs (go build -o it from another revision)")
 	fs.BoolVar(&c.Clients, "clients", false, "each request from a distinct client address, through X-Forwarded-For from a trusted proxy (a wrk Lua script)")
 	fs.BoolVar(&c.Ablation, "ablation", false, "measure what each feature costs a request: visitors with every feature on, with each off in turn, and with all off; implies -clients, and -servers is ignored")
 	if err := fs.Parse(args); err != nil {
@@ -176,6 +179,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, s := range c.Servers {
 		if _, ok := Kinds[s]; !ok {
 			return fmt.Errorf("unknown server %q", s)
+		}
+		if s == "visitors-baseline" && c.Baseline == "" {
+			return errors.New("the visitors-baseline server needs -baseline: the binary to run")
 		}
 	}
 	results, err := Run(ctx, c, stderr)
@@ -270,7 +276,7 @@ func Run(ctx context.Context, c Config, log io.Writer) ([]Result, error) {
 		}
 	}
 	for i, name := range c.Servers {
-		p, err := startServer(tmp, name, c.ServerCPU, redisURL)
+		p, err := startServer(tmp, name, c.ServerCPU, redisURL, c.Baseline)
 		if err != nil {
 			return nil, err
 		}
@@ -399,7 +405,8 @@ func profile(c Config, procs []*proc, file, script string, log io.Writer) error 
 // startServer builds if needed and starts server name, pinned to cpu,
 // on free loopback ports, and waits until it listens. Every server is
 // started by internal/servertest, which passes -addr and -admin-addr.
-func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
+// visitors-baseline runs the binary baseline.
+func startServer(tmp, name, cpu, redisURL, baseline string) (*proc, error) {
 	var argv, env []string
 	admin := true
 	switch name {
@@ -418,6 +425,12 @@ func startServer(tmp, name, cpu, redisURL string) (*proc, error) {
 			bin, flags = "visitors-pgo-off", []string{"-pgo=off"}
 		}
 		path := filepath.Join(tmp, bin)
+		if name == "visitors-baseline" {
+			if _, err := os.Stat(baseline); err != nil {
+				return nil, fmt.Errorf("-baseline: %w", err)
+			}
+			path = baseline
+		}
 		if _, err := os.Stat(path); err != nil {
 			if path, err = servertest.BuildAs(tmp, bin, flags...); err != nil {
 				return nil, err

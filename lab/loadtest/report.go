@@ -37,7 +37,7 @@ func WriteTable(w io.Writer, c Config, results []Result) error {
 		}
 	}
 	b.WriteString("\n")
-	for _, pair := range [][2]string{{"visitors", "classic"}, {"visitors", "bare"}, {"visitors", "visitors-nopgo"}, {"visitors-memory", "visitors"}, {"visitors-sync", "visitors-memory"}, {"visitors-sync-noaio", "visitors-memory"}, {"visitors-sync", "visitors-sync-noaio"}, {"visitors", "visitors-memory"}, {"visitors", "visitors-noobs"}, {"visitors", "visitors-nofr"}, {"visitors-fr", "visitors"}, {"visitors-nofr", "visitors-noobs"}, {"visitors", "visitors-rules0"}, {"visitors", "visitors-hi"}, {"bare-badge", "bare"}, {"visitors", "bare-badge"}} {
+	for _, pair := range [][2]string{{"visitors", "classic"}, {"visitors", "bare"}, {"visitors", "visitors-nopgo"}, {"visitors-memory", "visitors"}, {"visitors-sync", "visitors-memory"}, {"visitors-sync-noaio", "visitors-memory"}, {"visitors-sync", "visitors-sync-noaio"}, {"visitors", "visitors-memory"}, {"visitors", "visitors-noobs"}, {"visitors", "visitors-nofr"}, {"visitors-fr", "visitors"}, {"visitors-nofr", "visitors-noobs"}, {"visitors", "visitors-rules0"}, {"visitors", "visitors-hi"}, {"bare-badge", "bare"}, {"visitors", "bare-badge"}, {"visitors", "bare-json"}, {"visitors", "visitors-baseline"}, {"visitors-baseline", "classic"}, {"visitors-baseline", "bare"}, {"visitors-baseline", "bare-badge"}, {"visitors-baseline", "bare-json"}} {
 		if med[pair[0]] > 0 && med[pair[1]] > 0 {
 			fmt.Fprintf(&b, "- %s / %s = %.2f", pair[0], pair[1], med[pair[0]]/med[pair[1]])
 			// The same ratio from CPU per request: the requests/s each
