@@ -87,6 +87,9 @@ func TestHostileClientsCut(t *testing.T) {
 	sum := sha256.Sum256([]byte(testRoot))
 	cfg.API = APIConfig{RootHash: &sum, ImportMaxBytes: 1 << 20}
 	r := mustStart(t, cfg, to, io.Discard)
+	// Past the header bound on the gate's clock: a connection whose
+	// phase began at the clock's start, not at its accept, is cut at once.
+	time.Sleep(header)
 
 	const get = "GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n"
 	tests := []struct {
@@ -107,6 +110,19 @@ func TestHostileClientsCut(t *testing.T) {
 			start := time.Now()
 			trickle(c, "GET /hi HTTP/1.1\r\nHost: x\r\nX-Slow: ", "abcdefgh", gap)
 			return start, header, nil
+		}},
+		{"a header sent within its bound is answered, then idle", func(c net.Conn, br *bufio.Reader) (time.Time, time.Duration, error) {
+			if err := write(c, "GET /whoami HTTP/1.1\r\n"); err != nil {
+				return time.Time{}, 0, err
+			}
+			time.Sleep(header / 2)
+			if err := write(c, "Host: x\r\n\r\n"); err != nil {
+				return time.Time{}, 0, err
+			}
+			if _, err := readResponse(br, "a header sent within its bound"); err != nil {
+				return time.Time{}, 0, err
+			}
+			return time.Now(), idle, nil
 		}},
 		{"idle after a request", func(c net.Conn, br *bufio.Reader) (time.Time, time.Duration, error) {
 			if err := write(c, get); err != nil {
