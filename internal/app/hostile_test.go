@@ -286,3 +286,61 @@ func openConns(t *testing.T, adminAddr string) float64 {
 	t.Fatalf("/metrics lacks visitors_connections_open:\n%s", b)
 	return 0
 }
+
+// TestGateChurn: clients that close their connections at every point
+// of a request's life, while the gate's watcher, every 10ms, looks at
+// them and cuts those past a bound of 40ms: nothing races (-race),
+// nothing is cut or closed twice in a way that leaks a slot, and
+// afterwards the gate holds no connection and no goroutine serves one.
+func TestGateChurn(t *testing.T) {
+	const bound = 40 * time.Millisecond // a watcher's tick of 10ms
+	to := longTimeouts()
+	to.ReadHeader, to.Read, to.Idle = bound, bound, bound
+	cfg := testConfig()
+	cfg.Metrics = true
+	r := mustStart(t, cfg, to, io.Discard)
+	const get = "GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n"
+	actions := []func(c net.Conn){
+		func(c net.Conn) {}, // close at once
+		func(c net.Conn) { write(c, "GET /hi HTTP/1.1\r\nHo") },
+		func(c net.Conn) { write(c, get) }, // close before the answer
+		func(c net.Conn) { write(c, get); readResponse(bufio.NewReader(c), "") },
+		func(c net.Conn) { write(c, "POST /whoami HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nab") },
+		func(c net.Conn) { write(c, get+get); time.Sleep(bound) },
+		func(c net.Conn) { write(c, get); readResponse(bufio.NewReader(c), ""); time.Sleep(bound - 5*time.Millisecond) },
+		func(c net.Conn) { time.Sleep(bound + 5*time.Millisecond) },
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 150 {
+				c, err := net.Dial("tcp", r.addr)
+				if err != nil {
+					t.Errorf("dial: %v", err)
+					return
+				}
+				c.SetDeadline(time.Now().Add(webtest.Deadline))
+				actions[(w+i)%len(actions)](c)
+				time.Sleep(time.Duration(i%7) * time.Millisecond)
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		open, serving := openConns(t, r.adminAddr), serveGoroutines()
+		if open == 0 && serving == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the churn, the gate holds %v connections and %d goroutines serve one, want 0 and 0", open, serving)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp, err := webtest.Client.Get("http://" + r.addr + "/whoami"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after the churn, GET /whoami = %v, %v; want 200", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
