@@ -160,3 +160,89 @@ func BenchmarkNowParallel(b *testing.B) {
 		_ = d
 	})
 }
+
+// mustSleep waits until c's goroutine is asleep.
+func mustSleep(t *testing.T, c *Clock) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); c.state.Load() != asleep; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the clock, never read, is still awake after 10s (state %d)", c.state.Load())
+		}
+	}
+}
+
+// TestStopWhileAsleep: Stop returns while the clock sleeps, and the
+// clock is frozen after it: a reading neither moves nor wakes anything.
+func TestStopWhileAsleep(t *testing.T) {
+	c := Start(time.Millisecond)
+	mustSleep(t, c)
+	stopped := make(chan struct{})
+	go func() {
+		c.Stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return within 10s of a clock asleep")
+	}
+	a := c.Now()
+	time.Sleep(5 * time.Millisecond)
+	if b := c.Now(); a != b {
+		t.Errorf("Now after Stop moved from %d to %d", a, b)
+	}
+}
+
+// TestAdvanceNeverLowers: a tick or a waking reader that read the time
+// before another stored a later reading does not store its own over it.
+func TestAdvanceNeverLowers(t *testing.T) {
+	c := Start(time.Millisecond)
+	defer c.Stop()
+	ahead := int64(time.Hour) // a reading from later than any time.Since(epoch) now
+	c.now.Store(ahead)
+	if got := c.advance(); got != ahead {
+		t.Errorf("advance() = %d, want the later reading %d", got, ahead)
+	}
+	time.Sleep(5 * time.Millisecond) // ticks, a sleep, a wake below
+	if got := c.Now(); got < ahead {
+		t.Errorf("Now() = %d after the clock ticked, below the reading %d it had", got, ahead)
+	}
+}
+
+// TestNowNeverBlocks: a reader that finds the clock asleep does not
+// wait for its goroutine, even if the wake it sends cannot be taken.
+func TestNowNeverBlocks(t *testing.T) {
+	c := Start(time.Millisecond)
+	c.Stop()
+	c.state.Store(asleep)    // as a reader racing Stop could find it
+	c.wake <- struct{}{}     // a wake nobody took
+	done := make(chan int64) // Now's reading
+	go func() { done <- c.Now() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Now blocked for 10s on a clock whose goroutine was gone")
+	}
+}
+
+// TestManualStandsStill: a Manual clock moves only by Advance, exactly,
+// and reading it wakes nothing.
+func TestManualStandsStill(t *testing.T) {
+	c := Manual()
+	a := c.Now()
+	time.Sleep(5 * time.Millisecond)
+	if b := c.Now(); b != a {
+		t.Fatalf("a Manual clock moved from %d to %d by itself", a, b)
+	}
+	c.Advance(3 * time.Millisecond)
+	if got, want := c.Now(), a+int64(3*time.Millisecond); got != want {
+		t.Errorf("Now() after Advance(3ms) = %d, want %d", got, want)
+	}
+	if got := c.Last(); got != c.Now() {
+		t.Errorf("Last() = %d, want Now()'s %d", got, c.Now())
+	}
+	if c.state.Load() != read || c.Naps() != 0 {
+		t.Errorf("a Manual clock's state %d, naps %d: want read for good, no naps", c.state.Load(), c.Naps())
+	}
+	c.Stop() // a no-op
+}
