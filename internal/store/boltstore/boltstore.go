@@ -9,7 +9,8 @@
 //
 // With [store.Batch] durability the flusher runs every flush interval
 // and requests never wait: a crash loses at most the visits of the last
-// interval. The /hi numbers are reserved ahead, as database sequences do
+// interval (or, while the file is checked after Open, nothing being
+// written until the check passes, every visit since Open). The /hi numbers are reserved ahead, as database sequences do
 // with a cache: the flusher makes a range durable before any number in it
 // is handed out, so no number is given twice across a crash (a crash
 // skips the unused rest of the range; a clean stop writes the exact last
