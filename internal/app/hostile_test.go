@@ -307,7 +307,11 @@ func TestGateChurn(t *testing.T) {
 		func(c net.Conn) { write(c, get); readResponse(bufio.NewReader(c), "") },
 		func(c net.Conn) { write(c, "POST /whoami HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nab") },
 		func(c net.Conn) { write(c, get+get); time.Sleep(bound) },
-		func(c net.Conn) { write(c, get); readResponse(bufio.NewReader(c), ""); time.Sleep(bound - 5*time.Millisecond) },
+		func(c net.Conn) {
+			write(c, get)
+			readResponse(bufio.NewReader(c), "")
+			time.Sleep(bound - 5*time.Millisecond)
+		},
 		func(c net.Conn) { time.Sleep(bound + 5*time.Millisecond) },
 	}
 	var wg sync.WaitGroup
