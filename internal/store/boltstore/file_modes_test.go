@@ -34,7 +34,7 @@ func TestLooseModes(t *testing.T) {
 	mk("tight/f", FileMode, false)
 	open := mk("open", 0o755, true)
 	readable := mk("open/f", 0o644, false)
-	mk("open/g", 0o400, false) // less than FileMode: fine
+	mk("open/g", 0o400, false)                                        // less than FileMode: fine
 	noErr(t, os.Symlink("f", filepath.Join(open, "link")), "symlink") // not a regular file: skipped
 	got := LooseModes(dir)
 	want := []string{
