@@ -34,8 +34,9 @@ func TestLooseModes(t *testing.T) {
 	mk("tight/f", FileMode, false)
 	open := mk("open", 0o755, true)
 	readable := mk("open/f", 0o644, false)
-	mk("open/g", 0o400, false)                                        // less than FileMode: fine
-	noErr(t, os.Symlink("f", filepath.Join(open, "link")), "symlink") // not a regular file: skipped
+	mk("open/g", 0o400, false) // less than FileMode: fine
+	// Not a regular file: skipped.
+	noErr(t, os.Symlink("f", filepath.Join(open, "link")), "symlink")
 	got := LooseModes(dir)
 	want := []string{
 		fmt.Sprintf("%s has mode 0755: others on the host may read it; chmod 700 %s", open, open),
