@@ -7,9 +7,9 @@ import (
 
 // TestCheckBoundsTheRouteKeysNamed: check names at most max keys that
 // end in a route name, and then how many more there are; with max at
-// their number it names them all. (Mutation testing, issue 28: the
-// tests ran check with no bound only, and the bound's mutants,
-// file.go:595:19 and 596:83, lived.)
+// their number it names them all. (Mutation testing, issue 28: no test
+// ran check with a bound on a store with such keys, so the bound's
+// mutants, file.go:595:19 and 596:83, could fail none.)
 func TestCheckBoundsTheRouteKeysNamed(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir})
