@@ -601,3 +601,41 @@ func TestUniquesOutageIsLoggedOnce(t *testing.T) {
 		t.Errorf("an outage of 3 failed rounds and its end: %d lines %q and %d %q, want 1 and 1; log:\n%s", n, failed, m, back, log.String())
 	}
 }
+
+// TestUniquesSweepForgetsCountersOnlyRead: a counter of today this
+// instance only read (another instance counted its visitor), showing no
+// more than Redis's count, is forgotten by the sweep once no round took
+// it for two rounds. Mutation survivor uniques.go:592:94: with
+// `u.floor <= u.count` as `<`, a counter showing exactly Redis's count
+// was kept.
+func TestUniquesSweepForgetsCountersOnlyRead(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	prefix := prefixOf(t.TempDir())
+	open := func() *Store {
+		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	other, st := open(), open()
+	k, d := []byte("k"), store.DayOf(clock.Now())
+	if _, err := other.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	other.AddUnique(k, d, 1)
+	flushed(t, other)
+	if n, err := st.UniqueToday(t.Context(), k, d); err != nil || n != 1 {
+		t.Fatalf("UniqueToday of a visitor of another instance = %d, %v; want 1", n, err)
+	}
+	if st.uq.load(k, d) == nil {
+		t.Fatal("a counter read was not kept")
+	}
+	for st.uq.rounds.Load() < 64 {
+		flushed(t, st)
+	}
+	if st.uq.load(k, d) != nil {
+		t.Errorf("round %d kept a counter only read, no round took since round 1", st.uq.rounds.Load())
+	}
+}
