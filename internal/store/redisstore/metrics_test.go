@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"visitors/internal/store"
+	"visitors/internal/store/redisstore/redistest"
 )
 
 // TestRedisExportsTheReport: every figure of a Report is exported
@@ -114,5 +115,26 @@ func TestStatsCountSyncVisits(t *testing.T) {
 	}
 	if got := st.Stats(); got.SyncVisits != 3 || got.Rounds < 1 || got.Rounds > 3 || got.RoundErrors != 0 || got.HeldVisits != 0 {
 		t.Errorf("Stats after three sync visits = %+v, want 3 sync visits in 1 to 3 rounds, no error, none held", got)
+	}
+}
+
+// TestReportSaysWhetherRedisIsUp: Report's Up is true while Redis
+// answers, and false once the check between rounds failed. Mutation
+// survivor stats.go:74:30: with `Health() == nil` negated, Up said the
+// opposite.
+func TestReportSaysWhetherRedisIsUp(t *testing.T) {
+	rs := redistest.StartTest(t)
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: 20 * time.Millisecond, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r := st.Report(); !r.Up {
+		t.Errorf("Report().Up = false while Redis answers")
+	}
+	rs.Kill()
+	waitFor(t, "the check between rounds to fail", func() bool { return st.Health() != nil })
+	if r := st.Report(); r.Up {
+		t.Errorf("Report().Up = true while Redis is down")
 	}
 }

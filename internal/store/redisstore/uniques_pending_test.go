@@ -605,9 +605,10 @@ func TestUniquesOutageIsLoggedOnce(t *testing.T) {
 // TestUniquesSweepForgetsCountersOnlyRead: a counter of today this
 // instance only read (another instance counted its visitor), showing no
 // more than Redis's count, is forgotten by the sweep once no round took
-// it for two rounds. Mutation survivor uniques.go:592:94: with
+// it for two rounds. Mutation survivors uniques.go:592:113 (with
 // `u.floor <= u.count` as `<`, a counter showing exactly Redis's count
-// was kept.
+// was kept) and 592:94 (with `u.last+2 < round` negated, an idle one
+// was).
 func TestUniquesSweepForgetsCountersOnlyRead(t *testing.T) {
 	clock := storetest.NewClock(uniqDay0)
 	prefix := prefixOf(t.TempDir())
