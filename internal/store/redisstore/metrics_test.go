@@ -138,3 +138,30 @@ func TestReportSaysWhetherRedisIsUp(t *testing.T) {
 		t.Errorf("Report().Up = true while Redis is down")
 	}
 }
+
+// TestReportSinceRoundAndHiLeft: Report's SinceRound is 0 before the
+// first round and then the time since the last one; HiLeft is what is
+// left of the block in hand, with no spare block before one is reserved
+// ahead. Mutation survivors stats.go:81:38 (with `t != 0` negated,
+// SinceRound was 0 after a round) and 101:16 (with `spareEnd != 0`
+// negated, HiLeft counted a spare block that was not there).
+func TestReportSinceRoundAndHiLeft(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour, HiBlock: 100})
+	if d := st.Report().SinceRound; d != 0 {
+		t.Errorf("SinceRound before any round = %v, want 0", d)
+	}
+	if _, err := st.Hit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Incr(t.Context(), []byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	flushed(t, st)
+	r := st.Report()
+	if r.SinceRound <= 0 || r.SinceRound > time.Minute {
+		t.Errorf("SinceRound after a round = %v, want the time since it", r.SinceRound)
+	}
+	if r.HiLeft != 99 {
+		t.Errorf("HiLeft after one /hi of a block of 100 = %d, want 99", r.HiLeft)
+	}
+}
