@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"visitors/internal/store"
+	"visitors/internal/store/redisstore/redistest"
 )
 
 // TestRedisExportsTheReport: every figure of a Report is exported
@@ -114,5 +115,53 @@ func TestStatsCountSyncVisits(t *testing.T) {
 	}
 	if got := st.Stats(); got.SyncVisits != 3 || got.Rounds < 1 || got.Rounds > 3 || got.RoundErrors != 0 || got.HeldVisits != 0 {
 		t.Errorf("Stats after three sync visits = %+v, want 3 sync visits in 1 to 3 rounds, no error, none held", got)
+	}
+}
+
+// TestReportSaysWhetherRedisIsUp: Report's Up is true while Redis
+// answers, and false once the check between rounds failed. Mutation
+// survivor stats.go:74:30: with `Health() == nil` negated, Up said the
+// opposite.
+func TestReportSaysWhetherRedisIsUp(t *testing.T) {
+	rs := redistest.StartTest(t)
+	st, err := Open(Options{URL: rs.URL(), FlushInterval: 20 * time.Millisecond, Timeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r := st.Report(); !r.Up {
+		t.Errorf("Report().Up = false while Redis answers")
+	}
+	rs.Kill()
+	waitFor(t, "the check between rounds to fail", func() bool { return st.Health() != nil })
+	if r := st.Report(); r.Up {
+		t.Errorf("Report().Up = true while Redis is down")
+	}
+}
+
+// TestReportSinceRoundAndHiLeft: Report's SinceRound is 0 before the
+// first round and then the time since the last one; HiLeft is what is
+// left of the block in hand, with no spare block before one is reserved
+// ahead. Mutation survivors stats.go:81:38 (with `t != 0` negated,
+// SinceRound was 0 after a round) and 101:16 (with `spareEnd != 0`
+// negated, HiLeft counted a spare block that was not there).
+func TestReportSinceRoundAndHiLeft(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour, HiBlock: 100})
+	if d := st.Report().SinceRound; d != 0 {
+		t.Errorf("SinceRound before any round = %v, want 0", d)
+	}
+	if _, err := st.Hit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Incr(t.Context(), []byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	flushed(t, st)
+	r := st.Report()
+	if r.SinceRound <= 0 || r.SinceRound > time.Minute {
+		t.Errorf("SinceRound after a round = %v, want the time since it", r.SinceRound)
+	}
+	if r.HiLeft != 99 {
+		t.Errorf("HiLeft after one /hi of a block of 100 = %d, want 99", r.HiLeft)
 	}
 }

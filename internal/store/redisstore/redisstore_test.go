@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -914,5 +915,38 @@ func TestBatchGetWhileTheKeyIsBeingAdmitted(t *testing.T) {
 	close(e.ready)
 	if err != nil || got.Total != 3 {
 		t.Errorf("Get(k) while k is being admitted = %+v, %v; want Redis's total 3", got, err)
+	}
+}
+
+// TestVisitThatMayMakeAKeyRefusedToAnotherMakesIt: a Visit that may make
+// its key, waiting on the admission of a visit that may not (refused as
+// new, ErrNewKey), admits the key itself and counts. The refused
+// admission in flight is played by the test; the Visit is seen waiting
+// on it in its goroutine's stack. Mutation survivor redisstore.go:693:39:
+// with the mode's test negated, it was answered ErrNewKey.
+func TestVisitThatMayMakeAKeyRefusedToAnotherMakesIt(t *testing.T) {
+	st := instance(t, "standalone", prefixOf(t.TempDir()), store.Batch)
+	tag := st.n.tag([]byte("k"))
+	e := &entry{key: "k", tag: tag, total: total(tag), group: st.groupOf(tag), ready: make(chan struct{})}
+	st.entries.Store("k", e)
+	type answer struct {
+		c    store.Counts
+		made bool
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		c, made, err := st.Visit(t.Context(), []byte("k"), true)
+		ch <- answer{c, made, err}
+	}()
+	waitFor(t, "the visit to wait on the admission in flight", func() bool {
+		buf := make([]byte, 1<<20)
+		return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "redisstore.(*Store).entryFor")
+	})
+	st.entries.Delete("k") // as admit does with an entry refused
+	e.err = store.ErrNewKey
+	close(e.ready)
+	if a := <-ch; a.err != nil || !a.made || a.c.Total != 1 {
+		t.Errorf("Visit(k, create) after another's admission was refused as new = %+v, made %v, %v; want it made and counted", a.c, a.made, a.err)
 	}
 }

@@ -601,3 +601,99 @@ func TestUniquesOutageIsLoggedOnce(t *testing.T) {
 		t.Errorf("an outage of 3 failed rounds and its end: %d lines %q and %d %q, want 1 and 1; log:\n%s", n, failed, m, back, log.String())
 	}
 }
+
+// TestUniquesSweepForgetsCountersOnlyRead: a counter of today this
+// instance only read (another instance counted its visitor), showing no
+// more than Redis's count, is forgotten by the sweep once no round took
+// it for two rounds. Mutation survivors uniques.go:592:113 (with
+// `u.floor <= u.count` as `<`, a counter showing exactly Redis's count
+// was kept) and 592:94 (with `u.last+2 < round` negated, an idle one
+// was).
+func TestUniquesSweepForgetsCountersOnlyRead(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	prefix := prefixOf(t.TempDir())
+	open := func() *Store {
+		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	other, st := open(), open()
+	k, d := []byte("k"), store.DayOf(clock.Now())
+	if _, err := other.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	other.AddUnique(k, d, 1)
+	flushed(t, other)
+	if n, err := st.UniqueToday(t.Context(), k, d); err != nil || n != 1 {
+		t.Fatalf("UniqueToday of a visitor of another instance = %d, %v; want 1", n, err)
+	}
+	if st.uq.load(k, d) == nil {
+		t.Fatal("a counter read was not kept")
+	}
+	for st.uq.rounds.Load() < 64 {
+		flushed(t, st)
+	}
+	if st.uq.load(k, d) != nil {
+		t.Errorf("round %d kept a counter only read, no round took since round 1", st.uq.rounds.Load())
+	}
+}
+
+// TestUniquesIdleCounterIsReadAgain: a counter this instance read, then
+// left for more than two rounds, is read from Redis again by the next
+// UniqueToday, which so shows a visitor another instance sent meanwhile;
+// and the sweep keeps a counter a round took in the last two. Mutation
+// survivors uniques.go:330:55 (with `len(pend)+len(flight) > 0` as `>=`,
+// a known counter was always answered from memory) and 330:81 (with
+// `<=` negated, an idle one was), and 592:91 (with `u.last+2` as `-2`,
+// the sweep forgot a counter read by the round before).
+func TestUniquesIdleCounterIsReadAgain(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	prefix := prefixOf(t.TempDir())
+	open := func() *Store {
+		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	other, st := open(), open()
+	k, d := []byte("k"), store.DayOf(clock.Now())
+	if _, err := other.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	other.AddUnique(k, d, 1)
+	flushed(t, other)
+	today := func() uint64 {
+		t.Helper()
+		n, err := st.UniqueToday(t.Context(), k, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := today(); n != 1 {
+		t.Fatalf("UniqueToday = %d, want 1", n)
+	}
+	for range 4 { // the first reads it again; three more leave it idle
+		flushed(t, st)
+	}
+	other.AddUnique(k, d, 2)
+	flushed(t, other)
+	if n := today(); n != 2 {
+		t.Errorf("UniqueToday of a counter idle for three rounds = %d, want Redis's 2", n)
+	}
+	// Read just before a 64th round: the sweep of that round keeps it.
+	for st.uq.rounds.Load()%64 != 62 {
+		flushed(t, st)
+	}
+	today()
+	flushed(t, st) // takes it: round 63
+	flushed(t, st) // round 64 sweeps
+	if st.uq.load(k, d) == nil {
+		t.Errorf("round %d forgot a counter the round before took", st.uq.rounds.Load())
+	}
+}

@@ -775,3 +775,18 @@ func TestUniqueDaysTakesMaxDays(t *testing.T) {
 		}
 	}
 }
+
+// TestUniqueTodayOfACounterNoOneVisitedKeepsNothing: reading the unique
+// visitors of a counter no one visited today answers 0 and keeps no
+// memory of it. Mutation survivor uniques.go:366:42: with `== nil`
+// negated, every such read kept a counter.
+func TestUniqueTodayOfACounterNoOneVisitedKeepsNothing(t *testing.T) {
+	st := openStandalone(t, Options{FlushInterval: time.Hour})
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if n, err := st.UniqueToday(t.Context(), k, d); err != nil || n != 0 {
+		t.Fatalf("UniqueToday = %d, %v; want 0", n, err)
+	}
+	if st.uq.load(k, d) != nil {
+		t.Error("a read of a counter no one visited kept it in memory")
+	}
+}
