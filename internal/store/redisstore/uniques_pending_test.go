@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -647,8 +648,9 @@ func TestUniquesSweepForgetsCountersOnlyRead(t *testing.T) {
 // and the sweep keeps a counter a round took in the last two. Mutation
 // survivors uniques.go:330:55 (with `len(pend)+len(flight) > 0` as `>=`,
 // a known counter was always answered from memory) and 330:81 (with
-// `<=` negated, an idle one was), and 592:91 (with `u.last+2` as `-2`,
-// the sweep forgot a counter read by the round before).
+// `<=` negated, an idle one was), and 592:91 and 592:94 (with
+// `u.last+2` as `-2`, or `<` as `<=`, the sweep forgot a counter a round
+// took two rounds before).
 func TestUniquesIdleCounterIsReadAgain(t *testing.T) {
 	clock := storetest.NewClock(uniqDay0)
 	prefix := prefixOf(t.TempDir())
@@ -686,14 +688,46 @@ func TestUniquesIdleCounterIsReadAgain(t *testing.T) {
 	if n := today(); n != 2 {
 		t.Errorf("UniqueToday of a counter idle for three rounds = %d, want Redis's 2", n)
 	}
-	// Read just before a 64th round: the sweep of that round keeps it.
-	for st.uq.rounds.Load()%64 != 62 {
+	// Taken by the round two before a 64th: the sweep of that round
+	// keeps it.
+	for st.uq.rounds.Load()%64 != 61 {
 		flushed(t, st)
 	}
 	today()
-	flushed(t, st) // takes it: round 63
+	flushed(t, st) // takes it: round 62
+	flushed(t, st)
 	flushed(t, st) // round 64 sweeps
 	if st.uq.load(k, d) == nil {
-		t.Errorf("round %d forgot a counter the round before took", st.uq.rounds.Load())
+		t.Errorf("round %d forgot a counter round %d took", st.uq.rounds.Load(), st.uq.rounds.Load()-2)
+	}
+}
+
+// TestUniquesSweepDropsEmptyDaysBeforeYesterday: the sweep forgets the
+// days before yesterday once none of their counters is left, and keeps
+// yesterday's and today's (their counters come back). Mutation survivors
+// uniques.go:601:11, 601:25 and 601:28 (the test of what is left negated,
+// or the day's bound moved: today's day with a counter in it dropped, or
+// yesterday's, or the old ones kept).
+func TestUniquesSweepDropsEmptyDaysBeforeYesterday(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
+	k, today := []byte("k"), store.DayOf(clock.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []store.Day{today - 2, today - 1, today} {
+		st.AddUnique(k, d, 1)
+	}
+	for st.uq.rounds.Load() < 64 {
+		flushed(t, st)
+	}
+	st.uq.mu.Lock()
+	var days []store.Day
+	for _, ud := range st.uq.days {
+		days = append(days, ud.day)
+	}
+	st.uq.mu.Unlock()
+	if want := []store.Day{today - 1, today}; !slices.Equal(days, want) {
+		t.Errorf("after the sweep of round 64, days %v held, want %v", days, want)
 	}
 }
