@@ -731,3 +731,35 @@ func TestUniquesSweepDropsEmptyDaysBeforeYesterday(t *testing.T) {
 		t.Errorf("after the sweep of round 64, days %v held, want %v", days, want)
 	}
 }
+
+// TestUniquesCloseSendsWhatARoundCouldNotCarry: Close sends the unique
+// visitors its last round could not carry (more than sendMax), in more
+// rounds, before it returns. Mutation survivors uniques.go:618:23 (with
+// `held > 0` negated) and 620:16 (with `len(work) == 0` negated): Close
+// sent one round and dropped the rest.
+func TestUniquesCloseSendsWhatARoundCouldNotCarry(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	const n = sendMax + 30_000
+	for v := range uint64(n) {
+		st.AddUnique(k, d, v*0x9E3779B97F4A7C15) // spread over the HyperLogLog's registers
+	}
+	st.Close()
+	other := instance(t, "standalone", prefix, store.Batch)
+	got, err := other.c.Do(t.Context(), other.c.B().Pfcount().Key(uniqueKey(other.n.tag(k), d)).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A HyperLogLog is within 1% or so: one round alone would be about
+	// sendMax.
+	if got < n*97/100 {
+		t.Errorf("after Close, PFCOUNT = %d of %d visitors added; want them all (a round carries %d)", got, n, sendMax)
+	}
+}
