@@ -735,8 +735,9 @@ func TestUniquesSweepDropsEmptyDaysBeforeYesterday(t *testing.T) {
 // TestUniquesCloseSendsWhatARoundCouldNotCarry: Close sends the unique
 // visitors its last round could not carry (more than sendMax), in more
 // rounds, before it returns. Mutation survivors uniques.go:618:23 (with
-// `held > 0` negated) and 620:16 (with `len(work) == 0` negated): Close
-// sent one round and dropped the rest.
+// `held > 0` negated) and 620:16 (with `len(work) == 0` negated), with
+// which Close sent one round and dropped the rest, and 620:44 (with the
+// send's error test negated), with which it sent two.
 func TestUniquesCloseSendsWhatARoundCouldNotCarry(t *testing.T) {
 	prefix := prefixOf(t.TempDir())
 	st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour})
@@ -747,7 +748,7 @@ func TestUniquesCloseSendsWhatARoundCouldNotCarry(t *testing.T) {
 	if _, err := st.Incr(t.Context(), k); err != nil {
 		t.Fatal(err)
 	}
-	const n = sendMax + 30_000
+	const n = 2*sendMax + 30_000
 	for v := range uint64(n) {
 		st.AddUnique(k, d, v*0x9E3779B97F4A7C15) // spread over the HyperLogLog's registers
 	}
