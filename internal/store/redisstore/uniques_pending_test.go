@@ -647,8 +647,9 @@ func TestUniquesSweepForgetsCountersOnlyRead(t *testing.T) {
 // UniqueToday, which so shows a visitor another instance sent meanwhile;
 // and the sweep keeps a counter a round took in the last two. Mutation
 // survivors uniques.go:330:55 (with `len(pend)+len(flight) > 0` as `>=`,
-// a known counter was always answered from memory) and 330:81 (with
-// `<=` negated, an idle one was), and 592:91 and 592:94 (with
+// a known counter was always answered from memory), 330:81 (with `<=`
+// negated, an idle one was), 377:26 (with `u.reads == reads` negated,
+// the count read again was not kept), and 592:91 and 592:94 (with
 // `u.last+2` as `-2`, or `<` as `<=`, the sweep forgot a counter a round
 // took two rounds before).
 func TestUniquesIdleCounterIsReadAgain(t *testing.T) {
