@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -646,9 +647,11 @@ func TestUniquesSweepForgetsCountersOnlyRead(t *testing.T) {
 // UniqueToday, which so shows a visitor another instance sent meanwhile;
 // and the sweep keeps a counter a round took in the last two. Mutation
 // survivors uniques.go:330:55 (with `len(pend)+len(flight) > 0` as `>=`,
-// a known counter was always answered from memory) and 330:81 (with
-// `<=` negated, an idle one was), and 592:91 (with `u.last+2` as `-2`,
-// the sweep forgot a counter read by the round before).
+// a known counter was always answered from memory), 330:81 (with `<=`
+// negated, an idle one was), 377:26 (with `u.reads == reads` negated,
+// the count read again was not kept), and 592:91 and 592:94 (with
+// `u.last+2` as `-2`, or `<` as `<=`, the sweep forgot a counter a round
+// took two rounds before).
 func TestUniquesIdleCounterIsReadAgain(t *testing.T) {
 	clock := storetest.NewClock(uniqDay0)
 	prefix := prefixOf(t.TempDir())
@@ -686,14 +689,116 @@ func TestUniquesIdleCounterIsReadAgain(t *testing.T) {
 	if n := today(); n != 2 {
 		t.Errorf("UniqueToday of a counter idle for three rounds = %d, want Redis's 2", n)
 	}
-	// Read just before a 64th round: the sweep of that round keeps it.
-	for st.uq.rounds.Load()%64 != 62 {
+	// Taken by the round two before a 64th: the sweep of that round
+	// keeps it.
+	for st.uq.rounds.Load()%64 != 61 {
 		flushed(t, st)
 	}
 	today()
-	flushed(t, st) // takes it: round 63
+	flushed(t, st) // takes it: round 62
+	flushed(t, st)
 	flushed(t, st) // round 64 sweeps
 	if st.uq.load(k, d) == nil {
-		t.Errorf("round %d forgot a counter the round before took", st.uq.rounds.Load())
+		t.Errorf("round %d forgot a counter round %d took", st.uq.rounds.Load(), st.uq.rounds.Load()-2)
+	}
+}
+
+// TestUniquesSweepDropsEmptyDaysBeforeYesterday: the sweep forgets the
+// days before yesterday once none of their counters is left, and keeps
+// yesterday's and today's (their counters come back). Mutation survivors
+// uniques.go:601:11, 601:25 and 601:28 (the test of what is left negated,
+// or the day's bound moved: today's day with a counter in it dropped, or
+// yesterday's, or the old ones kept).
+func TestUniquesSweepDropsEmptyDaysBeforeYesterday(t *testing.T) {
+	clock := storetest.NewClock(uniqDay0)
+	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
+	k, today := []byte("k"), store.DayOf(clock.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []store.Day{today - 2, today - 1, today} {
+		st.AddUnique(k, d, 1)
+	}
+	for st.uq.rounds.Load() < 64 {
+		flushed(t, st)
+	}
+	st.uq.mu.Lock()
+	var days []store.Day
+	for _, ud := range st.uq.days {
+		days = append(days, ud.day)
+	}
+	st.uq.mu.Unlock()
+	if want := []store.Day{today - 1, today}; !slices.Equal(days, want) {
+		t.Errorf("after the sweep of round 64, days %v held, want %v", days, want)
+	}
+}
+
+// TestUniquesCloseSendsWhatARoundCouldNotCarry: Close sends the unique
+// visitors its last round could not carry (more than sendMax), in more
+// rounds, before it returns. Mutation survivors uniques.go:618:23 (with
+// `held > 0` negated) and 620:16 (with `len(work) == 0` negated), with
+// which Close sent one round and dropped the rest, and 620:44 (with the
+// send's error test negated), with which it sent two.
+func TestUniquesCloseSendsWhatARoundCouldNotCarry(t *testing.T) {
+	prefix := prefixOf(t.TempDir())
+	st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*sendMax + 30_000
+	for v := range uint64(n) {
+		st.AddUnique(k, d, v*0x9E3779B97F4A7C15) // spread over the HyperLogLog's registers
+	}
+	st.Close()
+	other := instance(t, "standalone", prefix, store.Batch)
+	got, err := other.c.Do(t.Context(), other.c.B().Pfcount().Key(uniqueKey(other.n.tag(k), d)).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A HyperLogLog is within 1% or so: one round alone would be about
+	// sendMax.
+	if got < n*97/100 {
+		t.Errorf("after Close, PFCOUNT = %d of %d visitors added; want them all (a round carries %d)", got, n, sendMax)
+	}
+}
+
+// TestUniqueDaysShowsVisitorsInFlight: UniqueDays' last day shows, with
+// Redis's count, the visitors a failed round left in flight as well as
+// those not yet sent. Mutation survivor uniques.go:417:46: with
+// pend+flight as pend-flight, it showed a count wrapped past 2^64.
+func TestUniqueDaysShowsVisitorsInFlight(t *testing.T) {
+	rs, st := openOutage(t)
+	defer st.Close()
+	k, d := []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	st.AddUnique(k, d, 2)
+	rs.Kill()
+	if err := st.sendUniques(st.takeUniques()); err == nil {
+		t.Fatal("a round with Redis down did not fail")
+	}
+	st.AddUnique(k, d, 3) // not yet sent
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		got, err = st.UniqueDays(t.Context(), k, d, 1) // the first may meet the connection to the server killed
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if !equal(got, []uint64{3}) {
+		t.Errorf("UniqueDays with two visitors in flight and one not yet sent = %v, want [3]", got)
 	}
 }
