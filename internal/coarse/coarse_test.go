@@ -36,10 +36,19 @@ func TestClockAdvances(t *testing.T) {
 	}
 }
 
+// TestStopFreezes: Stop returns (within 10s: a Stop that never ends the
+// goroutine fails here with a message, not at go test's timeout), and the
+// clock stands still after it.
 func TestStopFreezes(t *testing.T) {
 	c := Start(time.Millisecond)
 	time.Sleep(5 * time.Millisecond)
-	c.Stop()
+	stopped := make(chan struct{})
+	go func() { c.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return within 10s")
+	}
 	a := c.Now()
 	time.Sleep(5 * time.Millisecond)
 	if b := c.Now(); a != b {
