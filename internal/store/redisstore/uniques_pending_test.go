@@ -611,23 +611,7 @@ func TestUniquesOutageIsLoggedOnce(t *testing.T) {
 // was kept) and 592:94 (with `u.last+2 < round` negated, an idle one
 // was).
 func TestUniquesSweepForgetsCountersOnlyRead(t *testing.T) {
-	clock := storetest.NewClock(uniqDay0)
-	prefix := prefixOf(t.TempDir())
-	open := func() *Store {
-		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, Now: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	other, st := open(), open()
-	k, d := []byte("k"), store.DayOf(clock.Now())
-	if _, err := other.Incr(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
-	other.AddUnique(k, d, 1)
-	flushed(t, other)
+	_, st, k, d := visitedElsewhere(t)
 	if n, err := st.UniqueToday(t.Context(), k, d); err != nil || n != 1 {
 		t.Fatalf("UniqueToday of a visitor of another instance = %d, %v; want 1", n, err)
 	}
@@ -653,23 +637,7 @@ func TestUniquesSweepForgetsCountersOnlyRead(t *testing.T) {
 // `u.last+2` as `-2`, or `<` as `<=`, the sweep forgot a counter a round
 // took two rounds before).
 func TestUniquesIdleCounterIsReadAgain(t *testing.T) {
-	clock := storetest.NewClock(uniqDay0)
-	prefix := prefixOf(t.TempDir())
-	open := func() *Store {
-		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, Now: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	other, st := open(), open()
-	k, d := []byte("k"), store.DayOf(clock.Now())
-	if _, err := other.Incr(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
-	other.AddUnique(k, d, 1)
-	flushed(t, other)
+	other, st, k, d := visitedElsewhere(t)
 	today := func() uint64 {
 		t.Helper()
 		n, err := st.UniqueToday(t.Context(), k, d)
@@ -801,4 +769,30 @@ func TestUniqueDaysShowsVisitorsInFlight(t *testing.T) {
 	if !equal(got, []uint64{3}) {
 		t.Errorf("UniqueDays with two visitors in flight and one not yet sent = %v, want [3]", got)
 	}
+}
+
+// visitedElsewhere opens two stores on one prefix, with a manual clock at
+// uniqDay0 and flushes only when asked, and has other count one visit
+// and one unique visitor of key "k" today and send them to Redis; st
+// has seen neither.
+func visitedElsewhere(t *testing.T) (other, st *Store, k []byte, d store.Day) {
+	t.Helper()
+	clock := storetest.NewClock(uniqDay0)
+	prefix := prefixOf(t.TempDir())
+	open := func() *Store {
+		st, err := Open(Options{URL: standalone.URL(), Prefix: prefix, FlushInterval: time.Hour, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	other, st = open(), open()
+	k, d = []byte("k"), store.DayOf(clock.Now())
+	if _, err := other.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	other.AddUnique(k, d, 1)
+	flushed(t, other)
+	return other, st, k, d
 }
