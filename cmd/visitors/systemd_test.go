@@ -325,7 +325,7 @@ func TestSystemdSocketActivation(t *testing.T) {
 
 	env := append(unitEnv(t, state, true),
 		"VISITORS_TLS_CERT="+certFile, "VISITORS_TLS_KEY="+keyFile,
-		"VISITORS_ADMIN_ADDR=127.0.0.1:"+strconv.Itoa(mustFreePort(t, "tcp")))
+		"VISITORS_ADMIN_ADDR=127.0.0.1:"+strconv.Itoa(mustFreePort(t)))
 	env = append(env, rulesOff...)
 	wantData := filepath.Join(state, "visitors")
 	if !slices.Contains(env, "VISITORS_DATA="+wantData) {
@@ -416,8 +416,8 @@ var listeningRE = regexp.MustCompile(`Listening on (127\.0\.0\.1:\d+) as (\d+)\.
 func mustActivate(t *testing.T, activate string, env []string) *activated {
 	t.Helper()
 	for try := 1; ; try++ {
-		https := "127.0.0.1:" + strconv.Itoa(mustFreePort(t, "tcp"))
-		plain := "127.0.0.1:" + strconv.Itoa(mustFreePort(t, "tcp"))
+		https := "127.0.0.1:" + strconv.Itoa(mustFreePort(t))
+		plain := "127.0.0.1:" + strconv.Itoa(mustFreePort(t))
 		args := []string{"-l", https, "-l", plain, "--fdname=visitors:visitors"}
 		for _, e := range env {
 			args = append(args, "-E", e)
