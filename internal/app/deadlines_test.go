@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -136,6 +137,16 @@ func TestPublicServerDeadlines(t *testing.T) {
 		t.Errorf("plain HTTP: handler %T, want a bodyDeadline of %v", srv.Handler, to.Read)
 	}
 
+	// -read-timeout 0: no bound on a body, so no deadline at all (one of
+	// 0 from the handler's start would cut every body at once).
+	noRead := newGate(mustListen(t), 0, 0, nil)
+	defer noRead.Close()
+	to0 := to
+	to0.Read = 0
+	if srv := publicServer(h, noRead, to0, nil, coarse.Manual()); reflect.TypeOf(srv.Handler) != reflect.TypeOf(h) {
+		t.Errorf("plain HTTP, Read 0: handler %T, want the handler itself (%T)", srv.Handler, h)
+	}
+
 	tlsGate := newGate(mustListen(t), 0, 0, nil)
 	defer tlsGate.Close()
 	srv = publicServer(h, tlsGate, to, &tls.Config{}, coarse.Manual())
@@ -144,6 +155,32 @@ func TestPublicServerDeadlines(t *testing.T) {
 	}
 	if tlsGate.watching || tlsGate.write != 0 {
 		t.Errorf("TLS: gate watching %v, write %v; want false, 0", tlsGate.watching, tlsGate.write)
+	}
+}
+
+// TestWatchTick: the gate looks for late connections every quarter of
+// the shortest of the header and idle bounds (CrowdedIdle's, when that
+// is shorter, or when neither is set), so that a cut comes at most a
+// quarter late; never more often than every 10ms.
+func TestWatchTick(t *testing.T) {
+	for _, tt := range []struct {
+		header, idle, want time.Duration
+	}{
+		{5 * time.Second, time.Minute, CrowdedIdle / 4}, // the defaults: CrowdedIdle is the shortest
+		{time.Second, time.Minute, 250 * time.Millisecond},
+		{time.Minute, 800 * time.Millisecond, 200 * time.Millisecond},
+		{0, 400 * time.Millisecond, 100 * time.Millisecond}, // 0: no bound, not the shortest
+		{400 * time.Millisecond, 0, 100 * time.Millisecond},
+		{0, 0, CrowdedIdle / 4},
+		{CrowdedIdle, time.Minute, CrowdedIdle / 4},
+		{20 * time.Millisecond, time.Minute, 10 * time.Millisecond}, // the floor
+		{time.Millisecond, time.Minute, 10 * time.Millisecond},
+	} {
+		to := DefaultTimeouts
+		to.ReadHeader, to.Idle = tt.header, tt.idle
+		if got := watchTick(to); got != tt.want {
+			t.Errorf("watchTick(header %v, idle %v) = %v, want %v", tt.header, tt.idle, got, tt.want)
+		}
 	}
 }
 
