@@ -21,6 +21,14 @@ cd "$(dirname "$0")/.."
 # Pinned; fetched through the Go module proxy on first use.
 GREMLINS=github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 MIN=${MUTATION_MIN:-90}
+# Each mutant's tests get at least FLOOR seconds: gremlins gives them
+# three times its own coverage run, and a package whose tests run in a
+# second (internal/coarse) had every mutant its tests catch by a deadline
+# of their own (TestStopFreezes: 10 s) reported "timed out", which
+# gremlins leaves out of the efficacy. Above the tests' own deadlines
+# (webtest.Deadline is a minute; most are 10 s), a mutant the tests
+# catch fails them, and "timed out" is left for a test that hangs.
+FLOOR=${MUTATION_FLOOR:-30}
 OUT=${MUTATION_OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
@@ -56,7 +64,16 @@ for p in "${pkgs[@]}"; do
 	if [ -n "$subs" ]; then
 		exclude=(--exclude-files "^($subs)/")
 	fi
-	"$bin/gremlins" unleash --workers 1 "${exclude[@]}" "./$p" > "$OUT/$name.txt" 2>&1 || {
+	# The coefficient that lifts gremlins' timeout to FLOOR, from a run
+	# of the package's tests timed as gremlins times its coverage run:
+	# built already (the first run builds).
+	go test -count=1 -cover "./$p" > /dev/null 2>&1 || true
+	t0=$(date +%s%N)
+	go test -count=1 -cover "./$p" > /dev/null 2>&1 || true
+	ms=$((($(date +%s%N) - t0) / 1000000 + 1))
+	coef=$(((FLOOR * 1000 + ms - 1) / ms))
+	[ "$coef" -ge 3 ] || coef=3
+	"$bin/gremlins" unleash --workers 1 --timeout-coefficient "$coef" "${exclude[@]}" "./$p" > "$OUT/$name.txt" 2>&1 || {
 		echo "$p: gremlins failed; see $OUT/$name.txt"
 		failed=1
 		continue

@@ -12,8 +12,7 @@ import (
 // move. (An earlier version bounded the advance over a 50ms sleep from
 // both sides; a busy CI machine woke the sleeper 1ms late and failed it.)
 func TestClockAdvances(t *testing.T) {
-	c := Start(time.Millisecond)
-	defer c.Stop()
+	c := start(t, time.Millisecond)
 	start := c.Now()
 	deadline := time.Now().Add(10 * time.Second)
 	moves := 0
@@ -45,17 +44,40 @@ func TestStopFreezes(t *testing.T) {
 	stopFrozen(t, c, "")
 }
 
-// stopFrozen stops c, failing t if Stop does not return within 10s (of a
-// clock in the state named by what), and checks that Now stands still
-// after it.
-func stopFrozen(t *testing.T, c *Clock, what string) {
-	t.Helper()
+// start starts a clock of tick d that is stopped when tb ends, within
+// 10s (stopWithin): a Stop that hangs fails that test with a message,
+// instead of hanging every test after it until go test's timeout (a
+// deferred Stop did, under the mutant that never closes the clock's
+// stop channel).
+func start(tb testing.TB, d time.Duration) *Clock {
+	tb.Helper()
+	c := Start(d)
+	tb.Cleanup(func() { stopWithin(tb, c, "") })
+	return c
+}
+
+// stopWithin stops c, failing tb if Stop does not return within 10s (of
+// a clock in the state named by what). A Stop that hangs is left
+// running; the test goes on.
+func stopWithin(tb testing.TB, c *Clock, what string) bool {
+	tb.Helper()
 	stopped := make(chan struct{})
 	go func() { c.Stop(); close(stopped) }()
 	select {
 	case <-stopped:
+		return true
 	case <-time.After(10 * time.Second):
-		t.Fatalf("Stop did not return within 10s%s", what)
+		tb.Errorf("Stop did not return within 10s%s", what)
+		return false
+	}
+}
+
+// stopFrozen stops c (stopWithin), and checks that Now stands still
+// after it.
+func stopFrozen(t *testing.T, c *Clock, what string) {
+	t.Helper()
+	if !stopWithin(t, c, what) {
+		t.FailNow()
 	}
 	a := c.Now()
 	time.Sleep(5 * time.Millisecond)
@@ -68,8 +90,7 @@ func stopFrozen(t *testing.T, c *Clock, what string) {
 // sleep; the next reading is the precise time, not the reading of the
 // last tick, and the clock ticks again after it.
 func TestSleepsUnreadAndWakes(t *testing.T) {
-	c := Start(time.Millisecond)
-	defer c.Stop()
+	c := start(t, time.Millisecond)
 	for deadline := time.Now().Add(10 * time.Second); c.state.Load() != asleep; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the clock, never read, is still awake after 10s (state %d, %d naps)", c.state.Load(), c.Naps())
@@ -105,8 +126,7 @@ func TestSleepsUnreadAndWakes(t *testing.T) {
 // in their own readings, and not against a reading another reader took
 // before.
 func TestNowNeverGoesBack(t *testing.T) {
-	c := Start(time.Millisecond)
-	defer c.Stop()
+	c := start(t, time.Millisecond)
 	var latest atomic.Int64 // the latest reading any reader published
 	var wg sync.WaitGroup
 	stop := time.Now().Add(300 * time.Millisecond)
@@ -146,8 +166,7 @@ func TestNowNeverGoesBack(t *testing.T) {
 // BenchmarkNow is what timing a request costs: two readings.
 func BenchmarkNow(b *testing.B) {
 	b.Run("clock=coarse", func(b *testing.B) {
-		c := Start(time.Millisecond)
-		defer c.Stop()
+		c := start(b, time.Millisecond)
 		var d int64
 		for b.Loop() {
 			s := c.Now()
@@ -166,8 +185,7 @@ func BenchmarkNow(b *testing.B) {
 }
 
 func BenchmarkNowParallel(b *testing.B) {
-	c := Start(time.Millisecond)
-	defer c.Stop()
+	c := start(b, time.Millisecond)
 	b.RunParallel(func(pb *testing.PB) {
 		var d int64
 		for pb.Next() {
@@ -199,8 +217,7 @@ func TestStopWhileAsleep(t *testing.T) {
 // TestAdvanceNeverLowers: a tick or a waking reader that read the time
 // before another stored a later reading does not store its own over it.
 func TestAdvanceNeverLowers(t *testing.T) {
-	c := Start(time.Millisecond)
-	defer c.Stop()
+	c := start(t, time.Millisecond)
 	ahead := int64(time.Hour) // a reading from later than any time.Since(epoch) now
 	c.now.Store(ahead)
 	if got := c.advance(); got != ahead {
@@ -216,7 +233,9 @@ func TestAdvanceNeverLowers(t *testing.T) {
 // wait for its goroutine, even if the wake it sends cannot be taken.
 func TestNowNeverBlocks(t *testing.T) {
 	c := Start(time.Millisecond)
-	c.Stop()
+	if !stopWithin(t, c, "") {
+		t.FailNow()
+	}
 	c.state.Store(asleep)    // as a reader racing Stop could find it
 	c.wake <- struct{}{}     // a wake nobody took
 	done := make(chan int64) // Now's reading
