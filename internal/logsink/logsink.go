@@ -6,7 +6,10 @@
 // copies the line into a slot of a fixed ring (claimed with one atomic
 // compare-and-swap, the lock-free bounded queue of D. Vyukov) and returns.
 // One background goroutine drains the ring in order into a buffered writer
-// and flushes it when the ring runs dry. When the ring is full the line is
+// and flushes it when the ring runs dry. While lines come, it looks for
+// them once per poll; after a poll that finds none it sleeps until the
+// next Write wakes it, so that an idle service does not wake up a hundred
+// times a second for its log (docs/performance.md, issue 26). When the ring is full the line is
 // dropped and counted; the drain goroutine reports drops as a warning line
 // of its own, and [Writer.Dropped] exposes the total.
 package logsink
@@ -29,8 +32,10 @@ type Options struct {
 	// SlotBytes is the capacity preallocated for each line. Longer lines
 	// still fit: the slot grows once and keeps its new size. Default 512.
 	SlotBytes int
-	// Poll is how long the drain goroutine sleeps when the ring is empty,
-	// so the most a line waits before it is written. Default 10ms.
+	// Poll is how long the drain goroutine waits between two looks at
+	// the ring while lines come, so the most a line waits before it is
+	// written. A look that finds none puts the goroutine to sleep until
+	// the next Write, which then wakes it at once. Default 10ms.
 	Poll time.Duration
 	// BufferBytes is the size of the buffer in front of the destination.
 	// Default 64 KiB.
@@ -45,6 +50,8 @@ type Writer struct {
 	_       [56]byte
 	dropped atomic.Uint64 // lines lost because the ring was full
 	_       [56]byte
+	asleep  atomic.Bool // the drain goroutine waits for wake, not for its poll
+	_       [63]byte
 	slots   []slot
 	mask    uint64
 
@@ -52,6 +59,8 @@ type Writer struct {
 	out      *bufio.Writer // owned by the drain goroutine
 	poll     time.Duration
 	reported uint64 // drops already reported; owned by the drain goroutine
+	naps     atomic.Uint64 // times the drain goroutine went to sleep
+	wake     chan struct{} // one wake for a sleeping drain goroutine
 	stop     chan struct{}
 	done     chan struct{}
 	once     sync.Once
@@ -88,6 +97,7 @@ func New(w io.Writer, o Options) *Writer {
 		mask:  uint64(n - 1),
 		out:   bufio.NewWriterSize(w, o.BufferBytes),
 		poll:  o.Poll,
+		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
@@ -112,6 +122,17 @@ func (w *Writer) Write(p []byte) (int, error) {
 			if w.head.CompareAndSwap(pos, pos+1) {
 				s.buf = append(s.buf[:0], p...)
 				s.seq.Store(pos + 1)
+				// The drain goroutine sets asleep before it looks at the
+				// ring a last time, and the line was published before
+				// this load: either it sees the line, or this Write sees
+				// it asleep and wakes it. One wake is enough; another
+				// Write may have sent it already.
+				if w.asleep.Load() && w.asleep.CompareAndSwap(true, false) {
+					select {
+					case w.wake <- struct{}{}:
+					default:
+					}
+				}
 				return len(p), nil
 			}
 			pos = w.head.Load()
@@ -146,9 +167,21 @@ func (w *Writer) drain() {
 	t := time.NewTimer(w.poll)
 	defer t.Stop()
 	for {
+		from := tail
 		tail = w.drainReady(tail)
 		w.reportDrops()
 		w.flush()
+		if tail == from && w.sleep(tail) {
+			select {
+			case <-w.stop:
+				w.drainReady(tail)
+				w.reportDrops()
+				w.flush()
+				return
+			case <-w.wake:
+			}
+			continue
+		}
 		t.Reset(w.poll)
 		select {
 		case <-w.stop:
@@ -159,6 +192,23 @@ func (w *Writer) drain() {
 		case <-t.C:
 		}
 	}
+}
+
+// sleep marks the drain goroutine asleep after a poll that found no line,
+// and reports whether it may wait for a wake: not if a line was published
+// at tail meanwhile (its Write may have found it awake), nor if a drop
+// is left to report.
+func (w *Writer) sleep(tail uint64) bool {
+	w.asleep.Store(true)
+	if w.slots[tail&w.mask].seq.Load() == tail+1 || w.dropped.Load() != w.reported {
+		if w.asleep.CompareAndSwap(true, false) {
+			return false
+		}
+		<-w.wake // a Write took asleep back and sent its wake: take it
+		return false
+	}
+	w.naps.Add(1)
+	return true
 }
 
 // drainReady writes every published line from tail on, in order, and

@@ -284,9 +284,55 @@ func TestDropReportsAddUp(t *testing.T) {
 	}
 }
 
-// TestPollIsTheWait: a line that arrives after the drain goroutine found
-// the ring empty waits for the next poll, however long Poll is, and is
-// written at Close.
+// TestIdleSleepsAndAWriteWakes: a Writer with nothing to write stops
+// looking: with Poll a millisecond, its drain goroutine takes one nap
+// in 200ms, not two hundred looks, and after each line it naps again.
+// A line written to a sleeping Writer is written at once, not at the
+// next poll (Poll an hour). Fails if the drain polls while idle, if it
+// never sleeps again after a line, or if a Write does not wake it (the
+// line then waits until Close).
+func TestIdleSleepsAndAWriteWakes(t *testing.T) {
+	dst := newValve()
+	w := New(dst, Options{Poll: time.Millisecond})
+	waitNaps(t, w, 1)
+	time.Sleep(200 * time.Millisecond)
+	if n := w.naps.Load(); n != 1 {
+		t.Errorf("an idle Writer with Poll 1ms napped %d times in 200ms, want once: it looks for lines while idle", n)
+	}
+	for i := range 3 {
+		w.Write([]byte("a\n"))
+		waitNaps(t, w, uint64(i+2))
+	}
+	w.Close()
+	if got := dst.String(); got != "a\na\na\n" {
+		t.Errorf("wrote %q, want three lines", got)
+	}
+
+	dst = newValve()
+	w = New(dst, Options{Poll: time.Hour})
+	defer w.Close()
+	waitNaps(t, w, 1)
+	w.Write([]byte("b\n"))
+	for deadline := time.Now().Add(10 * time.Second); dst.String() != "b\n"; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a line written to a sleeping Writer (Poll an hour) was not written within 10s: %q", dst.String())
+		}
+	}
+}
+
+// waitNaps waits until w's drain goroutine has gone to sleep n times.
+func waitNaps(t *testing.T, w *Writer, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); w.naps.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the drain goroutine napped %d times in 10s, want %d", w.naps.Load(), n)
+		}
+	}
+}
+
+// TestPollIsTheWait: a line that arrives while the drain goroutine is
+// awake, waiting for its next poll, waits for that poll, however long
+// Poll is, and is written at Close.
 func TestPollIsTheWait(t *testing.T) {
 	dst := newValve()
 	w := New(dst, Options{Poll: time.Hour})
