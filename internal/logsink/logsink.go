@@ -58,7 +58,7 @@ type Writer struct {
 	written  atomic.Uint64 // lines handed to the destination; written by the drain goroutine only
 	out      *bufio.Writer // owned by the drain goroutine
 	poll     time.Duration
-	reported uint64 // drops already reported; owned by the drain goroutine
+	reported uint64        // drops already reported; owned by the drain goroutine
 	naps     atomic.Uint64 // times the drain goroutine went to sleep
 	wake     chan struct{} // one wake for a sleeping drain goroutine
 	stop     chan struct{}
