@@ -7,8 +7,9 @@
 # A mutant that changes nothing observable is listed, with the reason, in
 # the table of equivalent mutants in docs/testing.md; the script counts it
 # apart. It fails if a package has a surviving mutant that is not listed
-# there, or if its efficacy without the listed ones is under MUTATION_MIN
-# percent (default 90).
+# there, if its efficacy without the listed ones is under MUTATION_MIN
+# percent (default 90), or if none was killed or survived and some timed
+# out.
 #
 # Usage: ./scripts/mutation.sh [package...]    (default: every core package)
 # The core packages are those under internal/ less the test helpers and
@@ -105,6 +106,12 @@ for p in "${pkgs[@]}"; do
 		echo "    survivor not listed as equivalent in docs/testing.md: $u"
 		failed=1
 	done
+	if [ "$net" = n/a ] && [ "${timedout:-0}" -gt 0 ]; then
+		# Nothing scored, so no efficacy to hold under MIN: a package
+		# whose every covered mutant timed out passed at 0%.
+		echo "    no mutant scored: ${timedout} timed out, over a ${FLOOR} s floor (a test that hangs)"
+		failed=1
+	fi
 	if [ "$net" != n/a ] && awk -v n="$net" -v m="$MIN" 'BEGIN { exit !(n < m) }'; then
 		echo "    efficacy without equivalent mutants ${net}% < ${MIN}%"
 		failed=1
