@@ -44,12 +44,14 @@ go mod tidy -diff
 step "go vet"
 go vet ./...
 
-step "the other systems and architecture type-check (darwin/arm64, windows/amd64, linux/arm64)"
+step "the other systems and architecture type-check and vet (darwin/arm64, windows/amd64, linux/arm64)"
 # Every package and its tests, type-checked from source for one target
-# of each other system and the other architecture (scripts/crosscheck):
-# what a build there would refuse, without compiling. go vet per target
-# did the same by compiling every dependency again, 300 s of a run on a
-# fresh build cache here; this takes about 8 s (docs/testing.md). No
+# of each other system and the other architecture, then go vet's
+# analyzers on them (scripts/crosscheck): what a build there would
+# refuse, and what vet finds in files the host never builds, without
+# compiling. go vet per target did the same by compiling every
+# dependency again, 300 s of a run on a fresh build cache here; this
+# takes about 45 s at load 8 (docs/testing.md). No
 # file here differs between darwin's or windows' two architectures.
 go run ./scripts/crosscheck darwin/arm64 windows/amd64 linux/arm64
 

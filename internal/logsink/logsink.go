@@ -40,6 +40,11 @@ type Options struct {
 	// BufferBytes is the size of the buffer in front of the destination.
 	// Default 64 KiB.
 	BufferBytes int
+
+	// sleeping, for tests only, is called by the drain goroutine as it
+	// goes to sleep, before and after it marks itself asleep (marked),
+	// so that a test can Write in either window of that race.
+	sleeping func(w *Writer, marked bool)
 }
 
 // Writer is a non-blocking, buffered writer of lines. Each Write must hold
@@ -65,6 +70,8 @@ type Writer struct {
 	done     chan struct{}
 	once     sync.Once
 	err      error // first write error of the destination; read after done
+
+	sleeping func(w *Writer, marked bool) // Options.sleeping; nil outside tests
 }
 
 type slot struct {
@@ -93,13 +100,14 @@ func New(w io.Writer, o Options) *Writer {
 		n <<= 1
 	}
 	lw := &Writer{
-		slots: make([]slot, n),
-		mask:  uint64(n - 1),
-		out:   bufio.NewWriterSize(w, o.BufferBytes),
-		poll:  o.Poll,
-		wake:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		slots:    make([]slot, n),
+		mask:     uint64(n - 1),
+		out:      bufio.NewWriterSize(w, o.BufferBytes),
+		poll:     o.Poll,
+		sleeping: o.sleeping,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	for i := range lw.slots {
 		lw.slots[i].seq.Store(uint64(i))
@@ -171,15 +179,19 @@ func (w *Writer) drain() {
 		tail = w.drainReady(tail)
 		w.reportDrops()
 		w.flush()
-		if tail == from && w.sleep(tail) {
-			select {
-			case <-w.stop:
-				w.drainReady(tail)
-				w.reportDrops()
-				w.flush()
-				return
-			case <-w.wake:
+		if tail == from {
+			if w.sleep(tail) {
+				select {
+				case <-w.stop:
+					w.drainReady(tail)
+					w.reportDrops()
+					w.flush()
+					return
+				case <-w.wake:
+				}
 			}
+			// Woken, or a line came as it fell asleep: look now, not
+			// a poll later (the Write that woke it may be that line's).
 			continue
 		}
 		t.Reset(w.poll)
@@ -197,9 +209,15 @@ func (w *Writer) drain() {
 // sleep marks the drain goroutine asleep after a poll that found no line,
 // and reports whether it may wait for a wake: not if a line was published
 // at tail meanwhile (its Write may have found it awake), nor if a drop
-// is left to report.
+// is left to report; the caller then looks at the ring again at once.
 func (w *Writer) sleep(tail uint64) bool {
+	if w.sleeping != nil {
+		w.sleeping(w, false)
+	}
 	w.asleep.Store(true)
+	if w.sleeping != nil {
+		w.sleeping(w, true)
+	}
 	if w.slots[tail&w.mask].seq.Load() == tail+1 || w.dropped.Load() != w.reported {
 		if w.asleep.CompareAndSwap(true, false) {
 			return false

@@ -320,6 +320,49 @@ func TestIdleSleepsAndAWriteWakes(t *testing.T) {
 	}
 }
 
+// TestAWriteAsTheDrainFallsAsleepIsWritten: a line written while the
+// drain goroutine goes to sleep, just before it marks itself asleep (the
+// Write finds it awake and sends no wake) or just after (the Write wakes
+// it), is written at once, not at the next poll (Poll an hour) nor at
+// Close; and the drain then naps once and stays asleep, no wake left
+// over. Fails if sleep does not look at the ring again once marked (the
+// line waits for the next Write or Close: a lost wakeup), if the line
+// that look finds waits for the poll (as it did when this test was
+// written), or if the drain leaves the wake of a Write it did not wait
+// for in the channel (it then wakes again at once for nothing).
+func TestAWriteAsTheDrainFallsAsleepIsWritten(t *testing.T) {
+	for _, marked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("marked=%v", marked), func(t *testing.T) {
+			for _, poll := range []time.Duration{time.Hour, time.Millisecond} {
+				dst := newValve()
+				var once sync.Once
+				w := New(dst, Options{Poll: poll, sleeping: func(w *Writer, m bool) {
+					if m == marked {
+						once.Do(func() { w.Write([]byte("a\n")) })
+					}
+				}})
+				for deadline := time.Now().Add(10 * time.Second); dst.String() != "a\n"; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						got := dst.String()
+						w.Close()
+						t.Fatalf("Poll %v: a line written as the drain went to sleep was not written within 10s: %q", poll, got)
+					}
+				}
+				if poll == time.Millisecond {
+					waitNaps(t, w, 1)
+					time.Sleep(100 * time.Millisecond)
+					if n := w.naps.Load(); n != 1 {
+						t.Errorf("Poll %v: the drain napped %d times in 100ms after one line, want once: a wake was left over", poll, n)
+					}
+				}
+				if err := w.Close(); err != nil {
+					t.Fatalf("Close() = %v", err)
+				}
+			}
+		})
+	}
+}
+
 // waitNaps waits until w's drain goroutine has gone to sleep n times.
 func waitNaps(t *testing.T, w *Writer, n uint64) {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -105,8 +106,13 @@ func (s *Server) start() error {
 	s.mu.Unlock()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		// A PONG may come from another process's server, one that took
+		// the port between its choice and its use (another go test
+		// process's): ours then cannot bind it, and exits.
 		if ping(s.Addr) == nil {
-			return nil
+			if pid, err := serverPID(s.Addr); err == nil && pid == cmd.Process.Pid {
+				return nil
+			}
 		}
 		select {
 		case <-exit:
@@ -118,6 +124,38 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server on %s did not answer PING within 20s", s.Addr)
 		}
 	}
+}
+
+// serverPID asks the server at addr for its process id (INFO server).
+func serverPID(addr string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(head, "$"), "\r\n"))
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("INFO server: %q", head)
+	}
+	info := make([]byte, n)
+	if _, err := io.ReadFull(r, info); err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(info)) {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, errors.New("INFO server: no process_id")
 }
 
 // ping sends PING to addr and expects +PONG.
