@@ -37,10 +37,19 @@ type streamCounts struct {
 	Total, Today uint64
 }
 
+// streamClient reads the streams of [mustOpen]: each ends within
+// 10 s, well under the package timeout and far above what these tests
+// read (TestStreamCoalesces, the longest, about a second), so that a
+// stream whose events never come (mutants stream.go:144:9 and 155:12:
+// a change never sent) fails its reader with the client's timeout
+// rather than at webtest.Deadline's minute, past the mutation run's
+// timeout.
+var streamClient = &http.Client{Timeout: 10 * time.Second}
+
 // mustOpen opens a stream and checks its headers.
 func mustOpen(t *testing.T, url string) (*http.Response, *webtest.EventReader) {
 	t.Helper()
-	resp, err := webtest.Client.Get(url)
+	resp, err := streamClient.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
