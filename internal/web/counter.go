@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"visitors/internal/badge"
@@ -120,23 +121,27 @@ func boolParam(q, key string, def bool) (bool, bool) {
 // once: emptyQuery.
 func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	if q == "" {
-		return emptyQuery, ""
+		return emptyQuery(), ""
 	}
 	return parseQuery(sc, q)
 }
 
-// emptyQuery is what parseQuery makes of an empty query, parsed once
-// (TestEmptyQueryIsParsed holds them equal). Its byte slices are in a
-// scratch of its own, which nothing writes to again: a badge's fields
-// are only read.
-var emptyQuery = func() counterQuery {
+// emptyQuery returns what parseQuery makes of an empty query, parsed
+// once (TestEmptyQueryIsParsed holds them equal). Its byte slices are in
+// a scratch of its own, which nothing writes to again: a badge's fields
+// are only read. It is parsed at the first request without a query, not
+// at the package's init: a parser that never returned there (mutation
+// query.go:16:8) hung every program importing web, its tests before go
+// test's timeout starts, so that the test binary ran on after the go
+// command was stopped.
+var emptyQuery = sync.OnceValue(func() counterQuery {
 	var sc scratch
 	cq, msg := parseQuery(&sc, "")
 	if msg != "" {
 		panic("the empty query is refused: " + msg)
 	}
 	return cq
-}()
+})
 
 // parseQuery is parseCounterQuery without the shortcut.
 func parseQuery(sc *scratch, q string) (cq counterQuery, msg string) {

@@ -24,7 +24,7 @@ func TestGraphFollowsDarkTheme(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := get(s, "GET", tt.path)
+			w := get(t, s, "GET", tt.path)
 			if w.Code != 200 {
 				t.Fatalf("%s = %d %q", tt.path, w.Code, w.Body)
 			}

@@ -25,7 +25,6 @@ import (
 	"visitors/internal/store"
 	"visitors/internal/store/memstore"
 	"visitors/internal/store/storetest"
-	"visitors/internal/webtest"
 )
 
 // mustServer returns a Server over a fresh memory store whose visit log
@@ -73,19 +72,36 @@ func mustFlightRecorder(tb testing.TB) {
 	tb.Cleanup(func() { fr.Close() })
 }
 
+// answerWithin bounds a request [get] serves: well under the package
+// timeout, and far above what a handler over a memory store takes.
+const answerWithin = 10 * time.Second
+
 // get serves one request to h and returns the recorded response. The
-// request's context ends after webtest.Deadline, so that a handler that
+// request's context ends after answerWithin, so that a handler that
 // streams where it should answer (a live stream's refusal, a HEAD) ends
-// then and the test fails on what it recorded, instead of hanging.
-func get(h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {
-	ctx, cancel := context.WithTimeout(context.Background(), webtest.Deadline)
+// then and the test fails on what it recorded. A handler that does not
+// return even then, a loop that never ends (mutant params.go:40:8: a
+// query-less request spun in unknownCounterParam and hung the package
+// until go test's timeout), fails tb a second later instead.
+func get(tb testing.TB, h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), answerWithin)
 	defer cancel()
 	r := httptest.NewRequestWithContext(ctx, method, target, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		r.Header.Set(hdr[i], hdr[i+1])
 	}
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(w, r)
+	}()
+	select {
+	case <-done:
+	case <-time.After(answerWithin + time.Second):
+		tb.Fatalf("%s %s: the handler did not return within %v", method, target, answerWithin+time.Second)
+	}
 	return w
 }
 
@@ -193,7 +209,7 @@ type shows struct {
 func checkShows(t *testing.T, h http.Handler, tests []shows) {
 	t.Helper()
 	for _, tt := range tests {
-		if w := get(h, "GET", tt.target); w.Code != 200 || !strings.Contains(w.Body.String(), tt.want) {
+		if w := get(t, h, "GET", tt.target); w.Code != 200 || !strings.Contains(w.Body.String(), tt.want) {
 			t.Errorf("GET %s = %d %q, want 200 with %s", tt.target, w.Code, w.Body, tt.want)
 		}
 	}

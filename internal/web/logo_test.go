@@ -52,7 +52,7 @@ func TestCounterLogo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s, st := mustServer(t, nil)
-		w := get(s, "GET", tt.target)
+		w := get(t, s, "GET", tt.target)
 		if w.Code != tt.code {
 			t.Errorf("GET %s = %d %q, want %d", tt.target, w.Code, w.Body, tt.code)
 			continue

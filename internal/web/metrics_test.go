@@ -79,10 +79,10 @@ func TestRequestMetrics(t *testing.T) {
 		"/counter/a.svg", "/counter/a.json?count=false", "/counter/a/daily.json", "/counter/a/graph.svg",
 		"/counter/a.gif", "/nope", "/", "/whoami",
 	} {
-		get(s, "GET", target)
+		get(t, s, "GET", target)
 	}
-	get(s, "HEAD", "/hi?color=%3C") // a HEAD is no visit, valid or not
-	get(s, "POST", "/hello")        // 405: an invalid visit
+	get(t, s, "HEAD", "/hi?color=%3C") // a HEAD is no visit, valid or not
+	get(t, s, "POST", "/hello")        // 405: an invalid visit
 
 	got := mustGather(t, m)
 	want := map[string]float64{
@@ -131,7 +131,7 @@ func TestRequestMetricsStoreError(t *testing.T) {
 	m := metrics.NewRequests(metrics.RequestsOptions{Clock: coarse.Manual()})
 	s := New(Config{Store: failingStore{}, Log: zerolog.New(io.Discard), Requests: m})
 	for _, target := range []string{"/hi", "/hello", "/counter/k.json"} {
-		if w := get(s, "GET", target); w.Code != 503 {
+		if w := get(t, s, "GET", target); w.Code != 503 {
 			t.Fatalf("GET %s = %d, want 503", target, w.Code)
 		}
 	}

@@ -30,7 +30,7 @@ func TestCounterShieldsAliases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := get(s, "GET", "/counter/alias.svg?count=false&"+tt.query)
+			w := get(t, s, "GET", "/counter/alias.svg?count=false&"+tt.query)
 			if w.Code != 200 {
 				t.Fatalf("GET ?%s = %d %q, want 200", tt.query, w.Code, errorMessage(t, w))
 			}
@@ -72,7 +72,7 @@ func TestCounterUnknownParam(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := get(s, "GET", tt.target)
+			w := get(t, s, "GET", tt.target)
 			msg := errorMessage(t, w)
 			if w.Code != 400 || !strings.Contains(msg, "Unknown parameter "+tt.param) {
 				t.Errorf("GET %s = %d %q, want 400 naming %s", tt.target, w.Code, msg, tt.param)
@@ -109,7 +109,7 @@ func TestCounterEveryParamStillWorks(t *testing.T) {
 		"/counter/visitors/landing.svg?label=this%20page",
 		"/counter/p.svg?%6C%61%62%65%6C=x", // an escaped known name
 	} {
-		if w := get(s, "GET", target); w.Code != 200 {
+		if w := get(t, s, "GET", target); w.Code != 200 {
 			t.Errorf("GET %s = %d %q, want 200", target, w.Code, errorMessage(t, w))
 		}
 	}
@@ -143,9 +143,9 @@ func TestEmptyQueryIsParsed(t *testing.T) {
 		t.Fatalf("parseCounterQuery(\"\") = %+v, %q; parseQuery gives %+v", got, msg, want)
 	}
 	s, _ := mustServer(t, nil)
-	first := get(s, "GET", "/counter/empty.svg?label=other&color=red").Body.String()
+	first := get(t, s, "GET", "/counter/empty.svg?label=other&color=red").Body.String()
 	for range 3 {
-		get(s, "GET", "/counter/empty.svg")
+		get(t, s, "GET", "/counter/empty.svg")
 	}
 	if got, _ := parseCounterQuery(&sc, ""); !reflect.DeepEqual(got, want) {
 		t.Errorf("after serving badges, the empty query's defaults are %+v, want %+v", got, want)

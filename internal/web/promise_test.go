@@ -42,7 +42,7 @@ func mustClockServer(tb testing.TB) (s *Server, st *memstore.Store, nextDay func
 func mustVisit(tb testing.TB, s *Server, target string, n int) {
 	tb.Helper()
 	for range n {
-		if w := get(s, "GET", target); w.Code != 200 {
+		if w := get(tb, s, "GET", target); w.Code != 200 {
 			tb.Fatalf("GET %s = %d %q, want 200", target, w.Code, w.Body)
 		}
 	}
@@ -67,7 +67,7 @@ func TestCounterHeadCountsNothing(t *testing.T) {
 			want = 1
 		}
 		for _, tt := range tests {
-			w := get(s, "HEAD", tt.target)
+			w := get(t, s, "HEAD", tt.target)
 			if w.Code != 200 || w.Header().Get("Content-Type") != tt.wantCT {
 				t.Errorf("HEAD %s = %d %q, want 200 %q", tt.target, w.Code, w.Header().Get("Content-Type"), tt.wantCT)
 			}
@@ -105,7 +105,7 @@ func TestCounterDaysRange(t *testing.T) {
 		for _, kind := range []string{"daily.json", "graph.svg"} {
 			s, st := mustServer(t, nil)
 			target := "/counter/r/" + kind + "?days=" + tt.days
-			w := get(s, "GET", target)
+			w := get(t, s, "GET", target)
 			if w.Code != tt.wantCode {
 				t.Errorf("GET %s = %d %q, want %d", target, w.Code, w.Body, tt.wantCode)
 				continue
@@ -172,12 +172,12 @@ func TestCounterDailyDates(t *testing.T) {
 	nextDay()
 	nextDay()
 	mustVisit(t, s, "/counter/d.json", 1) // day0 + 2
-	w := get(s, "GET", "/counter/d/daily.json?days=4")
+	w := get(t, s, "GET", "/counter/d/daily.json?days=4")
 	want := storetest.Dated(`{"key":"d","days":[{"date":"$D","count":0,"unique":0},{"date":"$D+1","count":2,"unique":1},{"date":"$D+2","count":0,"unique":0},{"date":"$D+3","count":1,"unique":1}]}` + "\n")
 	if w.Code != 200 || w.Body.String() != want {
 		t.Errorf("daily.json?days=4 = %d %s, want 200 %s", w.Code, w.Body, want)
 	}
-	w = get(s, "GET", "/counter/d/daily.json?days=1")
+	w = get(t, s, "GET", "/counter/d/daily.json?days=1")
 	if want := storetest.Dated(`{"key":"d","days":[{"date":"$D+3","count":1,"unique":1}]}` + "\n"); w.Body.String() != want {
 		t.Errorf("daily.json?days=1 = %s, want %s", w.Body, want)
 	}
@@ -198,27 +198,27 @@ func TestCounterETags(t *testing.T) {
 		t.Run(target, func(t *testing.T) {
 			s, st := mustServer(t, nil)
 			mustVisit(t, s, "/counter/e.svg", 1)
-			w := get(s, "GET", target)
+			w := get(t, s, "GET", target)
 			etag := w.Header().Get("Etag")
 			if w.Code != 200 || !regexp.MustCompile(`^"[0-9a-z]+"$`).MatchString(etag) {
 				t.Fatalf("GET %s = %d with ETag %q, want 200 and a strong ETag", target, w.Code, etag)
 			}
-			if again := get(s, "GET", target); again.Header().Get("Etag") != etag {
+			if again := get(t, s, "GET", target); again.Header().Get("Etag") != etag {
 				t.Errorf("ETag changed without a visit: %q then %q", etag, again.Header().Get("Etag"))
 			}
 			for _, inm := range []string{etag, `"x", ` + etag, "W/" + etag} {
-				if w := get(s, "GET", target, "If-None-Match", inm); w.Code != 304 || w.Body.Len() != 0 {
+				if w := get(t, s, "GET", target, "If-None-Match", inm); w.Code != 304 || w.Body.Len() != 0 {
 					t.Errorf("If-None-Match: %s = %d with %d bytes, want 304 and no body", inm, w.Code, w.Body.Len())
 				}
 			}
-			if w := get(s, "GET", target, "If-None-Match", `"other"`); w.Code != 200 || w.Body.Len() == 0 {
+			if w := get(t, s, "GET", target, "If-None-Match", `"other"`); w.Code != 200 || w.Body.Len() == 0 {
 				t.Errorf("If-None-Match: \"other\" = %d with %d bytes, want 200 with a body", w.Code, w.Body.Len())
 			}
 			if c := mustCount(t, st, "e"); c.Total != 1 {
 				t.Errorf("reads counted visits: total %d, want 1", c.Total)
 			}
 			mustVisit(t, s, "/counter/e.json", 1)
-			w = get(s, "GET", target, "If-None-Match", etag)
+			w = get(t, s, "GET", target, "If-None-Match", etag)
 			if w.Code != 200 || w.Header().Get("Etag") == etag {
 				t.Errorf("after a visit, the old ETag = %d with ETag %q, want 200 and a new ETag", w.Code, w.Header().Get("Etag"))
 			}
@@ -226,8 +226,8 @@ func TestCounterETags(t *testing.T) {
 	}
 	// A counting request counts and answers in full whatever it holds.
 	s, st := mustServer(t, nil)
-	etag := get(s, "GET", "/counter/c.svg?count=false").Header().Get("Etag")
-	if w := get(s, "GET", "/counter/c.svg", "If-None-Match", etag); w.Code != 200 || w.Body.Len() == 0 || w.Header().Get("Etag") != "" {
+	etag := get(t, s, "GET", "/counter/c.svg?count=false").Header().Get("Etag")
+	if w := get(t, s, "GET", "/counter/c.svg", "If-None-Match", etag); w.Code != 200 || w.Body.Len() == 0 || w.Header().Get("Etag") != "" {
 		t.Errorf("counting GET with If-None-Match = %d, %d bytes, ETag %q; want 200 with a body and no ETag", w.Code, w.Body.Len(), w.Header().Get("Etag"))
 	}
 	if c := mustCount(t, st, "c"); c.Total != 1 {
@@ -252,7 +252,7 @@ func TestCounterHeaders(t *testing.T) {
 	}
 	s, _ := mustServer(t, nil)
 	for _, tt := range tests {
-		w := get(s, "GET", tt.target)
+		w := get(t, s, "GET", tt.target)
 		want := map[string]string{
 			"Content-Type":  tt.wantCT,
 			"Cache-Control": "no-cache, no-store, must-revalidate",
@@ -297,7 +297,7 @@ func TestInputLimitsAfterUnescaping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s, _ := mustServer(t, nil)
-		w := get(s, "GET", tt.target)
+		w := get(t, s, "GET", tt.target)
 		got := w.Body.String()
 		if w.Code != 200 {
 			got = errorMessage(t, w)
@@ -373,7 +373,7 @@ func TestGraph(t *testing.T) {
 		}
 		mustVisit(t, s, "/counter/g.json", n)
 	}
-	w := get(s, "GET", "/counter/g/graph.svg?days=7")
+	w := get(t, s, "GET", "/counter/g/graph.svg?days=7")
 	if w.Code != 200 {
 		t.Fatalf("graph.svg = %d %q", w.Code, w.Body)
 	}
@@ -414,7 +414,7 @@ func TestGraph(t *testing.T) {
 	}
 
 	// No visits: no bars and no peak line or label, only the zero axis.
-	w = get(s, "GET", "/counter/none/graph.svg?days=3")
+	w = get(t, s, "GET", "/counter/none/graph.svg?days=3")
 	golden.Check(t, filepath.Join("testdata", "graph-empty.svg"), []byte(storetest.Undated(w.Body.String())))
 	g = mustParseGraph(t, w.Body.Bytes())
 	wantTexts = []string{"none: 0 visits in the last 3 days (UTC)", "0", storetest.Dated("$M+5"), storetest.Dated("$M+7")}

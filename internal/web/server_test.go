@@ -50,7 +50,7 @@ func TestHi(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := mustHit(t, st) // takes one number itself
-			w := get(s, "GET", tt.target)
+			w := get(t, s, "GET", tt.target)
 			want := tt.wantBody
 			if strings.Contains(want, "%d") {
 				want = fmt.Sprintf(want, before+1)
@@ -98,7 +98,7 @@ func TestHello(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			keys := st.Keys()
-			w := get(s, "GET", tt.target)
+			w := get(t, s, "GET", tt.target)
 			if w.Code != tt.wantCode || w.Body.String() != tt.wantBody {
 				t.Fatalf("GET %s = %d %q, want %d %q", tt.target, w.Code, w.Body, tt.wantCode, tt.wantBody)
 			}
@@ -112,8 +112,8 @@ func TestHello(t *testing.T) {
 func TestHelloLogsEachVisit(t *testing.T) {
 	var out servertest.Buffer
 	s, _ := mustServer(t, &out)
-	get(s, "GET", "/hello?name=%22quoted%22")
-	get(s, "GET", "/hello?name=%22quoted%22")
+	get(t, s, "GET", "/hello?name=%22quoted%22")
+	get(t, s, "GET", "/hello?name=%22quoted%22")
 	deadline := time.Now().Add(5 * time.Second)
 	for strings.Count(out.String(), "\n") < 2 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -139,7 +139,7 @@ func TestHelloLogsEachVisit(t *testing.T) {
 func TestHeadCountsNothing(t *testing.T) {
 	s, st := mustServer(t, nil)
 	for _, target := range []string{"/hi", "/hello?name=h"} {
-		if w := get(s, "HEAD", target); w.Code != 200 || w.Header().Get("Content-Type") != "text/html; charset=utf-8" {
+		if w := get(t, s, "HEAD", target); w.Code != 200 || w.Header().Get("Content-Type") != "text/html; charset=utf-8" {
 			t.Errorf("HEAD %s = %d %q, want 200 text/html", target, w.Code, w.Header().Get("Content-Type"))
 		}
 	}
@@ -169,7 +169,7 @@ func TestRouting(t *testing.T) {
 	}
 	s, st := mustServer(t, nil)
 	for _, tt := range tests {
-		w := get(s, tt.method, tt.target)
+		w := get(t, s, tt.method, tt.target)
 		if w.Code != tt.wantCode || w.Header().Get("Allow") != tt.wantAllow {
 			t.Errorf("%s %s = %d Allow %q, want %d Allow %q", tt.method, tt.target, w.Code, w.Header().Get("Allow"), tt.wantCode, tt.wantAllow)
 		}
@@ -202,7 +202,7 @@ func TestWhoami(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := get(s, "GET", tt.target, "User-Agent", "test/1.0", "Accept", tt.accept)
+			w := get(t, s, "GET", tt.target, "User-Agent", "test/1.0", "Accept", tt.accept)
 			if w.Code != tt.wantCode || w.Body.String() != tt.wantBody || w.Header().Get("Content-Type") != tt.wantCT {
 				t.Errorf("GET %s = %d %q %q, want %d %q %q", tt.target, w.Code, w.Header().Get("Content-Type"), w.Body, tt.wantCode, tt.wantCT, tt.wantBody)
 			}
@@ -213,7 +213,7 @@ func TestWhoami(t *testing.T) {
 func TestWhoamiEscapesJSON(t *testing.T) {
 	s := New(Config{Store: memstore.New(memstore.Options{}), Hostname: "h"})
 	ua := "evil\"</script>\\ \x01 \xff ü"
-	w := get(s, "GET", "/whoami?format=json", "User-Agent", ua)
+	w := get(t, s, "GET", "/whoami?format=json", "User-Agent", ua)
 	var got struct {
 		UserAgent string `json:"user_agent"`
 		LatencyNS int64  `json:"latency_ns"`
@@ -235,15 +235,15 @@ func TestTooManyNames(t *testing.T) {
 	st := memstore.New(memstore.Options{MaxKeys: 2})
 	s.visits.Store = st
 	for _, n := range []string{"a", "b"} {
-		if w := get(s, "GET", "/hello?name="+n); w.Code != 200 {
+		if w := get(t, s, "GET", "/hello?name="+n); w.Code != 200 {
 			t.Fatalf("GET /hello?name=%s = %d, want 200", n, w.Code)
 		}
 	}
-	w := get(s, "GET", "/hello?name=c")
+	w := get(t, s, "GET", "/hello?name=c")
 	if w.Code != 503 || w.Body.String() != msgTooManyKeys {
 		t.Errorf("new name past the limit = %d %q, want 503 %q", w.Code, w.Body, msgTooManyKeys)
 	}
-	if w := get(s, "GET", "/hello?name=a"); w.Code != 200 || !strings.HasSuffix(w.Body.String(), "<p>Count: 2</p>") {
+	if w := get(t, s, "GET", "/hello?name=a"); w.Code != 200 || !strings.HasSuffix(w.Body.String(), "<p>Count: 2</p>") {
 		t.Errorf("known name past the limit = %d %q, want 200 with count 2", w.Code, w.Body)
 	}
 	if got := st.Keys(); got != 2 {
@@ -255,7 +255,7 @@ func TestStoreFailureIs503AndLogged(t *testing.T) {
 	var logs servertest.Buffer
 	s := New(Config{Store: failingStore{}, Log: zerolog.New(&logs)})
 	for _, target := range []string{"/hi", "/hello?name=x"} {
-		w := get(s, "GET", target)
+		w := get(t, s, "GET", target)
 		if w.Code != 503 || w.Body.String() != msgStore {
 			t.Errorf("GET %s with a failing store = %d %q, want 503 %q", target, w.Code, w.Body, msgStore)
 		}
@@ -400,7 +400,7 @@ func (unknownStore) Get(context.Context, []byte) (store.Counts, error) { return 
 func TestOutcomeUnknownIsNotNotCounted(t *testing.T) {
 	s := New(Config{Store: unknownStore{}, Log: zerolog.Nop()})
 	for _, target := range []string{"/hi", "/hello?name=x"} {
-		w := get(s, "GET", target)
+		w := get(t, s, "GET", target)
 		if w.Code != 503 || w.Body.String() != msgStoreUnknown {
 			t.Errorf("GET %s with an unknown outcome = %d %q, want 503 %q", target, w.Code, w.Body, msgStoreUnknown)
 		}

@@ -37,10 +37,19 @@ type streamCounts struct {
 	Total, Today uint64
 }
 
+// streamClient reads the streams of [mustOpen]: each ends within
+// 10 s, well under the package timeout and far above what these tests
+// read (TestStreamCoalesces, the longest, about a second), so that a
+// stream whose events never come (mutants stream.go:144:9 and 155:12:
+// a change never sent) fails its reader with the client's timeout
+// rather than at webtest.Deadline's minute, past the mutation run's
+// timeout.
+var streamClient = &http.Client{Timeout: 10 * time.Second}
+
 // mustOpen opens a stream and checks its headers.
 func mustOpen(t *testing.T, url string) (*http.Response, *webtest.EventReader) {
 	t.Helper()
-	resp, err := webtest.Client.Get(url)
+	resp, err := streamClient.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +88,7 @@ func nextCounts(t *testing.T, er *webtest.EventReader) (streamCounts, webtest.Ev
 func TestStreamEvents(t *testing.T) {
 	s, hs, st := mustStreamServer(t, Config{}, streamTimes{interval: 20 * time.Millisecond, heartbeat: time.Hour, retry: 3 * time.Second})
 	for range 3 {
-		get(s, "GET", "/counter/a/b.svg")
+		get(t, s, "GET", "/counter/a/b.svg")
 	}
 	_, er := mustOpen(t, hs.URL+"/counter/a/b/stream")
 	c, ev := nextCounts(t, er)
@@ -87,7 +96,7 @@ func TestStreamEvents(t *testing.T) {
 		t.Fatalf("first event = %+v retry %q, want a/b 3 3 and retry 3000", c, ev.Retry)
 	}
 	for want := uint64(4); want <= 6; want++ {
-		get(s, "GET", "/counter/a/b.json")
+		get(t, s, "GET", "/counter/a/b.json")
 		for c.Total < want {
 			c, _ = nextCounts(t, er)
 		}
@@ -115,7 +124,7 @@ func TestStreamCoalesces(t *testing.T) {
 	go func() { // a visit every millisecond, 500 in all
 		n := 0
 		for range 500 {
-			get(s, "GET", "/counter/k.svg")
+			get(t, s, "GET", "/counter/k.svg")
 			n++
 			time.Sleep(time.Millisecond)
 		}
@@ -173,19 +182,19 @@ func TestStreamLimitTotal(t *testing.T) {
 
 func TestStreamRejects(t *testing.T) {
 	s, st := mustServer(t, nil)
-	if w := get(s, "GET", "/counter/stream"); w.Code != 404 {
+	if w := get(t, s, "GET", "/counter/stream"); w.Code != 404 {
 		t.Errorf("GET /counter/stream = %d, want 404", w.Code)
 	}
 	for _, target := range []string{"/counter//stream", "/counter/../stream", "/counter/a%20b/stream", "/counter/" + strings.Repeat("k", 129) + "/stream"} {
-		w := get(s, "GET", target)
+		w := get(t, s, "GET", target)
 		if w.Code != 400 || w.Body.String() != store.MsgPublicKey {
 			t.Errorf("GET %s = %d %q, want 400 %q", target, w.Code, w.Body, store.MsgPublicKey)
 		}
 	}
-	if w := get(s, "POST", "/counter/k/stream"); w.Code != 405 {
+	if w := get(t, s, "POST", "/counter/k/stream"); w.Code != 405 {
 		t.Errorf("POST a stream = %d, want 405", w.Code)
 	}
-	w := get(s, "HEAD", "/counter/k/stream")
+	w := get(t, s, "HEAD", "/counter/k/stream")
 	if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream; charset=utf-8" || w.Body.Len() != 0 {
 		t.Errorf("HEAD a stream = %d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body)
 	}

@@ -36,12 +36,12 @@ func TestTop(t *testing.T) {
 	s, _ := mustTopServer(t)
 	for i, key := range []string{"a", "b/c", "d"} {
 		for range 3 - i {
-			get(s, "GET", "/counter/"+key+".svg")
+			get(t, s, "GET", "/counter/"+key+".svg")
 		}
 	}
-	get(s, "GET", "/counter/d.json?count=false") // reads count nothing
-	get(s, "GET", "/hello?name=secret")          // names are not counters
-	w := get(s, "GET", "/top.json?days=7&limit=2")
+	get(t, s, "GET", "/counter/d.json?count=false") // reads count nothing
+	get(t, s, "GET", "/hello?name=secret")          // names are not counters
+	w := get(t, s, "GET", "/top.json?days=7&limit=2")
 	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Access-Control-Allow-Origin") != "*" {
 		t.Fatalf("GET /top.json = %d %q", w.Code, w.Header())
 	}
@@ -49,19 +49,19 @@ func TestTop(t *testing.T) {
 		t.Errorf("GET /top.json?days=7&limit=2 = %s, want %s", got, want)
 	}
 	var l topList
-	if err := json.Unmarshal(get(s, "GET", "/top.json").Body.Bytes(), &l); err != nil || l.Days != 7 || len(l.Top) != 3 {
+	if err := json.Unmarshal(get(t, s, "GET", "/top.json").Body.Bytes(), &l); err != nil || l.Days != 7 || len(l.Top) != 3 {
 		t.Errorf("GET /top.json = %+v, %v; want 7 days and the 3 counters", l, err)
 	}
 	for _, tt := range []struct{ q, msg string }{
 		{"days=0", msgTopDays}, {"days=31", msgTopDays}, {"days=x", msgTopDays}, {"days=", msgTopDays}, {"days=0007", msgTopDays},
 		{"limit=0", msgTopLimit}, {"limit=101", msgTopLimit}, {"limit=-1", msgTopLimit}, {"limit=1e2", msgTopLimit},
 	} {
-		if w := get(s, "GET", "/top.json?"+tt.q); w.Code != 400 || w.Body.String() != tt.msg {
+		if w := get(t, s, "GET", "/top.json?"+tt.q); w.Code != 400 || w.Body.String() != tt.msg {
 			t.Errorf("GET /top.json?%s = %d %q, want 400 %q", tt.q, w.Code, w.Body, tt.msg)
 		}
 	}
 	for _, q := range []string{"days=1", "days=30", "limit=1", "limit=100", "days=30&limit=100"} {
-		if w := get(s, "GET", "/top.json?"+q); w.Code != 200 {
+		if w := get(t, s, "GET", "/top.json?"+q); w.Code != 200 {
 			t.Errorf("GET /top.json?%s = %d", q, w.Code)
 		}
 	}
@@ -71,8 +71,8 @@ func TestTop(t *testing.T) {
 // board.
 func TestTopOff(t *testing.T) {
 	s, _ := mustServer(t, nil)
-	get(s, "GET", "/counter/a.svg")
-	w := get(s, "GET", "/top.json")
+	get(t, s, "GET", "/counter/a.svg")
+	w := get(t, s, "GET", "/top.json")
 	b, _ := io.ReadAll(w.Body)
 	if w.Code != 404 || !strings.Contains(string(b), "-public-top") {
 		t.Errorf("GET /top.json without -public-top = %d %q, want 404", w.Code, b)
@@ -87,7 +87,7 @@ func TestTopOff(t *testing.T) {
 func TestTopCounterAllocs(t *testing.T) {
 	s, _ := mustTopServer(t)
 	for range 3 {
-		get(s, "GET", "/counter/k.svg")
+		get(t, s, "GET", "/counter/k.svg")
 	}
 	if race.Enabled {
 		t.Skip("allocation budgets are checked without -race")
@@ -107,8 +107,8 @@ func FuzzTopQuery(f *testing.F) {
 	}
 	s, _ := mustTopServer(f)
 	for range 3 {
-		get(s, "GET", "/counter/a.svg")
-		get(s, "GET", "/counter/b.svg")
+		get(f, s, "GET", "/counter/a.svg")
+		get(f, s, "GET", "/counter/b.svg")
 	}
 	f.Fuzz(func(t *testing.T, q string) {
 		w := serveQuery(s, "/top.json", q)

@@ -20,7 +20,7 @@ func TestErrorBadgeKeepsAValidLabel(t *testing.T) {
 		{MaxLabelRunes + 1, defaultText},
 	} {
 		label := strings.Repeat(escapeAll(face), tt.runes)
-		w := get(s, "GET", "/counter/k.svg?colour=red&label="+label)
+		w := get(t, s, "GET", "/counter/k.svg?colour=red&label="+label)
 		if w.Code != 400 || !strings.Contains(w.Body.String(), `aria-label="`+tt.label+`: unknown parameter colour"`) {
 			t.Errorf("an error badge asked a label of %d runes (%d bytes of query): %d, want 400 labelled %.20q…:\n%.300s", tt.runes, len(label), w.Code, tt.label, w.Body)
 		}
