@@ -18,6 +18,7 @@ import (
 )
 
 func TestWriterKeepsEveryLineInOrder(t *testing.T) {
+	bounded(t)
 	var dst servertest.Buffer
 	w := New(&dst, Options{Slots: 64, Poll: time.Millisecond})
 	const n = 10000
@@ -52,6 +53,7 @@ func TestWriterKeepsEveryLineInOrder(t *testing.T) {
 }
 
 func TestWriterConcurrent(t *testing.T) {
+	bounded(t)
 	var dst servertest.Buffer
 	w := New(&dst, Options{Slots: 1 << 16})
 	const goroutines, per = 16, 1000
@@ -98,6 +100,7 @@ func (b *blockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestWriterDropsAndReportsWhenFull(t *testing.T) {
+	bounded(t)
 	dst := &blockedWriter{release: make(chan struct{})}
 	w := New(dst, Options{Slots: 8, BufferBytes: 16, Poll: time.Millisecond})
 	done := make(chan struct{})
@@ -132,6 +135,7 @@ func TestWriterDropsAndReportsWhenFull(t *testing.T) {
 }
 
 func TestWriteAllocatesNothing(t *testing.T) {
+	bounded(t)
 	w := New(io.Discard, Options{})
 	defer w.Close()
 	line := []byte(`{"level":"info","name":"gopher","count":42,"message":"visited"}` + "\n")
@@ -185,3 +189,15 @@ func BenchmarkWrite(b *testing.B) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// bounded ends the test binary, naming t, if t runs over 20s: under a
+// Write that spins (a ring index that never advances) or a Close that
+// never returns (a drain that never looks at its stop channel), every
+// test would otherwise wait for go test's timeout, ten minutes, and say
+// nothing of where. Each test's own waits fail it within 10s first.
+func bounded(t *testing.T) {
+	timer := time.AfterFunc(20*time.Second, func() {
+		panic(t.Name() + " ran over 20s: a Write, or Close, never returned")
+	})
+	t.Cleanup(func() { timer.Stop() })
+}

@@ -61,6 +61,7 @@ func line(i int) []byte {
 // every line held is written in order, in writes of at most BufferBytes,
 // and the drop reports add up to Dropped.
 func TestWriterHoldsRingAndBuffer(t *testing.T) {
+	bounded(t)
 	tests := []struct {
 		name      string
 		o         Options
@@ -147,6 +148,7 @@ func TestWriterHoldsRingAndBuffer(t *testing.T) {
 
 // TestWriterLongLine: a line longer than a slot is kept whole.
 func TestWriterLongLine(t *testing.T) {
+	bounded(t)
 	dst := newGate()
 	close(dst.open)
 	w := New(dst, Options{Slots: 2, SlotBytes: 8})
@@ -178,6 +180,7 @@ func (f *failing) Write(p []byte) (int, error) {
 // TestCloseReportsFirstError: Write never fails, even when the
 // destination does; Close reports the destination's first error.
 func TestCloseReportsFirstError(t *testing.T) {
+	bounded(t)
 	w := New(&failing{}, Options{BufferBytes: 16})
 	for i := range 100 {
 		if n, err := w.Write(line(i)); n != 64 || err != nil {
@@ -192,6 +195,7 @@ func TestCloseReportsFirstError(t *testing.T) {
 // TestCloseReportsFlushError: an error the destination returns only
 // when the last lines are flushed is reported by Close too.
 func TestCloseReportsFlushError(t *testing.T) {
+	bounded(t)
 	w := New(&failing{}, Options{})
 	w.Write(line(0))
 	if err := w.Close(); !errors.Is(err, errFirst) {
@@ -238,6 +242,7 @@ func (v *valve) String() string {
 // TestDropReportsAddUp: each drop report gives the lines dropped since
 // the last report and the total so far.
 func TestDropReportsAddUp(t *testing.T) {
+	bounded(t)
 	dst := newValve()
 	w := New(dst, Options{Slots: 8, BufferBytes: 256, Poll: time.Millisecond})
 	var want []uint64 // the total after each stall
@@ -292,6 +297,7 @@ func TestDropReportsAddUp(t *testing.T) {
 // never sleeps again after a line, or if a Write does not wake it (the
 // line then waits until Close).
 func TestIdleSleepsAndAWriteWakes(t *testing.T) {
+	bounded(t)
 	dst := newValve()
 	w := New(dst, Options{Poll: time.Millisecond})
 	waitNaps(t, w, 1)
@@ -331,6 +337,7 @@ func TestIdleSleepsAndAWriteWakes(t *testing.T) {
 // written), or if the drain leaves the wake of a Write it did not wait
 // for in the channel (it then wakes again at once for nothing).
 func TestAWriteAsTheDrainFallsAsleepIsWritten(t *testing.T) {
+	bounded(t)
 	for _, marked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("marked=%v", marked), func(t *testing.T) {
 			for _, poll := range []time.Duration{time.Hour, time.Millisecond} {
@@ -377,6 +384,7 @@ func waitNaps(t *testing.T, w *Writer, n uint64) {
 // awake, waiting for its next poll, waits for that poll, however long
 // Poll is, and is written at Close.
 func TestPollIsTheWait(t *testing.T) {
+	bounded(t)
 	dst := newValve()
 	w := New(dst, Options{Poll: time.Hour})
 	w.Write([]byte("a\n"))
