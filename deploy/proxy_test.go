@@ -420,17 +420,17 @@ func mustTemplate(t *testing.T, conf string, repl ...string) string {
 	return conf
 }
 
-// freePort returns a loopback port that was free a moment ago. The
-// proxies bind their own ports, so another process could take it in
+// freePort returns a loopback port that was free a moment ago
+// (servertest.FreePort: below the ephemeral range). The proxies and
+// podman bind their own ports, so another process could take it in
 // between: withFreePorts tries again.
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := servertest.FreePort()
 	if err != nil {
-		t.Fatalf("listen on a free port: %v", err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return strconv.Itoa(port)
 }
 
 // mustLookPath returns the path of a proxy's program, in PATH or in

@@ -385,13 +385,8 @@ func waitResolves(t *testing.T, addr string) {
 func dnsFreePort(t *testing.T) int {
 	t.Helper()
 	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
+		port := mustFreePort(t)
 		c, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		l.Close()
 		if err == nil {
 			c.Close()
 			return port
@@ -425,15 +420,15 @@ func deadPort(t *testing.T) int {
 }
 
 // mustFreePort returns a port free for TCP on 127.0.0.1, for a tool that
-// takes a port, not a socket.
+// takes a port, not a socket (servertest.FreePort: below the ephemeral
+// range, where no outgoing connection takes it meanwhile).
 func mustFreePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := servertest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func mustPort(t *testing.T, addr string) int {

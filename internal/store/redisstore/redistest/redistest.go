@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"visitors/internal/servertest"
 )
 
 // Binaries the tests need; scripts/install-deps.sh installs them.
@@ -39,15 +41,9 @@ type Server struct {
 	log  *bytes.Buffer
 }
 
-// freePort returns a loopback TCP port nothing listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a loopback TCP port nothing listens on now, below
+// the ephemeral range (servertest.FreePort).
+func freePort() (int, error) { return servertest.FreePort() }
 
 // Start runs redis-server in dir on a free loopback port with the extra
 // config args (such as "--appendonly", "yes") and waits until it answers
