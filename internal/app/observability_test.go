@@ -56,8 +56,8 @@ func mustRunConfig(t *testing.T, cfg Config) (addr, admin string, out *servertes
 			if err != nil {
 				t.Errorf("Run() = %v", err)
 			}
-		case <-time.After(webtest.Deadline):
-			t.Errorf("Run did not return within %v of its context's end", webtest.Deadline)
+		case <-time.After(cfg.ShutdownTimeout + stopSlack):
+			t.Errorf("Run did not return within %v of its context's end (-shutdown-timeout %v)", cfg.ShutdownTimeout+stopSlack, cfg.ShutdownTimeout)
 		}
 	})
 	// The sockets accept from the start: only an answer says Run serves.

@@ -34,6 +34,7 @@ type running struct {
 	addr, adminAddr string // adminAddr is "" when the admin listener is off
 	cancel          context.CancelFunc
 	done            chan error
+	shutdown        time.Duration // its -shutdown-timeout
 
 	once sync.Once
 	err  error
@@ -57,7 +58,7 @@ func mustStart(t *testing.T, cfg Config, to Timeouts, stdout io.Writer) *running
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{addr: addr, done: make(chan error, 1)}
+	r := &running{addr: addr, done: make(chan error, 1), shutdown: cfg.ShutdownTimeout}
 	cfg.Addr = fmt.Sprintf("fd:%d", fd)
 	if cfg.AdminAddr != "" {
 		fd, addr, err := servertest.ListenFD()
@@ -117,15 +118,23 @@ func waitAnswers(t *testing.T, done chan error, url string, deadline time.Durati
 	}
 }
 
-// stop cancels Run's context and waits for it to return, at most
-// webtest.Deadline.
+// stopSlack is how long past its -shutdown-timeout Run may take to
+// return: the store's and the log's close.
+const stopSlack = 10 * time.Second
+
+// stop cancels Run's context and waits for it to return, at most its
+// -shutdown-timeout and stopSlack. A shutdown that hangs fails the test
+// then: mutation conns.go:147:11 (a connection's Close blocked for ever
+// giving back a slot of a gate without -max-conns, and the server's
+// shutdown in it) timed out while stop waited webtest.Deadline.
 func (r *running) stop() error {
 	r.once.Do(func() {
 		r.cancel()
+		wait := r.shutdown + stopSlack
 		select {
 		case r.err = <-r.done:
-		case <-time.After(webtest.Deadline):
-			r.err = fmt.Errorf("Run did not return within %v of its context's end", webtest.Deadline)
+		case <-time.After(wait):
+			r.err = fmt.Errorf("Run did not return within %v of its context's end (-shutdown-timeout %v)", wait, r.shutdown)
 		}
 	})
 	return r.err
