@@ -2,12 +2,15 @@ package app
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	"visitors/internal/coarse"
 )
 
 // TestGate runs the public listener's gate in this process, so that the
@@ -153,5 +156,48 @@ func TestGateCrowdedAtItsPercent(t *testing.T) {
 	unbounded := newGate(nil, 0, 0, nil)
 	if unbounded.crowded() {
 		t.Errorf("no -max-conns, nothing open: crowded() = true, want false")
+	}
+}
+
+// TestCrowdedCutsLongIdleAtOnce: once the public listener is crowded, a
+// keep-alive connection already idle for longer than CrowdedIdle is cut
+// at the gate's next look (every 100ms here), whatever the idle bound:
+// none (0), or one longer than CrowdedIdle. Mutation survivors
+// conns.go:244:26 and 244:39 (cutLate's crowded bound not taken with
+// an idle bound of 0, or with one of a minute) left it to the sweep's
+// deadline, CrowdedIdle after the crowding.
+func TestCrowdedCutsLongIdleAtOnce(t *testing.T) {
+	for _, idle := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("idle bound %v", idle), func(t *testing.T) {
+			g := newGate(mustListen(t), 4, 0, nil) // crowded from 3 open
+			to := longTimeouts()
+			to.ReadHeader, to.Idle = 400*time.Millisecond, idle // a tick of 100ms
+			clock := coarse.Start(time.Millisecond)
+			srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, to, nil, clock)
+			go srv.Serve(g)
+			t.Cleanup(func() {
+				closeWithin(t, srv)
+				clock.Stop()
+			})
+			get := func() net.Conn {
+				t.Helper()
+				c := mustDial(t, g.Addr().String())
+				mustWrite(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				return c
+			}
+			longIdle := get()
+			time.Sleep(CrowdedIdle + 200*time.Millisecond) // not crowded: within its bound
+			start := time.Now()
+			get()
+			get() // the third of 4: crowded
+			// The sweep of the crowding gives it CrowdedIdle from now; the
+			// watch must not wait for that.
+			expectCut(t, longIdle, start, CrowdedIdle*3/4, "a connection idle for longer than CrowdedIdle when the listener became crowded")
+		})
 	}
 }
