@@ -201,3 +201,50 @@ func TestCrowdedCutsLongIdleAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroBoundsCutNothing: a header or idle bound of 0 is no bound. A
+// new connection that sends nothing for ten of the gate's looks, or one
+// idle as long after a response, is served when its request comes.
+// Mutation survivor conns.go:261:12 (`bound > 0` → `>= 0` in cutLate)
+// cut either at the first look.
+func TestZeroBoundsCutNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		header, idle time.Duration
+		answerFirst  bool // a request answered before the wait: the wait is idle
+	}{
+		{"no header bound", 0, 400 * time.Millisecond, false},
+		{"no idle bound", 400 * time.Millisecond, 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGate(mustListen(t), 0, 0, nil)
+			to := longTimeouts()
+			to.ReadHeader, to.Idle = tt.header, tt.idle // a tick of 100ms
+			clock := coarse.Start(time.Millisecond)
+			srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, to, nil, clock)
+			go srv.Serve(g)
+			t.Cleanup(func() {
+				closeWithin(t, srv)
+				clock.Stop()
+			})
+			c := mustDial(t, g.Addr().String())
+			br := bufio.NewReader(c)
+			get := func(when string) {
+				t.Helper()
+				if err := write(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+					t.Fatalf("%s: %v", when, err)
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", when, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+			}
+			if tt.answerFirst {
+				get("the first request")
+			}
+			time.Sleep(10 * watchTick(to))
+			get("a request after ten of the gate's looks")
+		})
+	}
+}
