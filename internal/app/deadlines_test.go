@@ -92,10 +92,10 @@ func TestWriteDeadlineArmedLazily(t *testing.T) {
 	if d := time.Until(rc.deadlines[0]); d < w-time.Second || d > w {
 		t.Errorf("the deadline armed is %v away, want %v", d, w)
 	}
-	clock.Advance(w/2 - time.Millisecond)
+	clock.Advance(w / 2) // exactly w/2 left: not less (mutation conns.go:322:43, `<` → `<=`)
 	write(1000)
 	want(1, "1000 writes w/2 later")
-	clock.Advance(2 * time.Millisecond) // under w/2 left
+	clock.Advance(time.Millisecond) // under w/2 left
 	write(1000)
 	want(2, "1000 writes past w/2")
 
