@@ -51,7 +51,8 @@ func testConfig() Config {
 // mustStart starts Run with cfg in the background, on listeners on free
 // loopback ports handed over as fd:N: cfg.Addr is replaced, and so is
 // cfg.AdminAddr unless it is "", which keeps the admin listener off. It
-// returns once the public listener serves HTTP. The test's end stops it.
+// returns once the public listener serves HTTP, and the admin listener
+// if it is on. The test's end stops it.
 func mustStart(t *testing.T, cfg Config, to Timeouts, stdout io.Writer) *running {
 	t.Helper()
 	fd, addr, err := servertest.ListenFD()
@@ -92,9 +93,9 @@ const adminAfterPublic = 10 * time.Second
 // deadline or if Run returns first (on done, which it refills). Asked
 // of the admin listener, it catches a start that skips the admin server
 // within seconds, in the first test to start one: mutations
-// app.go:160:38 and 163:9 left the admin socket unserved, and timed
-// out, as each test's requests to it waited webtest.Deadline for an
-// answer.
+// app.go:160:38, 163:9, 397:10 and 473:19 left the admin socket
+// unserved, and timed out, as each test's requests to it waited
+// webtest.Deadline for an answer.
 func waitAnswers(t *testing.T, done chan error, url string, deadline time.Duration, what string) {
 	t.Helper()
 	client := &http.Client{Timeout: time.Second}
