@@ -527,6 +527,26 @@ func TestUniqueSeedLivesWithTheEmbeddedStore(t *testing.T) {
 	}
 }
 
+// mainDeadline bounds a Main that should return at once: a subcommand,
+// a refused command line, a failed start.
+const mainDeadline = 10 * time.Second
+
+// mainReturns runs Main with a context that ends at mainDeadline, and
+// fails the test if Main was still running then: one that serves where
+// it should return stops there, with a message, instead of serving until
+// go test's timeout (mutation app.go:86:9, ParseFlags' error negated,
+// ran a refused configuration).
+func mainReturns(t *testing.T, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), mainDeadline)
+	defer cancel()
+	err := Main(ctx, args, getenv, stdin, stdout)
+	if ctx.Err() != nil {
+		t.Errorf("Main(%q) = %v after its context ended at %v: it served, want it to return at once", args, err, mainDeadline)
+	}
+	return err
+}
+
 // TestBackupCommands: `visitors import`, `export` and `check` are
 // reached through Main, take -data from the flag or from VISITORS_DATA
 // (the flag wins), read the dump from a named file or stdin, and refuse
@@ -542,7 +562,7 @@ func TestBackupCommands(t *testing.T) {
 	env := map[string]string{"VISITORS_DATA": dir}
 	main := func(stdin string, args ...string) (string, error) {
 		var out bytes.Buffer
-		err := Main(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out)
+		err := mainReturns(t, args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out)
 		return out.String(), err
 	}
 
@@ -602,7 +622,7 @@ func TestMainWithoutArguments(t *testing.T) {
 	t.Chdir(t.TempDir()) // where the default -data, ./data, would be
 	env := map[string]string{"VISITORS_STORE": "etcd"}
 	var out bytes.Buffer
-	err := Main(t.Context(), nil, func(k string) string { return env[k] }, strings.NewReader(""), &out)
+	err := mainReturns(t, nil, func(k string) string { return env[k] }, strings.NewReader(""), &out)
 	var ue *UsageError
 	if !errors.As(err, &ue) || err.Error() != "VISITORS_STORE=etcd: want embedded, redis or memory; see visitors -h" {
 		t.Errorf("Main() with VISITORS_STORE=etcd = %v, want a usage error naming it", err)
@@ -624,7 +644,7 @@ func TestFailedStartClosesTheAdminListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = Main(t.Context(), []string{"-addr", "127.0.0.1:0", "-admin-addr", admin, "-data", data}, func(string) string { return "" }, strings.NewReader(""), &out)
+	err = mainReturns(t, []string{"-addr", "127.0.0.1:0", "-admin-addr", admin, "-data", data}, func(string) string { return "" }, strings.NewReader(""), &out)
 	if err == nil {
 		t.Fatal("Main with -data a file started")
 	}

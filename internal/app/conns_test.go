@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"visitors/internal/webtest"
+	"visitors/internal/coarse"
 )
 
 // TestGate runs the public listener's gate in this process, so that the
@@ -91,7 +92,7 @@ func TestGatePerClientBound(t *testing.T) {
 		ConnState:   g.connState,
 	}
 	go srv.Serve(g)
-	defer srv.Close()
+	t.Cleanup(func() { closeWithin(t, srv) })
 	get := func(step string, want int) net.Conn {
 		t.Helper()
 		c := mustDial(t, l.Addr().String())
@@ -102,7 +103,8 @@ func TestGatePerClientBound(t *testing.T) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		if resp.StatusCode != want {
-			t.Errorf("%s: %d, want %d", step, resp.StatusCode, want)
+			// The steps after it count on this one.
+			t.Fatalf("%s: %d, want %d", step, resp.StatusCode, want)
 		}
 		return c
 	}
@@ -110,7 +112,7 @@ func TestGatePerClientBound(t *testing.T) {
 	get("second connection", 200)
 	get("third connection", 429)
 	first.Close()
-	deadline := time.Now().Add(webtest.Deadline)
+	deadline := time.Now().Add(10 * time.Second)
 	for g.Open() != 1 { // the server sees the close
 		if time.Now().After(deadline) {
 			t.Fatalf("%d connections open after the first closed, want 1", g.Open())
@@ -118,6 +120,21 @@ func TestGatePerClientBound(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	get("a connection after the first closed", 200)
+}
+
+// closeWithin closes srv, and fails the test if its Close has not
+// returned within 10 s: it closes every connection, and a connection's
+// Close that blocks (mutation conns.go:147:11: a slot given back to a
+// gate without -max-conns) would hang the test.
+func closeWithin(t *testing.T, srv *http.Server) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- srv.Close() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("the server's Close did not return within 10s: a connection's Close blocks")
+	}
 }
 
 // TestGateCrowdedAtItsPercent: a gate is crowded once CrowdedPercent of
@@ -139,5 +156,95 @@ func TestGateCrowdedAtItsPercent(t *testing.T) {
 	unbounded := newGate(nil, 0, 0, nil)
 	if unbounded.crowded() {
 		t.Errorf("no -max-conns, nothing open: crowded() = true, want false")
+	}
+}
+
+// TestCrowdedCutsLongIdleAtOnce: once the public listener is crowded, a
+// keep-alive connection already idle for longer than CrowdedIdle is cut
+// at the gate's next look (every 100ms here), whatever the idle bound:
+// none (0), or one longer than CrowdedIdle. Mutation survivors
+// conns.go:244:26 and 244:39 (cutLate's crowded bound not taken with
+// an idle bound of 0, or with one of a minute) left it to the sweep's
+// deadline, CrowdedIdle after the crowding.
+func TestCrowdedCutsLongIdleAtOnce(t *testing.T) {
+	for _, idle := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("idle bound %v", idle), func(t *testing.T) {
+			g := newGate(mustListen(t), 4, 0, nil) // crowded from 3 open
+			to := longTimeouts()
+			to.ReadHeader, to.Idle = 400*time.Millisecond, idle // a tick of 100ms
+			clock := coarse.Start(time.Millisecond)
+			srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, to, nil, clock)
+			go srv.Serve(g)
+			t.Cleanup(func() {
+				closeWithin(t, srv)
+				clock.Stop()
+			})
+			get := func() net.Conn {
+				t.Helper()
+				c := mustDial(t, g.Addr().String())
+				mustWrite(t, c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				return c
+			}
+			longIdle := get()
+			time.Sleep(CrowdedIdle + 200*time.Millisecond) // not crowded: within its bound
+			start := time.Now()
+			get()
+			get() // the third of 4: crowded
+			// The sweep of the crowding gives it CrowdedIdle from now; the
+			// watch must not wait for that.
+			expectCut(t, longIdle, start, CrowdedIdle*3/4, "a connection idle for longer than CrowdedIdle when the listener became crowded")
+		})
+	}
+}
+
+// TestZeroBoundsCutNothing: a header or idle bound of 0 is no bound. A
+// new connection that sends nothing for ten of the gate's looks, or one
+// idle as long after a response, is served when its request comes.
+// Mutation survivor conns.go:261:12 (`bound > 0` → `>= 0` in cutLate)
+// cut either at the first look.
+func TestZeroBoundsCutNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		header, idle time.Duration
+		answerFirst  bool // a request answered before the wait: the wait is idle
+	}{
+		{"no header bound", 0, 400 * time.Millisecond, false},
+		{"no idle bound", 400 * time.Millisecond, 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGate(mustListen(t), 0, 0, nil)
+			to := longTimeouts()
+			to.ReadHeader, to.Idle = tt.header, tt.idle // a tick of 100ms
+			clock := coarse.Start(time.Millisecond)
+			srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, to, nil, clock)
+			go srv.Serve(g)
+			t.Cleanup(func() {
+				closeWithin(t, srv)
+				clock.Stop()
+			})
+			c := mustDial(t, g.Addr().String())
+			br := bufio.NewReader(c)
+			get := func(when string) {
+				t.Helper()
+				if err := write(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+					t.Fatalf("%s: %v", when, err)
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", when, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+			}
+			if tt.answerFirst {
+				get("the first request")
+			}
+			time.Sleep(10 * watchTick(to))
+			get("a request after ten of the gate's looks")
+		})
 	}
 }

@@ -65,7 +65,8 @@ func (c *recordingConn) SetWriteDeadline(t time.Time) error {
 // deadline on its first write and again only when the armed one is less
 // than half the bound away, not on every write; a handler's own
 // deadline holds until net/http clears it after the response, which
-// hands the writes back to the gate without a call on the connection.
+// hands the writes back to the gate without a call on the connection,
+// and it keeps a handler's deadline that is within its bound.
 func TestWriteDeadlineArmedLazily(t *testing.T) {
 	const w = 10 * time.Second
 	clock := coarse.Manual()
@@ -92,10 +93,10 @@ func TestWriteDeadlineArmedLazily(t *testing.T) {
 	if d := time.Until(rc.deadlines[0]); d < w-time.Second || d > w {
 		t.Errorf("the deadline armed is %v away, want %v", d, w)
 	}
-	clock.Advance(w/2 - time.Millisecond)
+	clock.Advance(w / 2) // exactly w/2 left: not less (mutation conns.go:322:43, `<` → `<=`)
 	write(1000)
 	want(1, "1000 writes w/2 later")
-	clock.Advance(2 * time.Millisecond) // under w/2 left
+	clock.Advance(time.Millisecond) // under w/2 left
 	write(1000)
 	want(2, "1000 writes past w/2")
 
@@ -114,6 +115,16 @@ func TestWriteDeadlineArmedLazily(t *testing.T) {
 	if d := time.Until(rc.deadlines[3]); d > w {
 		t.Errorf("after a handler's deadline of an hour, the gate's is %v away, want at most %v", d, w)
 	}
+
+	// A handler's deadline within the gate's bound (a stream's, 3/4 of
+	// it away), cleared: the next write keeps it, as it would keep one
+	// of its own that far away. Mutation survivor conns.go:344:35 (the
+	// deadline taken as that far in the past) armed another.
+	c.SetWriteDeadline(time.Now().Add(w * 3 / 4))
+	c.SetWriteDeadline(time.Time{})
+	want(5, "a handler's deadline of 3/4 the bound, cleared")
+	write(10)
+	want(5, "writes after a handler's deadline of 3/4 the bound was cleared")
 }
 
 // TestPublicServerDeadlines: over plain HTTP the gate keeps the public

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -57,23 +56,14 @@ func mustRunConfig(t *testing.T, cfg Config) (addr, admin string, out *servertes
 			if err != nil {
 				t.Errorf("Run() = %v", err)
 			}
-		case <-time.After(webtest.Deadline):
-			t.Errorf("Run did not return within %v of its context's end", webtest.Deadline)
+		case <-time.After(cfg.ShutdownTimeout + stopSlack):
+			t.Errorf("Run did not return within %v of its context's end (-shutdown-timeout %v)", cfg.ShutdownTimeout+stopSlack, cfg.ShutdownTimeout)
 		}
 	})
-	for _, a := range []string{pub, adm} {
-		for i := 0; ; i++ {
-			c, err := net.Dial("tcp", a)
-			if err == nil {
-				c.Close()
-				break
-			}
-			if i == 500 {
-				t.Fatalf("Run did not listen on %s: %v\n%s", a, err, out.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	// The sockets accept from the start: only an answer says Run serves.
+	// The public listener is not asked, so that no request but the
+	// test's shows in its metrics.
+	waitAnswers(t, done, "http://"+adm+"/healthz", 30*time.Second, "the admin listener")
 	return pub, adm, out
 }
 

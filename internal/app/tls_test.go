@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"visitors/internal/coarse"
 	"visitors/internal/servertest"
 	"visitors/internal/webtest"
 )
@@ -95,6 +96,46 @@ func TestGateSeesTLSConnsIdle(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestCrowdedSweepCutsIdleTLSConns: behind HTTPS the gate does not
+// watch connections (the http.Server keeps their deadlines), so when
+// the listener becomes crowded its sweep is what cuts short the idle
+// time of a keep-alive connection that went idle before: within
+// CrowdedIdle, not at the idle timeout of a minute. Mutation survivor
+// conns.go:164:22 (the sweep's once-per-CrowdedIdle test negated: it
+// never swept) left it its minute.
+func TestCrowdedSweepCutsIdleTLSConns(t *testing.T) {
+	g := newGate(mustListen(t), 4, 0, nil) // crowded from 3 open
+	tlsConf := &tls.Config{Certificates: []tls.Certificate{mustTLSCert(t)}}
+	clock := coarse.Start(time.Millisecond)
+	srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, longTimeouts(), tlsConf, clock)
+	go serve(srv, g)
+	t.Cleanup(func() {
+		closeWithin(t, srv)
+		clock.Stop()
+	})
+	get := func() net.Conn {
+		t.Helper()
+		c, err := tls.Dial("tcp", g.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(webtest.Deadline))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		return c
+	}
+	idle := get()
+	start := time.Now()
+	get()
+	get() // the third of 4: crowded
+	expectCut(t, idle, start, CrowdedIdle+slack, "a TLS connection idle when the listener became crowded")
 }
 
 // anyIdle reports whether the gate counts a connection idle.
