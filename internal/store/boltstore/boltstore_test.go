@@ -34,11 +34,29 @@ func mustOpen(t *testing.T, o Options) *Store {
 	return s
 }
 
+// mustClose closes s, and fails the test if Close fails or has not
+// returned within waitLimit (Close waits for the check after Open:
+// one that never ends hung the package until go test's timeout).
 func mustClose(t *testing.T, s *Store) {
 	t.Helper()
-	if err := s.Close(); err != nil {
+	var err error
+	within(t, waitLimit, "Close", func() { err = s.Close() })
+	if err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+}
+
+// waitLimit bounds each wait of a test on the store: a Hit, a Close, the
+// end of the check after Open. Each takes milliseconds; a store that
+// never answers fails the test with a message, well within go test's
+// timeout, rather than hanging the package.
+const waitLimit = 10 * time.Second
+
+// waitChecked waits for the check after Open to end, and fails the test
+// if it has not within waitLimit.
+func waitChecked(t *testing.T, s *Store) {
+	t.Helper()
+	within(t, waitLimit, "the check after Open", func() { <-s.checked })
 }
 
 // reopen closes s and opens o (its directory, as a restart would).
@@ -191,15 +209,36 @@ func TestDaysSurviveReopenAndMidnight(t *testing.T) {
 	}
 }
 
+// TestSecondOpenIsRefused: a second Open of a directory in use is
+// refused, within its short wait for the file's lock. A wait of 0
+// (file.go's `200 * time.Millisecond` as `200 / time.Millisecond`) is
+// bbolt's "wait for ever": the second Open hung the package until go
+// test's timeout; it now fails here after waitLimit.
 func TestSecondOpenIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir})
-	defer mustClose(t, s)
-	if s2, err := Open(Options{Dir: dir}); err == nil {
-		s2.Close()
-		t.Fatal("a second Open of the same directory succeeded")
-	} else if !strings.Contains(err.Error(), "another process") {
-		t.Errorf("second Open error = %q, want it to say another process has it", err)
+	type opened struct {
+		s   *Store
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() { s2, err := Open(Options{Dir: dir}); done <- opened{s2, err} }()
+	select {
+	case o := <-done:
+		mustClose(t, s)
+		if o.err == nil {
+			o.s.Close()
+			t.Fatal("a second Open of the same directory succeeded")
+		}
+		if !strings.Contains(o.err.Error(), "another process") {
+			t.Errorf("second Open error = %q, want it to say another process has it", o.err)
+		}
+	case <-time.After(waitLimit):
+		mustClose(t, s) // the waiting Open takes the lock, and is closed
+		if o := <-done; o.err == nil {
+			o.s.Close()
+		}
+		t.Fatalf("a second Open of the same directory still waited for its lock after %v", waitLimit)
 	}
 }
 
@@ -619,9 +658,14 @@ func mustIncr(t *testing.T, s *Store, key []byte) store.Counts {
 	return c
 }
 
+// mustHit returns the next /hi number, and fails the test if Hit fails
+// or has not answered within waitLimit (a Hit that needs a reservation
+// waits for the flusher, which waits for the check after Open).
 func mustHit(t *testing.T, s *Store) uint64 {
 	t.Helper()
-	n, err := s.Hit(ctx)
+	var n uint64
+	var err error
+	within(t, waitLimit, "Hit", func() { n, err = s.Hit(ctx) })
 	noErr(t, err, "Hit")
 	return n
 }

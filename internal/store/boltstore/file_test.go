@@ -242,7 +242,7 @@ func TestEveryDamagedPageIsRefusedOrHarmless(t *testing.T) {
 			}
 			continue
 		}
-		<-s.checked
+		waitChecked(t, s)
 		if s.Health() != nil { // found by the check after Open
 			if _, err := s.Incr(ctx, []byte("key-0")); err == nil {
 				t.Errorf("page %d: the check found %v, but a visit was counted", page, s.Health())

@@ -95,7 +95,7 @@ func TestEmptySketch(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = reopen(t, s, Options{Dir: dir})
-	<-s.checked // the writes below bypass the store, which holds its own until then
+	waitChecked(t, s) // the writes below bypass the store, which holds its own until then
 	got := map[string]string{}
 	if err := s.LoadSketches(d, func(k, data []byte) error { got[string(k)] = string(data); return nil }); err != nil {
 		t.Fatalf("LoadSketches with an empty sketch: %v", err)
