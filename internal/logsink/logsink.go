@@ -183,9 +183,7 @@ func (w *Writer) drain() {
 			if w.sleep(tail) {
 				select {
 				case <-w.stop:
-					w.drainReady(tail)
-					w.reportDrops()
-					w.flush()
+					w.last(tail)
 					return
 				case <-w.wake:
 				}
@@ -197,13 +195,19 @@ func (w *Writer) drain() {
 		t.Reset(w.poll)
 		select {
 		case <-w.stop:
-			w.drainReady(tail)
-			w.reportDrops()
-			w.flush()
+			w.last(tail)
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// last writes what is left at Close: every line queued from tail on and
+// the drops not yet reported, flushed.
+func (w *Writer) last(tail uint64) {
+	w.drainReady(tail)
+	w.reportDrops()
+	w.flush()
 }
 
 // sleep marks the drain goroutine asleep after a poll that found no line,
