@@ -311,34 +311,67 @@ func TestUniquesBacklogDrains(t *testing.T) {
 // midnight with visitors not yet sent on both: those of the day that
 // ended count on it, the same visitors after midnight count again on the
 // new day, once across both instances, standalone and cluster.
+//
+// A day's count one below what is wanted may be two visitors in one of
+// the HyperLogLog's registers under the day's random seed (uniquesNear;
+// about 0.13% a run): the scenario runs again, on fresh keys and so a
+// fresh seed, up to twice. A bug gives the same counts every time.
 func TestUniquesMidnightAcrossInstances(t *testing.T) {
 	for _, where := range []string{"standalone", "cluster"} {
 		t.Run(where, func(t *testing.T) {
-			dir := t.TempDir()
-			clock := storetest.NewClock(storetest.At(4, "23:59:59"))
-			a := mustInstance(t, where, dir, store.Batch, clock.Now)
-			b := mustInstance(t, where, dir, store.Batch, clock.Now)
-			for i := range 4 {
-				a.visit(t, "m", i, "ua")
-				b.visit(t, "m", i, "ua")
-			}
-			clock.Add(2 * time.Second)
-			a.st.Rollover()
-			b.st.Rollover()
-			for i := range 6 { // 0..3 again, and two new
-				b.visit(t, "m", i, "ua")
-				a.visit(t, "m", i, "ua")
-			}
-			a.flush(t)
-			b.flush(t)
-			for name, in := range map[string]*node{"a": a, "b": b} {
-				got, err := in.c.Days([]byte("m"), clock.Now(), 2)
-				if err != nil || !equal(got, []uint64{4, 6}) {
-					t.Errorf("instance %s: Days = %v, %v; want [4 6]", name, got, err)
+			for attempt := 1; ; attempt++ {
+				got := midnightAcrossInstances(t, where)
+				near := true
+				for _, g := range got {
+					near = near && uniquesNear(g, []uint64{4, 6})
 				}
+				if near && !equal(got["a"], []uint64{4, 6}) || near && !equal(got["b"], []uint64{4, 6}) {
+					if attempt < 3 {
+						t.Logf("attempt %d: Days = %v, one below [4 6]: two visitors in one register, maybe; again with a fresh seed", attempt, got)
+						continue
+					}
+				}
+				for name, g := range got {
+					if !equal(g, []uint64{4, 6}) {
+						t.Errorf("instance %s: Days = %v; want [4 6]", name, g)
+					}
+				}
+				return
 			}
 		})
 	}
+}
+
+// midnightAcrossInstances runs TestUniquesMidnightAcrossInstances'
+// scenario on fresh keys and returns each instance's Days(2).
+func midnightAcrossInstances(t *testing.T, where string) map[string][]uint64 {
+	t.Helper()
+	dir := t.TempDir()
+	clock := storetest.NewClock(storetest.At(4, "23:59:59"))
+	a := mustInstance(t, where, dir, store.Batch, clock.Now)
+	b := mustInstance(t, where, dir, store.Batch, clock.Now)
+	for i := range 4 {
+		a.visit(t, "m", i, "ua")
+		b.visit(t, "m", i, "ua")
+	}
+	clock.Add(2 * time.Second)
+	a.st.Rollover()
+	b.st.Rollover()
+	for i := range 6 { // 0..3 again, and two new
+		b.visit(t, "m", i, "ua")
+		a.visit(t, "m", i, "ua")
+	}
+	a.flush(t)
+	b.flush(t)
+	got := map[string][]uint64{}
+	for name, in := range map[string]*node{"a": a, "b": b} {
+		d, err := in.c.Days([]byte("m"), clock.Now(), 2)
+		if err != nil {
+			t.Fatalf("instance %s: Days: %v", name, err)
+		}
+		got[name] = d
+	}
+	return got
 }
 
 // TestUniquesSweepKeepsWhatIsNotSent: the sweep of counters of an earlier
