@@ -454,6 +454,7 @@ func (s *Store) load() error {
 			var plain []int  // the entries whose totals are plain, by index in es
 			var ahead []int  // those whose totals are dated after today, by index in es
 			var aheadDays []tally.DayCount
+			var laters []tally.DayCount // the key's days after today
 			// Both buckets sort by key, so for a plain total one cursor
 			// walks the days beside the totals, a few steps, then seeks.
 			days := tx.Bucket(bucketDays).Cursor()
@@ -498,6 +499,9 @@ func (s *Store) load() error {
 							return fmt.Errorf("a later day's count of key %q: %w", key, err)
 						}
 						later = tally.DayCount{Day: store.Day(binary.BigEndian.Uint32(dk[len(k):])), Count: c}
+						if later.Day > today {
+							laters = append(laters, later) // the tally counts on from it when the day comes
+						}
 						dk, dv = days.Next()
 					}
 					plain = append(plain, len(es))
@@ -515,6 +519,10 @@ func (s *Store) load() error {
 				e := &es[len(es)-1]
 				e.key = unsafe.String(unsafe.SliceData(block[at:]), len(key))
 				e.Restore(t.n, today, n)
+				for _, dc := range laters {
+					e.Later(dc.Day, dc.Count)
+				}
+				laters = laters[:0]
 				e.written = t.n
 				return nil
 			})

@@ -27,9 +27,10 @@ type Tally struct {
 	total  atomic.Uint64
 	today  atomic.Uint64 // packed: day<<countBits | count
 	locked atomic.Bool   // frozen: the owner counts nothing (stores check it)
+	later  atomic.Bool   // past holds a day after the latest (Later)
 
 	mu   sync.Mutex           // guards past
-	past map[store.Day]uint64 // final counts of earlier days still held
+	past map[store.Day]uint64 // final counts of earlier days still held, and days to come (Later)
 }
 
 const countBits = 40 // today's count: up to 1.1e12 visits a day
@@ -80,15 +81,17 @@ func (t *Tally) Add(d store.Day) Visit {
 		old := t.today.Load()
 		od, n := unpack(old)
 		next, day, c := pack(od, n+1), od, n+1
+		var base uint64 // day d's count already held (Later)
 		if od < d {
-			next, day, c = pack(d, 1), d, 1
+			base = t.laterOn(d)
+			next, day, c = pack(d, base+1), d, base+1
 		} else if n >= store.MaxDay {
 			t.total.Add(^uint64(0)) // give the total back
 			return t.saturated(d)
 		}
 		if t.today.CompareAndSwap(old, next) {
-			if od < d && n > 0 {
-				t.keepPast(od, n)
+			if od < d && (n > 0 || base > 0) {
+				t.roll(od, n, d)
 			}
 			return Visit{Counts: store.Counts{Total: total, Today: c}, Day: day, Rolled: od < d}
 		}
@@ -132,6 +135,58 @@ func (t *Tally) keepPast(d store.Day, n uint64) {
 		t.past = make(map[store.Day]uint64)
 	}
 	t.past[d] += n
+}
+
+// roll keeps day od's final count n, if any, once the latest day has
+// moved on to d, and lets day d's count go from past if Later held it:
+// the latest day holds it now.
+func (t *Tally) roll(od store.Day, n uint64, d store.Day) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n > 0 {
+		if t.past == nil {
+			t.past = make(map[store.Day]uint64)
+		}
+		t.past[od] += n
+	}
+	if t.later.Load() {
+		delete(t.past, d)
+		later := false
+		for pd := range t.past {
+			later = later || pd > d
+		}
+		t.later.Store(later)
+		t.dropEmpty()
+	}
+}
+
+// Later holds day d's count n, a day after the latest, before the
+// tally is used: a count a store read back for a day still to come (a
+// clock that went back, an import of later dates). When the latest day
+// reaches d, its visits count on from n. The total is not changed: it
+// already holds n, as it was read back.
+func (t *Tally) Later(d store.Day, n uint64) {
+	if n == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.past == nil {
+		t.past = make(map[store.Day]uint64)
+	}
+	t.past[d] = n
+	t.later.Store(true)
+}
+
+// laterOn returns day d's count held by Later, 0 if none: without a
+// lock unless the tally holds one.
+func (t *Tally) laterOn(d store.Day) uint64 {
+	if !t.later.Load() {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.past[d]
 }
 
 // Counts returns the tally's total, its count on day today and its lock.
@@ -220,9 +275,12 @@ type DayCount struct {
 // never below the days' sum as read.
 func (t *Tally) Snapshot(past []DayCount) (total uint64, latest DayCount, _ []DayCount) {
 	start := len(past)
+	d, _ := unpack(t.today.Load())
 	t.mu.Lock()
 	for pd, pn := range t.past {
-		past = append(past, DayCount{pd, pn})
+		if pd < d || !t.later.Load() { // a day to come (Later) is not final, nor to forget
+			past = append(past, DayCount{pd, pn})
+		}
 	}
 	t.mu.Unlock()
 	d, n := unpack(t.today.Load())
@@ -236,10 +294,11 @@ func (t *Tally) Forget(days []DayCount) {
 	if len(days) == 0 {
 		return
 	}
+	d, _ := unpack(t.today.Load())
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, dc := range days {
-		if t.past[dc.Day] == dc.Count {
+		if t.past[dc.Day] == dc.Count && (dc.Day < d || !t.later.Load()) { // a day to come (Later) stays
 			delete(t.past, dc.Day)
 		}
 	}
