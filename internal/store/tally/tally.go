@@ -147,7 +147,13 @@ func (t *Tally) roll(od store.Day, n uint64, d store.Day) {
 		if t.past == nil {
 			t.past = make(map[store.Day]uint64)
 		}
-		t.past[od] += n
+		if t.later.Load() {
+			// A held day od (Later) is in n already: its begin counted
+			// on from it, and has not let it go yet (a race).
+			t.past[od] = n
+		} else {
+			t.past[od] += n
+		}
 	}
 	if t.later.Load() {
 		delete(t.past, d)
@@ -225,12 +231,12 @@ func (t *Tally) Shift(n int64, d store.Day) store.Counts {
 		od, c := unpack(old)
 		day, base := od, c
 		if od < d { // a new day begins, as a visit would begin it
-			day, base = d, 0
+			day, base = d, t.laterOn(d)
 		}
 		today = store.ClampAdd(base, n)
 		if t.today.CompareAndSwap(old, pack(day, today)) {
-			if od < d && c > 0 && n >= 0 {
-				t.keepPast(od, c)
+			if od < d && (c > 0 || base > 0) {
+				t.roll(od, c, d)
 			}
 			break
 		}

@@ -903,3 +903,46 @@ func TestLaterCountsOn(t *testing.T) {
 		t.Error("the later day came, and the tally still says it holds one")
 	}
 }
+
+// TestLaterCountsOnThroughShift: an owner's Add (Shift) that begins a
+// later day held by Later counts on from the held count, as a visit
+// does: the embedded store checks and writes today's count as 5+2, so
+// the tally must say 7 too. Fails if Shift starts the later day at 0:
+// the flusher then wrote day 11 as 2 over the file's 7, and a restart
+// that day lost the 5.
+func TestLaterCountsOnThroughShift(t *testing.T) {
+	var tl Tally
+	tl.Restore(5, 10, 0) // day 11 (later): 5; total 5
+	tl.Later(11, 5)
+	if c := tl.Shift(2, 11); c.Today != 7 || c.Total != 7 {
+		t.Fatalf("Shift(2) on day 11 = %+v, want today 7 (5 held, and 2), total 7", c)
+	}
+	if _, latest, past := tl.Snapshot(nil); latest != (DayCount{11, 7}) || len(past) != 0 {
+		t.Fatalf("Snapshot on day 11: latest %v, earlier %v; want {11 7} and no earlier day", latest, past)
+	}
+	tl.Add(12)
+	if got := tl.On(11); got != 7 {
+		t.Fatalf("day 11 once over = %d, want 7", got)
+	}
+}
+
+// TestLaterRolledOverWhileItBegins: the first visit of a later day (5
+// held) and a visit of the next day race. Whichever wins, the two days
+// sum to 7 and the later day holds at most 6. Fails if the next day's
+// rollover adds the later day's count to the 5 still held (its begin
+// has not yet let it go from past): 11, the 5 counted twice.
+func TestLaterRolledOverWhileItBegins(t *testing.T) {
+	for i := range 20000 {
+		var tl Tally
+		tl.Restore(5, 10, 0)
+		tl.Later(11, 5)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); tl.Add(11) }()
+		go func() { defer wg.Done(); tl.Add(12) }()
+		wg.Wait()
+		if d11, d12 := tl.On(11), tl.On(12); d11+d12 != 7 || d11 > 6 {
+			t.Fatalf("run %d: day 11 %d, day 12 %d; want a sum of 7, day 11 at most 6", i, d11, d12)
+		}
+	}
+}
