@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -172,13 +173,7 @@ func TestCrowdedCutsLongIdleAtOnce(t *testing.T) {
 			g := newGate(mustListen(t), 4, 0, nil) // crowded from 3 open
 			to := longTimeouts()
 			to.ReadHeader, to.Idle = 400*time.Millisecond, idle // a tick of 100ms
-			clock := coarse.Start(time.Millisecond)
-			srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, to, nil, clock)
-			go srv.Serve(g)
-			t.Cleanup(func() {
-				closeWithin(t, srv)
-				clock.Stop()
-			})
+			serveHi(t, g, to, nil)
 			get := func() net.Conn {
 				t.Helper()
 				c := mustDial(t, g.Addr().String())
@@ -220,13 +215,7 @@ func TestZeroBoundsCutNothing(t *testing.T) {
 			g := newGate(mustListen(t), 0, 0, nil)
 			to := longTimeouts()
 			to.ReadHeader, to.Idle = tt.header, tt.idle // a tick of 100ms
-			clock := coarse.Start(time.Millisecond)
-			srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, to, nil, clock)
-			go srv.Serve(g)
-			t.Cleanup(func() {
-				closeWithin(t, srv)
-				clock.Stop()
-			})
+			serveHi(t, g, to, nil)
 			c := mustDial(t, g.Addr().String())
 			br := bufio.NewReader(c)
 			get := func(when string) {
@@ -247,4 +236,18 @@ func TestZeroBoundsCutNothing(t *testing.T) {
 			get("a request after ten of the gate's looks")
 		})
 	}
+}
+
+// serveHi serves "hi" on g through publicServer with the bounds to (and
+// TLS with tlsConf, if not nil), on a coarse clock of its own; the server
+// is closed within its bound and the clock stopped when t ends.
+func serveHi(t *testing.T, g *connGate, to Timeouts, tlsConf *tls.Config) {
+	t.Helper()
+	clock := coarse.Start(time.Millisecond)
+	srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, to, tlsConf, clock)
+	go serve(srv, g)
+	t.Cleanup(func() {
+		closeWithin(t, srv)
+		clock.Stop()
+	})
 }

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"visitors/internal/coarse"
 	"visitors/internal/servertest"
 	"visitors/internal/webtest"
 )
@@ -108,13 +107,7 @@ func TestGateSeesTLSConnsIdle(t *testing.T) {
 func TestCrowdedSweepCutsIdleTLSConns(t *testing.T) {
 	g := newGate(mustListen(t), 4, 0, nil) // crowded from 3 open
 	tlsConf := &tls.Config{Certificates: []tls.Certificate{mustTLSCert(t)}}
-	clock := coarse.Start(time.Millisecond)
-	srv := publicServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }), g, longTimeouts(), tlsConf, clock)
-	go serve(srv, g)
-	t.Cleanup(func() {
-		closeWithin(t, srv)
-		clock.Stop()
-	})
+	serveHi(t, g, longTimeouts(), tlsConf)
 	get := func() net.Conn {
 		t.Helper()
 		c, err := tls.Dial("tcp", g.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})

@@ -483,22 +483,7 @@ func TestUniquesReadNeverWaitsForARedisKnownDown(t *testing.T) {
 // grew by the visitors in flight instead, until the bound refused new
 // visitors.
 func TestUniquesDeleteForgetsVisitorsInFlight(t *testing.T) {
-	rs, st := openOutage(t)
-	defer st.Close()
-	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
-	st.AddUnique(k, d, 1)
-	st.AddUnique(k, d, 2)
-	rs.Kill()
-	if err := st.sendUniques(st.takeUniques()); err == nil {
-		t.Fatal("a round with Redis down did not fail")
-	}
-	st.AddUnique(k, d, 3) // not yet sent
-	if err := rs.Restart(); err != nil {
-		t.Fatal(err)
-	}
+	st, k, d := inFlightAndHeld(t)
 	if u := st.uq.load(k, d); u == nil || len(u.flight) != 2 || len(u.pend) != 1 {
 		t.Fatal("the test did not leave two visitors in flight and one not yet sent")
 	}
@@ -772,22 +757,7 @@ func TestUniquesCloseSendsWhatARoundCouldNotCarry(t *testing.T) {
 // those not yet sent. Mutation survivor uniques.go:417:46: with
 // pend+flight as pend-flight, it showed a count wrapped past 2^64.
 func TestUniqueDaysShowsVisitorsInFlight(t *testing.T) {
-	rs, st := openOutage(t)
-	defer st.Close()
-	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
-	st.AddUnique(k, d, 1)
-	st.AddUnique(k, d, 2)
-	rs.Kill()
-	if err := st.sendUniques(st.takeUniques()); err == nil {
-		t.Fatal("a round with Redis down did not fail")
-	}
-	st.AddUnique(k, d, 3) // not yet sent
-	if err := rs.Restart(); err != nil {
-		t.Fatal(err)
-	}
+	st, k, d := inFlightAndHeld(t)
 	var got []uint64
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var err error
@@ -828,4 +798,29 @@ func visitedElsewhere(t *testing.T) (other, st *Store, k []byte, d store.Day) {
 	other.AddUnique(k, d, 1)
 	flushed(t, other)
 	return other, st, k, d
+}
+
+// inFlightAndHeld opens a store on a Redis of its own (closed when t
+// ends) with counter k's visitors 1 and 2 of day d in flight (their round
+// failed, Redis killed) and visitor 3 held, not yet sent, and Redis
+// started again.
+func inFlightAndHeld(t *testing.T) (st *Store, k []byte, d store.Day) {
+	t.Helper()
+	rs, st := openOutage(t)
+	t.Cleanup(func() { st.Close() })
+	k, d = []byte("k"), store.DayOf(time.Now())
+	if _, err := st.Incr(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	st.AddUnique(k, d, 1)
+	st.AddUnique(k, d, 2)
+	rs.Kill()
+	if err := st.sendUniques(st.takeUniques()); err == nil {
+		t.Fatal("a round with Redis down did not fail")
+	}
+	st.AddUnique(k, d, 3) // not yet sent
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	return st, k, d
 }
