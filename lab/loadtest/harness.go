@@ -368,10 +368,14 @@ func profile(c Config, procs []*proc, file, script string, log io.Writer) error 
 		return errors.New("-profile needs a visitors server among -servers")
 	}
 	secs := max(1, int(c.ProfileFor/time.Second))
-	wrkErr := make(chan error, 1)
+	type wrkDone struct {
+		r   WrkResult
+		err error
+	}
+	wrkErr := make(chan wrkDone, 1)
 	go func() {
-		_, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, time.Duration(secs+2)*time.Second, script)
-		wrkErr <- err
+		r, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, time.Duration(secs+2)*time.Second, script)
+		wrkErr <- wrkDone{r, err}
 	}()
 	time.Sleep(time.Second) // let the load reach steady state
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.admin, secs)
@@ -395,10 +399,13 @@ func profile(c Config, procs []*proc, file, script string, log io.Writer) error 
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := <-wrkErr; err != nil {
-		return err
+	w := <-wrkErr
+	if w.err != nil {
+		return w.err
 	}
-	fmt.Fprintf(log, "loadtest: saved a %ds CPU profile of %s under load to %s\n", secs, p.name, file)
+	// The rate lets a reader turn the profile's seconds into time per
+	// request: a function's share of samples × secs ÷ (rate × secs).
+	fmt.Fprintf(log, "loadtest: saved a %ds CPU profile of %s under load to %s (%.0f req/s during the load around it)\n", secs, p.name, file, w.r.RPS)
 	return nil
 }
 
