@@ -32,8 +32,8 @@ MIN=${MUTATION_MIN:-90}
 # second (internal/coarse) had every mutant its tests catch by a deadline
 # of their own (TestStopFreezes: 10 s) reported "timed out", which
 # gremlins leaves out of the efficacy. Above the tests' own deadlines
-# (webtest.Deadline is a minute; most are 10 s), a mutant the tests
-# catch fails them, and "timed out" is left for a test that hangs.
+# (webtest.Deadline is 20 s; most are 10 s), a mutant the tests catch
+# fails them, and "timed out" is left for a test that hangs.
 FLOOR=${MUTATION_FLOOR:-30}
 OUT=${MUTATION_OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
