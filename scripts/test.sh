@@ -139,6 +139,8 @@ go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 1s -servers classic,
 go run ./cmd/loadtest -rounds 1 -duration 1s -rate-duration 0 -clients -path /counter/smoke.svg -servers visitors,visitors-rules0,visitors-hi > /dev/null
 
 if $slow; then
+	step "mutation.sh leaves no test binary running (slow mode)"
+	./scripts/mutation-cleanup-check.sh
 	step "mutation testing (slow mode)"
 	./scripts/mutation.sh
 fi

@@ -42,8 +42,8 @@ type streamCounts struct {
 // read (TestStreamCoalesces, the longest, about a second), so that a
 // stream whose events never come (mutants stream.go:144:9 and 155:12:
 // a change never sent) fails its reader with the client's timeout
-// rather than at webtest.Deadline's minute, past the mutation run's
-// timeout.
+// rather than at webtest.Deadline (a minute then, past the mutation
+// run's timeout; 20 s now).
 var streamClient = &http.Client{Timeout: 10 * time.Second}
 
 // mustOpen opens a stream and checks its headers.
