@@ -1,14 +1,15 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -72,8 +73,8 @@ func removeSpools(dir string) {
 type imported struct {
 	total, today uint64
 	locked       bool
-	laterDate    string         // the dump's latest date after today, if any
-	later        tally.DayCount // that day and its count in the file after the import (see Store.ahead)
+	laterDate    string           // the dump's latest date after today, if any
+	laters       []tally.DayCount // the key's days after today in the file after the import, in order
 }
 
 // Import implements [store.Backup]. The dump is read once into a
@@ -179,18 +180,28 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 			if err != nil {
 				return err
 			}
-			days := tx.Bucket(bucketDays)
-			for k, im := range keys { // a day after today: put keeps it in the dated total (see Store.ahead)
-				if im.laterDate == "" {
+			// The days after today that the file holds for a key, the
+			// dump's and (with merge) those the key held before, each with
+			// its count after the import: the new entry's tally counts on
+			// from each when its day comes (tally.Later), and put keeps
+			// the latest in the dated total (see Store.ahead).
+			days := tx.Bucket(bucketDays).Cursor()
+			for k, im := range keys {
+				_, held := s.ahead[s.keys.Load([]byte(k))]
+				if im.laterDate == "" && (replace || !held) {
 					continue
 				}
-				t, _ := time.Parse(dump.DateLayout, im.laterDate) // checked by the spool
-				dk := dayKey([]byte(k), store.DayOf(t))
-				n, err := readRecord(tagDays, dk, days.Get(dk))
-				if err != nil {
-					return fmt.Errorf("key %q: day %s: %w", k, im.laterDate, err)
+				prefix := keyPrefix([]byte(k))
+				for dk, dv := days.Seek(dayKey([]byte(k), today+1)); dk != nil && len(dk) == len(prefix)+4 && bytes.HasPrefix(dk, prefix); dk, dv = days.Next() {
+					d := store.Day(binary.BigEndian.Uint32(dk[len(prefix):]))
+					n, err := readRecord(tagDays, dk, dv)
+					if err != nil {
+						return fmt.Errorf("key %q: day %s: %w", k, d.Time().Format(dump.DateLayout), err)
+					}
+					if n > 0 {
+						im.laters = append(im.laters, tally.DayCount{Day: d, Count: n})
+					}
 				}
-				im.later = tally.DayCount{Day: store.DayOf(t), Count: n}
 			}
 			if s.o.MaxKeys > 0 && held > s.o.MaxKeys {
 				tooMany = dump.TooManyKeys(held, s.o.MaxKeys)
@@ -284,18 +295,17 @@ func (s *Store) applyImport(keys map[string]*imported, hits, fileHits uint64, re
 			locked = locked || old.Locked()
 		}
 		e2.Restore(total, today, count)
-		later := im.later
-		if a, ok := s.ahead[old]; ok && old != nil {
-			delete(s.ahead, old)
-			if !replace && a.Day > later.Day { // replace emptied the days
-				later = a
-			}
+		for _, dc := range im.laters {
+			e2.Later(dc.Day, dc.Count)
 		}
-		if later.Day > today {
+		if old != nil {
+			delete(s.ahead, old)
+		}
+		if n := len(im.laters); n > 0 {
 			if s.ahead == nil {
 				s.ahead = make(map[*entry]tally.DayCount)
 			}
-			s.ahead[e2] = later
+			s.ahead[e2] = im.laters[n-1]
 		}
 		e2.SetLocked(locked)
 		e2.written = total
