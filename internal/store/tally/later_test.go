@@ -179,6 +179,27 @@ func TestLaterDayAtItsBound(t *testing.T) {
 	if seen.Load() != total {
 		t.Errorf("a reader saw the total at %d while visits to a full day counted nothing, want it at %d all along", seen.Load(), total)
 	}
+	// Visits that race to begin the full day: one begins it, the others
+	// find it begun, and full.
+	for i := range 2000 {
+		tl := laterTally(10, 2, map[store.Day]uint64{11: store.MaxDay})
+		var wg sync.WaitGroup
+		var counted atomic.Int64
+		for range 3 {
+			wg.Go(func() {
+				// (Not v.Total: one racing visit may read another's
+				// total before it gives it back, as at any bound.)
+				if v := tl.Add(11); !v.Saturated || v.Today != store.MaxDay || v.Day != 11 {
+					counted.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if counted.Load() != 0 || tl.Total() != total || tl.On(11) != store.MaxDay || tl.On(10) != 2 {
+			t.Fatalf("run %d: %d of 3 visits racing to a day held full were not answered saturated, on day 11 at %d; total %d, day 11 %d, day 10 %d; want total %d, %d, 2",
+				i, counted.Load(), uint64(store.MaxDay), tl.Total(), tl.On(11), tl.On(10), total, uint64(store.MaxDay))
+		}
+	}
 	if v := tl.Add(12); v.Saturated || v.Today != 1 || v.Total != total+1 {
 		t.Errorf("the next day's visit = %+v, want counted: today 1, total %d", v, total+1)
 	}
@@ -362,5 +383,59 @@ func TestLaterFlushedAcrossMidnights(t *testing.T) {
 				t.Fatalf("run %d: the file's day %d = %d, want %d (held %d, and the visits counted on it); the file: %v", run, d, file[d], want[d], held[d], file)
 			}
 		}
+	}
+}
+
+// TestLaterBeginFindsTheDayBegun: a visit that saw the day not yet
+// begun and reaches begin after another visit began it counts on in that
+// day, as Add's own loop does, and keeps no day: the race is narrow, so
+// the test calls begin as such a visit would, its total counted. Fails
+// if begin rolls the day over again (day 11 kept as an earlier day as
+// well as the latest: counted twice once the next day comes), or counts
+// a visit on a full day.
+func TestLaterBeginFindsTheDayBegun(t *testing.T) {
+	storetest.NoDate(t)
+	tl := laterTally(10, 2, map[store.Day]uint64{11: 5})
+	tl.Add(11) // 6
+	total := tl.total.Add(1)
+	if v := tl.begin(11, total); v != (Visit{Counts: store.Counts{Total: total, Today: 7}, Day: 11}) {
+		t.Errorf("begin(11) of a day begun = %+v, want today 7, total %d, not rolled", v, total)
+	}
+	tl.Add(12)
+	if _, latest, past := tl.Snapshot(nil); fmt.Sprint(past) != "[{10 2} {11 7}]" || latest != (DayCount{12, 1}) {
+		t.Errorf("Snapshot on day 12: latest %v, earlier %v; want {12 1}, [{10 2} {11 7}]", latest, past)
+	}
+
+	full := laterTally(10, 2, map[store.Day]uint64{11: store.MaxDay, 13: 1})
+	full.Add(11) // begins it full
+	total = full.total.Add(1)
+	if v := full.begin(11, total); !v.Saturated || v.Today != store.MaxDay || v.Day != 11 || v.Total != total-1 || full.Total() != total-1 {
+		t.Errorf("begin(11) of a day begun full = %+v, total now %d; want saturated at %d, total %d given back", v, full.Total(), uint64(store.MaxDay), total-1)
+	}
+}
+
+// TestLaterDayOfAFullTotal: a tally whose total is at its bound answers
+// a visit of a day it holds with that day's count held, not 0.
+func TestLaterDayOfAFullTotal(t *testing.T) {
+	storetest.NoDate(t)
+	var tl Tally
+	tl.Restore(store.MaxTotal, 10, 2)
+	tl.Later(11, 5)
+	if v := tl.Add(11); !v.Saturated || v.Today != 5 || v.Day != 11 || v.Total != store.MaxTotal {
+		t.Errorf("a visit on day 11 (5 held) at MaxTotal = %+v, want saturated, today 5, total %d", v, uint64(store.MaxTotal))
+	}
+}
+
+// TestShiftBeginsADay: an owner's Add on a day the tally has not begun
+// begins it, keeping the day that ended, as a visit would.
+func TestShiftBeginsADay(t *testing.T) {
+	storetest.NoDate(t)
+	var tl Tally
+	tl.Restore(5, 10, 2)
+	if c := tl.Shift(3, 11); c.Today != 3 || c.Total != 8 {
+		t.Errorf("Shift(3) on day 11 = %+v, want today 3, total 8", c)
+	}
+	if _, latest, past := tl.Snapshot(nil); fmt.Sprint(past) != "[{10 2}]" || latest != (DayCount{11, 3}) {
+		t.Errorf("Snapshot: latest %v, earlier %v; want {11 3}, [{10 2}]", latest, past)
 	}
 }

@@ -112,7 +112,8 @@ func (t *Tally) Add(d store.Day) Visit {
 // day, with the total already counted: under t.mu, the day's count goes
 // on from the count held, if any. A day held at [store.MaxDay] begins
 // full: this visit counts nothing, nor does any after it, which Add's
-// first look turns away without touching the total.
+// first look turns away without touching the total. (Not saturated: it
+// may take t.mu.)
 func (t *Tally) begin(d store.Day, total uint64) Visit {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -128,12 +129,12 @@ func (t *Tally) begin(d store.Day, total uint64) Visit {
 				}
 				t.rolled(od, n, d)
 				t.total.Add(^uint64(0)) // give the total back
-				return t.saturated(d)
+				return Visit{Counts: store.Counts{Total: t.total.Load(), Today: held, Saturated: true}, Day: d}
 			}
 			next, day, c = pack(d, held+1), d, held+1
-		} else if n >= store.MaxDay { // another visit began it meanwhile, and filled it
+		} else if n >= store.MaxDay { // another visit began it meanwhile, full
 			t.total.Add(^uint64(0))
-			return t.saturated(d)
+			return Visit{Counts: store.Counts{Total: t.total.Load(), Today: n, Saturated: true}, Day: od}
 		}
 		if t.today.CompareAndSwap(old, next) {
 			if od < d {
