@@ -427,7 +427,12 @@ func TestLaterDayOfAFullTotal(t *testing.T) {
 }
 
 // TestShiftBeginsADay: an owner's Add on a day the tally has not begun
-// begins it, keeping the day that ended, as a visit would.
+// begins it, keeping the day that ended, as a visit would; on the day
+// begun it keeps no day, and an Add of 0 (the embedded store's owner
+// Add shifts by n >= 0) drops none of the days held, earlier or later.
+// Fails if Shift rolls the latest day over onto itself (it is then an
+// earlier day too: written twice, the second time with a stale count),
+// or if a Shift of 0 drops the days held as a negative one does.
 func TestShiftBeginsADay(t *testing.T) {
 	storetest.NoDate(t)
 	var tl Tally
@@ -435,7 +440,19 @@ func TestShiftBeginsADay(t *testing.T) {
 	if c := tl.Shift(3, 11); c.Today != 3 || c.Total != 8 {
 		t.Errorf("Shift(3) on day 11 = %+v, want today 3, total 8", c)
 	}
-	if _, latest, past := tl.Snapshot(nil); fmt.Sprint(past) != "[{10 2}]" || latest != (DayCount{11, 3}) {
-		t.Errorf("Snapshot: latest %v, earlier %v; want {11 3}, [{10 2}]", latest, past)
+	if c := tl.Shift(1, 11); c.Today != 4 || c.Total != 9 {
+		t.Errorf("Shift(1) on day 11 begun = %+v, want today 4, total 9", c)
+	}
+	if _, latest, past := tl.Snapshot(nil); fmt.Sprint(past) != "[{10 2}]" || latest != (DayCount{11, 4}) {
+		t.Errorf("Snapshot: latest %v, earlier %v; want {11 4}, [{10 2}]", latest, past)
+	}
+
+	held := laterTally(10, 2, map[store.Day]uint64{11: 5, 12: 3})
+	held.Add(11)
+	if c := held.Shift(0, 11); c.Today != 6 || held.On(10) != 2 || !held.later.Load() {
+		t.Fatalf("Shift(0) on day 11 = %+v, day 10 %d, later %v; want today 6, day 10 kept, day 12 still held", c, held.On(10), held.later.Load())
+	}
+	if v := held.Add(12); v.Today != 4 {
+		t.Errorf("day 12's first visit after a Shift(0) = %+v, want today 4 (3 held)", v)
 	}
 }

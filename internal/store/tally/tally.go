@@ -149,7 +149,10 @@ func (t *Tally) begin(d store.Day, total uint64) Visit {
 func (t *Tally) saturated(d store.Day) Visit {
 	od, n := unpack(t.today.Load())
 	if od < d {
-		od, n = d, t.On(d) // 0, or a count Later holds
+		od, n = d, 0
+		if t.later.Load() {
+			n = t.On(d) // a count Later holds
+		}
 	}
 	return Visit{Counts: store.Counts{Total: t.total.Load(), Today: n, Saturated: true}, Day: od}
 }
