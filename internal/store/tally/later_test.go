@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"visitors/internal/store"
 	"visitors/internal/store/storetest"
@@ -454,5 +455,36 @@ func TestShiftBeginsADay(t *testing.T) {
 	}
 	if v := held.Add(12); v.Today != 4 {
 		t.Errorf("day 12's first visit after a Shift(0) = %+v, want today 4 (3 held)", v)
+	}
+}
+
+// TestAddOnTheLatestDayTakesNoLockNorAllocates: the hot path, a visit
+// on the tally's latest day, with no later day held and with one, runs
+// while t.mu is held by another (it takes no lock) and allocates
+// nothing. Fails if a visit takes t.mu (it then waits for ever here:
+// bounded at 10 s) or allocates.
+func TestAddOnTheLatestDayTakesNoLockNorAllocates(t *testing.T) {
+	storetest.NoDate(t)
+	for _, held := range []map[store.Day]uint64{nil, {11: 5}} {
+		tl := laterTally(10, 2, held)
+		tl.mu.Lock()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tl.Add(10)
+			tl.Add(9) // stamped the day before: counts on day 10
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("held %v: a visit on the latest day waited 10 s for t.mu", held)
+		}
+		tl.mu.Unlock()
+		if n := testing.AllocsPerRun(100, func() { tl.Add(10) }); n != 0 {
+			t.Errorf("held %v: a visit on the latest day allocates %v times, want 0", held, n)
+		}
+		if tl.On(10) != 105 { // 2, 2 above, and AllocsPerRun's 100 and its warm-up
+			t.Errorf("held %v: day 10 = %d, want 105", held, tl.On(10))
+		}
 	}
 }
