@@ -239,8 +239,9 @@ func TestSyncCrashDuringTheCheck(t *testing.T) {
 // count, so a restart reads the same today from either. Planted: put
 // keeping the later day's count of the load once the tally reached
 // that day (boltstore.go's `a.Day > dated.Day` as `>=`): the dated
-// total said 5 and the day record 1. That the two say 1, not 6 (the
-// file's 5 are lost), is a known bug: knownbugs_laterday_test.go.
+// total said 5 and the day record 1. That the two say 6, the file's 5
+// and the visit, not 1, is TestLaterDayReachedWithoutARestartKeepsItsCount's
+// (laterday_test.go; a known bug until 626aa08).
 func TestLaterDayReachedWithoutARestartAgrees(t *testing.T) {
 	dir := t.TempDir()
 	clock := storetest.NewClock(storetest.At(0, "12:00"))

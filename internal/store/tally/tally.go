@@ -27,11 +27,20 @@ type Tally struct {
 	total  atomic.Uint64
 	today  atomic.Uint64 // packed: day<<countBits | count
 	locked atomic.Bool   // frozen: the owner counts nothing (stores check it)
-	later  atomic.Bool   // past holds a day after the latest (Later)
+	later  atomic.Bool   // past holds a day after the latest (Later): each new day begins under mu
 
 	mu   sync.Mutex           // guards past
 	past map[store.Day]uint64 // final counts of earlier days still held, and days to come (Later)
 }
+
+// A day in past after the latest is one Later holds, still to come: no
+// other is ever put there (a day ended is put there after the latest has
+// moved on). While one is held (later), each new day begins under mu,
+// which takes its held count from past and puts the day that ended there
+// in one step, in the order the days begin: a rollover that ran late
+// could otherwise take a day that had ended for one still held, and
+// delete it or add to it (TestLaterRolloversRacing). The readers of past
+// (On, Snapshot, Forget) read the latest day under mu too.
 
 const countBits = 40 // today's count: up to 1.1e12 visits a day
 
@@ -81,17 +90,55 @@ func (t *Tally) Add(d store.Day) Visit {
 		old := t.today.Load()
 		od, n := unpack(old)
 		next, day, c := pack(od, n+1), od, n+1
-		var base uint64 // day d's count already held (Later)
 		if od < d {
-			base = t.laterOn(d)
-			next, day, c = pack(d, base+1), d, base+1
+			if t.later.Load() {
+				return t.begin(d, total)
+			}
+			next, day, c = pack(d, 1), d, 1
 		} else if n >= store.MaxDay {
 			t.total.Add(^uint64(0)) // give the total back
 			return t.saturated(d)
 		}
 		if t.today.CompareAndSwap(old, next) {
-			if od < d && (n > 0 || base > 0) {
-				t.roll(od, n, d)
+			if od < d && n > 0 {
+				t.keepPast(od, n)
+			}
+			return Visit{Counts: store.Counts{Total: total, Today: c}, Day: day, Rolled: od < d}
+		}
+	}
+}
+
+// begin is Add's visit that begins day d while the tally holds a later
+// day, with the total already counted: under t.mu, the day's count goes
+// on from the count held, if any. A day held at [store.MaxDay] begins
+// full: this visit counts nothing, nor does any after it, which Add's
+// first look turns away without touching the total. (Not saturated: it
+// may take t.mu.)
+func (t *Tally) begin(d store.Day, total uint64) Visit {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for {
+		old := t.today.Load()
+		od, n := unpack(old)
+		next, day, c := pack(od, n+1), od, n+1
+		if od < d {
+			held := t.past[d] // 0, or the count Later holds
+			if held >= store.MaxDay {
+				if !t.today.CompareAndSwap(old, pack(d, held)) {
+					continue
+				}
+				t.rolled(od, n, d)
+				t.total.Add(^uint64(0)) // give the total back
+				return Visit{Counts: store.Counts{Total: t.total.Load(), Today: held, Saturated: true}, Day: d}
+			}
+			next, day, c = pack(d, held+1), d, held+1
+		} else if n >= store.MaxDay { // another visit began it meanwhile, full
+			t.total.Add(^uint64(0))
+			return Visit{Counts: store.Counts{Total: t.total.Load(), Today: n, Saturated: true}, Day: od}
+		}
+		if t.today.CompareAndSwap(old, next) {
+			if od < d {
+				t.rolled(od, n, d)
 			}
 			return Visit{Counts: store.Counts{Total: total, Today: c}, Day: day, Rolled: od < d}
 		}
@@ -103,6 +150,9 @@ func (t *Tally) saturated(d store.Day) Visit {
 	od, n := unpack(t.today.Load())
 	if od < d {
 		od, n = d, 0
+		if t.later.Load() {
+			n = t.On(d) // a count Later holds
+		}
 	}
 	return Visit{Counts: store.Counts{Total: t.total.Load(), Today: n, Saturated: true}, Day: od}
 }
@@ -137,23 +187,17 @@ func (t *Tally) keepPast(d store.Day, n uint64) {
 	t.past[d] += n
 }
 
-// roll keeps day od's final count n, if any, once the latest day has
-// moved on to d, and lets day d's count go from past if Later held it:
-// the latest day holds it now.
-func (t *Tally) roll(od store.Day, n uint64, d store.Day) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// rolled keeps day od's final count n, if any, once the latest day has
+// moved on from it to d, and lets day d's count go from past if Later
+// held it: the latest day holds it now. A day held that d passed over is
+// an earlier day now, its count the one held. t.mu must be held, and
+// have been since the latest day moved on.
+func (t *Tally) rolled(od store.Day, n uint64, d store.Day) {
 	if n > 0 {
 		if t.past == nil {
 			t.past = make(map[store.Day]uint64)
 		}
-		if t.later.Load() {
-			// A held day od (Later) is in n already: its begin counted
-			// on from it, and has not let it go yet (a race).
-			t.past[od] = n
-		} else {
-			t.past[od] += n
-		}
+		t.past[od] += n
 	}
 	if t.later.Load() {
 		delete(t.past, d)
@@ -162,37 +206,28 @@ func (t *Tally) roll(od store.Day, n uint64, d store.Day) {
 			later = later || pd > d
 		}
 		t.later.Store(later)
-		t.dropEmpty()
 	}
+	t.dropEmpty()
 }
 
 // Later holds day d's count n, a day after the latest, before the
 // tally is used: a count a store read back for a day still to come (a
 // clock that went back, an import of later dates). When the latest day
-// reaches d, its visits count on from n. The total is not changed: it
-// already holds n, as it was read back.
+// reaches d, its visits count on from n; if it passes over d, d is an
+// earlier day with count n. The total is not changed: it already holds
+// n, as it was read back. A second Later of d holds its count instead of
+// the first; a count of 0, or a day not after the latest, holds nothing.
 func (t *Tally) Later(d store.Day, n uint64) {
-	if n == 0 {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if latest, _ := unpack(t.today.Load()); n == 0 || d <= latest {
+		return
+	}
 	if t.past == nil {
 		t.past = make(map[store.Day]uint64)
 	}
 	t.past[d] = n
 	t.later.Store(true)
-}
-
-// laterOn returns day d's count held by Later, 0 if none: without a
-// lock unless the tally holds one.
-func (t *Tally) laterOn(d store.Day) uint64 {
-	if !t.later.Load() {
-		return 0
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.past[d]
 }
 
 // Counts returns the tally's total, its count on day today and its lock.
@@ -214,6 +249,7 @@ func (t *Tally) SetLocked(locked bool) { t.locked.Store(locked) }
 func (t *Tally) Reset(total uint64, today store.Day) {
 	t.mu.Lock()
 	t.past = nil
+	t.later.Store(false)
 	t.mu.Unlock()
 	t.today.Store(pack(today, 0))
 	t.total.Store(total)
@@ -221,31 +257,34 @@ func (t *Tally) Reset(total uint64, today store.Day) {
 
 // Shift adds n, which may be negative, to the total and to day d's
 // count, each clamped at 0, and returns the new counts; a negative n
-// also drops the earlier days held. The caller checks the range
-// (store.CheckAdd). A visit racing with it is never lost: the total and
-// today's count each change by one compare-and-swap.
+// also drops the days held, earlier and later. The caller checks the
+// range (store.CheckAdd). A visit racing with it is never lost: the
+// total and today's count each change by one compare-and-swap. An
+// owner's operation, not a visit: it holds t.mu, which a new day it
+// begins needs while the tally holds a later day.
 func (t *Tally) Shift(n int64, d store.Day) store.Counts {
 	var today uint64
+	t.mu.Lock()
 	for {
 		old := t.today.Load()
 		od, c := unpack(old)
 		day, base := od, c
 		if od < d { // a new day begins, as a visit would begin it
-			day, base = d, t.laterOn(d)
+			day, base = d, t.past[d] // 0, or a count Later holds
 		}
 		today = store.ClampAdd(base, n)
 		if t.today.CompareAndSwap(old, pack(day, today)) {
-			if od < d && (c > 0 || base > 0) {
-				t.roll(od, c, d)
+			if od < d {
+				t.rolled(od, c, d)
 			}
 			break
 		}
 	}
 	if n < 0 {
-		t.mu.Lock()
 		t.past = nil
-		t.mu.Unlock()
+		t.later.Store(false)
 	}
+	t.mu.Unlock()
 	for {
 		old := t.total.Load()
 		if v := store.ClampAdd(old, n); t.total.CompareAndSwap(old, v) {
@@ -264,6 +303,11 @@ func (t *Tally) On(d store.Day) uint64 {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Again under t.mu: a day held (Later) that began since the read
+	// above has left past (TestLaterDayOnWhileItBegins).
+	if td, n := unpack(t.today.Load()); td == d {
+		return n
+	}
 	return t.past[d]
 }
 
@@ -281,10 +325,10 @@ type DayCount struct {
 // never below the days' sum as read.
 func (t *Tally) Snapshot(past []DayCount) (total uint64, latest DayCount, _ []DayCount) {
 	start := len(past)
-	d, _ := unpack(t.today.Load())
 	t.mu.Lock()
+	d, _ := unpack(t.today.Load())
 	for pd, pn := range t.past {
-		if pd < d || !t.later.Load() { // a day to come (Later) is not final, nor to forget
+		if pd < d || !t.later.Load() { // a day to come (Later) is not final
 			past = append(past, DayCount{pd, pn})
 		}
 	}
@@ -300,9 +344,9 @@ func (t *Tally) Forget(days []DayCount) {
 	if len(days) == 0 {
 		return
 	}
-	d, _ := unpack(t.today.Load())
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	d, _ := unpack(t.today.Load())
 	for _, dc := range days {
 		if t.past[dc.Day] == dc.Count && (dc.Day < d || !t.later.Load()) { // a day to come (Later) stays
 			delete(t.past, dc.Day)
