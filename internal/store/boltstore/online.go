@@ -115,16 +115,23 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 	defer spool.Close()
 	slices.SortStableFunc(order, func(a, b dump.Spooled) int { return compareFile(a.Key, b.Key) })
 
-	today := s.cal.Today()
-	todayDate := today.Time().Format(dump.DateLayout)
 	var (
 		keys     map[string]*imported
 		refused  error
 		tooMany  error
 		fileHits uint64
+		today    store.Day
 	)
 	op := &ownerOp{
 		run: func(tx *bolt.Tx, floor uint64) error {
+			// Today is the flusher's, after the pass before this run: the
+			// dump's count of it is the key's count of it in memory, and
+			// applyImport restores each entry on this day. Read before the
+			// import waited for the flusher, a midnight meanwhile counted
+			// the dump's count of the day that ended on the new one too,
+			// and lost the new one's (TestOnlineImportAcrossMidnight).
+			today = s.cal.Today()
+			todayDate := today.Time().Format(dump.DateLayout)
 			keys = map[string]*imported{}
 			held := 0 // the keys the store holds besides the dump's new ones
 			if !replace {
@@ -220,7 +227,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 			fileHits = max(old, hits)
 			return meta.Put(keyHits, record(tagMeta, keyHits, fileHits))
 		},
-		apply: func() { s.applyImport(keys, hits, fileHits, replace) },
+		apply: func() { s.applyImport(keys, today, hits, fileHits, replace) },
 	}
 	if err := s.do(op); err != nil {
 		if tooMany != nil {
@@ -267,9 +274,12 @@ func dropSketches(tx *bolt.Tx, keep map[string]*imported) error {
 // the dump gets a new entry (with merge, from the old entry's counts
 // plus the dump's, and the old entry's later visits forwarded to it);
 // with replace every other key is retired. The /hi counter becomes at
-// least the dump's. Only the flusher calls it.
-func (s *Store) applyImport(keys map[string]*imported, hits, fileHits uint64, replace bool) {
-	today := s.cal.Today()
+// least the dump's. Today is the day the import's transaction took as
+// today: its counts are that day's, should a midnight have come since
+// (the new entry begins the next day with its first visit, on from the
+// count the file holds for it, as Later gives). Only the flusher calls
+// it.
+func (s *Store) applyImport(keys map[string]*imported, today store.Day, hits, fileHits uint64, replace bool) {
 	if replace {
 		var drop []*entry
 		s.keys.Range(func(k string, e *entry) bool {
