@@ -75,6 +75,7 @@ type imported struct {
 	locked       bool
 	laterDate    string           // the dump's latest date after today, if any
 	laters       []tally.DayCount // the key's days after today in the file after the import, in order
+	tomorrow     uint64           // the dump's count of the day after today: a midnight during the transaction makes it today
 }
 
 // Import implements [store.Backup]. The dump is read once into a
@@ -132,6 +133,10 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 			// and lost the new one's (TestOnlineImportAcrossMidnight).
 			today = s.cal.Today()
 			todayDate := today.Time().Format(dump.DateLayout)
+			tomorrowDate := (today + 1).Time().Format(dump.DateLayout)
+			if f := s.importRun.Load(); f != nil {
+				(*f)()
+			}
 			keys = map[string]*imported{}
 			held := 0 // the keys the store holds besides the dump's new ones
 			if !replace {
@@ -175,6 +180,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 					}
 					im.total += kd.Total
 					im.today += kd.Days[todayDate]
+					im.tomorrow += kd.Days[tomorrowDate]
 					im.locked = im.locked || kd.Locked
 					for date := range kd.Days { // canonical dates sort as days
 						if date > todayDate && date > im.laterDate {
@@ -241,6 +247,22 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 	return nil
 }
 
+// fileBefore is the count of day d, after today, that the file held for
+// im's key before the import: the file's after it less the dump's (of
+// the day after today; a transaction is not a day long).
+func fileBefore(im *imported, today, d store.Day) uint64 {
+	var n uint64
+	for _, dc := range im.laters {
+		if dc.Day == d {
+			n = dc.Count
+		}
+	}
+	if d == today+1 {
+		n -= min(n, im.tomorrow)
+	}
+	return n
+}
+
 // dropSketches removes the unique-visitor sketches of every key not in
 // keep.
 func dropSketches(tx *bolt.Tx, keep map[string]*imported) error {
@@ -299,7 +321,19 @@ func (s *Store) applyImport(keys map[string]*imported, today store.Day, hits, fi
 		old := s.keys.Load([]byte(k))
 		var base uint64
 		if old != nil && !replace {
-			base = old.Total()
+			// A midnight since the transaction took today: the visits the
+			// old entry counted on the new day are forwarded to the new
+			// entry (replace), which counts them on from the file's count
+			// of that day, as visits after it; base leaves them out. They
+			// are what the old entry has of the day beyond the count it
+			// held (Later), which is the file's before the import. Read
+			// before base: a visit between the two is in base and the
+			// total, not forwarded (TestOnlineImportMidnightDuringItsTransaction).
+			var after uint64
+			if now := s.cal.Today(); now > today {
+				after = old.On(now) - min(old.On(now), fileBefore(im, today, now))
+			}
+			base = old.Total() - after
 			total += base
 			count += old.On(today)
 			locked = locked || old.Locked()
@@ -322,6 +356,13 @@ func (s *Store) applyImport(keys map[string]*imported, today store.Day, hits, fi
 		s.replace(e2, !replace, old, base)
 		if !replace {
 			s.markDirty(e2) // memory may be ahead of the file by the visits that raced
+		}
+		if old != nil && old.gone() && old.ret.succ == e2 && old.Total() > old.ret.fwd {
+			// Now, not when a pass meets old in the journal: the visits
+			// of a midnight during the transaction put old there before
+			// e2, so a pass would write e2 before forwarding them, and
+			// Close's last pass would leave them out of the file.
+			s.forward(old)
 		}
 	}
 	for {

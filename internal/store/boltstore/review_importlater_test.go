@@ -247,3 +247,46 @@ func TestOnlineImportAcrossMidnight(t *testing.T) {
 		t.Errorf("reopened: %+v, days %v; want today 6, total 8, days [2 6]", c, d.Counts)
 	}
 }
+
+// TestOnlineImportMidnightDuringItsTransaction: midnight comes while an
+// online merge import's transaction runs, and batch visits count on the
+// key's old entry on the new day meanwhile. The import's counts are the
+// day that ended's; the visits on the new day stay the new day's, on
+// from the dump's count of it: 5 from the dump, 2 meanwhile, 1 after.
+func TestOnlineImportMidnightDuringItsTransaction(t *testing.T) {
+	for _, held := range []uint64{0, 4} { // the key's count of D+1 in the file before the import
+		t.Run("held="+strconv.FormatUint(held, 10), func(t *testing.T) {
+			dir := t.TempDir()
+			clock := storetest.NewClock(storetest.At(0, "23:00"))
+			today := store.DayOf(clock.Now())
+			o := Options{Dir: dir, Now: clock.Now}
+			s := mustOpen(t, o)
+			waitChecked(t, s)
+			if held > 0 {
+				if err := s.Import(ctx, strings.NewReader(dumpKeyDays("k", today, map[int]uint64{1: held}, false)), false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustIncr(t, s, []byte("k")) // 1 on D, written by the pass before the import
+			run := func() {
+				clock.Add(2 * time.Hour) // 01:00 on D+1
+				s.Rollover()
+				mustIncrN(t, s, "k", 2) // on the old entry, batch: counted in memory
+			}
+			s.importRun.Store(&run)
+			if err := s.Import(ctx, strings.NewReader(dumpKeyDays("k", today, map[int]uint64{0: 2, 1: 5}, false)), false); err != nil {
+				t.Fatal(err)
+			}
+			s.importRun.Store(nil)
+			wantDay, wantTotal := held+5+2+1, held+1+7+2+1
+			if c := mustIncr(t, s, []byte("k")); c.Today != wantDay || c.Total != wantTotal {
+				t.Errorf("a visit on D+1 after the import = %+v, want today %d, total %d", c, wantDay, wantTotal)
+			}
+			s = reopen(t, s, o)
+			defer mustClose(t, s)
+			if c, d := mustGet(t, s, []byte("k")), mustDays(t, s, []byte("k"), 2); c.Today != wantDay || c.Total != wantTotal || d.Counts[0] != 3 || d.Counts[1] != wantDay {
+				t.Errorf("reopened: %+v, days %v; want today %d, total %d, days [3 %d]", c, d.Counts, wantDay, wantTotal, wantDay)
+			}
+		})
+	}
+}
