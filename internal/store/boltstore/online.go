@@ -331,7 +331,8 @@ func (s *Store) applyImport(keys map[string]*imported, today store.Day, hits, fi
 			// total, not forwarded (TestOnlineImportMidnightDuringItsTransaction).
 			var after uint64
 			if now := s.cal.Today(); now > today {
-				after = old.On(now) - min(old.On(now), fileBefore(im, today, now))
+				on := old.On(now) // once: a visit between two reads would count in one
+				after = on - min(on, fileBefore(im, today, now))
 			}
 			base = old.Total() - after
 			total += base
