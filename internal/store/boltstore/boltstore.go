@@ -113,6 +113,9 @@ type Store struct {
 	// putFault, when set, fails the write of the keys it returns an
 	// error for. Tests use it: no real key fails any more.
 	putFault atomic.Pointer[func(key string) error]
+	// importRun, when set, is called by an online import's transaction
+	// once it has taken today. Tests use it to bring a midnight there.
+	importRun atomic.Pointer[func()]
 	// logFault, when set, is called after a log record is written and
 	// before its fdatasync, and fails the sync with the error it returns.
 	logFault atomic.Pointer[func() error]

@@ -75,6 +75,7 @@ type imported struct {
 	locked       bool
 	laterDate    string           // the dump's latest date after today, if any
 	laters       []tally.DayCount // the key's days after today in the file after the import, in order
+	tomorrow     uint64           // the dump's count of the day after today: a midnight during the transaction makes it today
 }
 
 // Import implements [store.Backup]. The dump is read once into a
@@ -115,16 +116,27 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 	defer spool.Close()
 	slices.SortStableFunc(order, func(a, b dump.Spooled) int { return compareFile(a.Key, b.Key) })
 
-	today := s.cal.Today()
-	todayDate := today.Time().Format(dump.DateLayout)
 	var (
 		keys     map[string]*imported
 		refused  error
 		tooMany  error
 		fileHits uint64
+		today    store.Day
 	)
 	op := &ownerOp{
 		run: func(tx *bolt.Tx, floor uint64) error {
+			// Today is the flusher's, after the pass before this run: the
+			// dump's count of it is the key's count of it in memory, and
+			// applyImport restores each entry on this day. Read before the
+			// import waited for the flusher, a midnight meanwhile counted
+			// the dump's count of the day that ended on the new one too,
+			// and lost the new one's (TestOnlineImportAcrossMidnight).
+			today = s.cal.Today()
+			todayDate := today.Time().Format(dump.DateLayout)
+			tomorrowDate := (today + 1).Time().Format(dump.DateLayout)
+			if f := s.importRun.Load(); f != nil {
+				(*f)()
+			}
 			keys = map[string]*imported{}
 			held := 0 // the keys the store holds besides the dump's new ones
 			if !replace {
@@ -168,6 +180,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 					}
 					im.total += kd.Total
 					im.today += kd.Days[todayDate]
+					im.tomorrow += kd.Days[tomorrowDate]
 					im.locked = im.locked || kd.Locked
 					for date := range kd.Days { // canonical dates sort as days
 						if date > todayDate && date > im.laterDate {
@@ -220,7 +233,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 			fileHits = max(old, hits)
 			return meta.Put(keyHits, record(tagMeta, keyHits, fileHits))
 		},
-		apply: func() { s.applyImport(keys, hits, fileHits, replace) },
+		apply: func() { s.applyImport(keys, today, hits, fileHits, replace) },
 	}
 	if err := s.do(op); err != nil {
 		if tooMany != nil {
@@ -232,6 +245,22 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 		return fmt.Errorf("import: %w; the store was not changed", err)
 	}
 	return nil
+}
+
+// fileBefore is the count of day d, after today, that the file held for
+// im's key before the import: the file's after it less the dump's (of
+// the day after today; a transaction is not a day long).
+func fileBefore(im *imported, today, d store.Day) uint64 {
+	var n uint64
+	for _, dc := range im.laters {
+		if dc.Day == d {
+			n = dc.Count
+		}
+	}
+	if d == today+1 {
+		n -= min(n, im.tomorrow)
+	}
+	return n
 }
 
 // dropSketches removes the unique-visitor sketches of every key not in
@@ -267,9 +296,12 @@ func dropSketches(tx *bolt.Tx, keep map[string]*imported) error {
 // the dump gets a new entry (with merge, from the old entry's counts
 // plus the dump's, and the old entry's later visits forwarded to it);
 // with replace every other key is retired. The /hi counter becomes at
-// least the dump's. Only the flusher calls it.
-func (s *Store) applyImport(keys map[string]*imported, hits, fileHits uint64, replace bool) {
-	today := s.cal.Today()
+// least the dump's. Today is the day the import's transaction took as
+// today: its counts are that day's, should a midnight have come since
+// (the new entry begins the next day with its first visit, on from the
+// count the file holds for it, as Later gives). Only the flusher calls
+// it.
+func (s *Store) applyImport(keys map[string]*imported, today store.Day, hits, fileHits uint64, replace bool) {
 	if replace {
 		var drop []*entry
 		s.keys.Range(func(k string, e *entry) bool {
@@ -289,7 +321,20 @@ func (s *Store) applyImport(keys map[string]*imported, hits, fileHits uint64, re
 		old := s.keys.Load([]byte(k))
 		var base uint64
 		if old != nil && !replace {
-			base = old.Total()
+			// A midnight since the transaction took today: the visits the
+			// old entry counted on the new day are forwarded to the new
+			// entry (replace), which counts them on from the file's count
+			// of that day, as visits after it; base leaves them out. They
+			// are what the old entry has of the day beyond the count it
+			// held (Later), which is the file's before the import. Read
+			// before base: a visit between the two is in base and the
+			// total, not forwarded (TestOnlineImportMidnightDuringItsTransaction).
+			var after uint64
+			if now := s.cal.Today(); now > today {
+				on := old.On(now) // once: a visit between two reads would count in one
+				after = on - min(on, fileBefore(im, today, now))
+			}
+			base = old.Total() - after
 			total += base
 			count += old.On(today)
 			locked = locked || old.Locked()
@@ -312,6 +357,13 @@ func (s *Store) applyImport(keys map[string]*imported, hits, fileHits uint64, re
 		s.replace(e2, !replace, old, base)
 		if !replace {
 			s.markDirty(e2) // memory may be ahead of the file by the visits that raced
+		}
+		if old != nil && old.gone() && old.ret.succ == e2 && old.Total() > old.ret.fwd {
+			// Now, not when a pass meets old in the journal: the visits
+			// of a midnight during the transaction put old there before
+			// e2, so a pass would write e2 before forwarding them, and
+			// Close's last pass would leave them out of the file.
+			s.forward(old)
 		}
 	}
 	for {

@@ -1,0 +1,52 @@
+package boltstore
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+	"time"
+
+	"visitors/internal/store"
+)
+
+// BenchmarkReviewImport100k: an online import of 100,000 keys without
+// later dates, merged into a store that holds them all (each key's
+// entry is looked up) or into an empty one.
+func BenchmarkReviewImport100k(b *testing.B) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	date := store.DayOf(now).Time().Format(time.DateOnly)
+	var buf bytes.Buffer
+	buf.WriteString(`{"format":"visitors-export-1","hits":0,"keys":[`)
+	for i := range 100_000 {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"key":"key-` + strconv.Itoa(i) + `","total":3,"days":{"` + date + `":3}}`)
+	}
+	buf.WriteString(`]}`)
+	dump := buf.Bytes()
+	for _, held := range []bool{false, true} {
+		b.Run("held="+strconv.FormatBool(held), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				s, err := Open(Options{Dir: b.TempDir(), Now: func() time.Time { return now }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				<-s.checked
+				if held {
+					if err := s.Import(ctx, bytes.NewReader(dump), false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if err := s.Import(ctx, bytes.NewReader(dump), false); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
