@@ -143,6 +143,7 @@ type Store struct {
 	// Owned by the flusher.
 	used    uint64            // hits at the previous pass, to size reservations
 	writes  []write           // the pass's snapshots
+	taken   []*entry          // the pass's entries, from the journal
 	days    []tally.DayCount  // their earlier days, back to back
 	failing map[*entry]string // keys whose last write failed, with why
 	plain   []*entry          // loaded from plain totals: rewritten dated once the file is checked (migrate)
@@ -1179,22 +1180,41 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 	s.settle() // the log's record in flight first: this commit may retire it
 	s.writes, s.days = s.writes[:0], s.days[:0]
 	defer s.trimScratch()
-	for e := s.journal.Swap(nil); e != nil; {
-		next := e.next
-		e.dirty.Store(false) // before reading: a visit after this puts e back
-		// Retired by an owner operation: never written again.
-		if e.gone() {
-			s.forward(e)
-			e = next
+	// The journal's entries, taken whole before any is marked clean (a
+	// visit after that pushes it again, and its link with it).
+	taken := s.taken[:0]
+	for e := s.journal.Swap(nil); e != nil; e = e.next {
+		taken = append(taken, e)
+	}
+	// Retired by an owner operation first: never written again, their
+	// visits since it are forwarded to the key's entry before that is
+	// read, so that this pass writes them. A successor not in the
+	// journal joins this pass: were it left to the next, Close's last
+	// pass would leave them out of the file
+	// (TestVisitRacingANegativeAddReachesTheFileAtClose).
+	for i := 0; i < len(taken); i++ {
+		e := taken[i]
+		if !e.gone() {
 			continue
 		}
+		e.dirty.Store(false) // before reading: a visit after this puts e back
+		if to := s.forward(e); to != nil && to.dirty.CompareAndSwap(false, true) {
+			taken = append(taken, to) // in this pass, as if in the journal
+		}
+	}
+	for _, e := range taken {
+		if e.gone() {
+			continue
+		}
+		e.dirty.Store(false) // before reading: a visit after this puts e back
 		w := write{e: e}
 		start := len(s.days)
 		w.total, w.latest, s.days = e.Snapshot(s.days)
 		w.past = s.days[start:len(s.days):len(s.days)]
 		s.writes = append(s.writes, w)
-		e = next
 	}
+	clear(taken)
+	s.taken = taken[:0]
 	// In the file's order: bbolt grows a node in memory and splits it only
 	// at the commit, so each key put out of order moves the node's tail, and
 	// a pass of n new keys in the journal's order cost O(n²) (3 minutes for
@@ -1329,6 +1349,9 @@ func (s *Store) trimScratch() {
 	}
 	if cap(s.days) > maxScratch {
 		s.days = nil
+	}
+	if cap(s.taken) > maxScratch {
+		s.taken = nil
 	}
 }
 

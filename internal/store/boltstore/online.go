@@ -363,7 +363,9 @@ func (s *Store) applyImport(keys map[string]*imported, today store.Day, hits, fi
 			// of a midnight during the transaction put old there before
 			// e2, so a pass would write e2 before forwarding them, and
 			// Close's last pass would leave them out of the file.
-			s.forward(old)
+			if to := s.forward(old); to != nil {
+				s.markDirty(to)
+			}
 		}
 	}
 	for {

@@ -181,11 +181,12 @@ func (s *Store) retire(e, succ *entry, from uint64) {
 // first of its successors that was not) the visits counted on e, a
 // retired entry, since they were last forwarded: batch visits that
 // loaded e before it was retired. Without a successor they are dropped.
-// Only the flusher calls it.
-func (s *Store) forward(e *entry) {
+// It returns the entry it counted them on, nil if none, for the caller
+// to have it written. Only the flusher calls it.
+func (s *Store) forward(e *entry) *entry {
 	n, r := e.Total(), e.ret
 	if n <= r.fwd {
-		return
+		return nil
 	}
 	to := r.succ
 	for to != nil && to.gone() { // retired in turn: on to the entry that is not
@@ -196,9 +197,9 @@ func (s *Store) forward(e *entry) {
 		for range n - r.fwd {
 			to.Add(today)
 		}
-		s.markDirty(to)
 	}
 	r.fwd = n
+	return to
 }
 
 // keyFault is the planted failure of key's writes, for tests.
