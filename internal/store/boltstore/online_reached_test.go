@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,17 +35,6 @@ func TestOnlineImportedLaterDaysReachedWhileRunning(t *testing.T) {
 		{"replace drops the held later day", map[int]uint64{2: 5}, map[int]uint64{0: 2}, true, map[int]uint64{2: 1}},
 		{"replace with a later day of its own", map[int]uint64{2: 5}, map[int]uint64{1: 3}, true, map[int]uint64{1: 4, 2: 1}},
 	}
-	date := func(d store.Day) string { return d.Time().Format(time.DateOnly) }
-	dumpOf := func(key string, today store.Day, days map[int]uint64) string {
-		var total uint64
-		var ds []string
-		for off, n := range days {
-			ds = append(ds, `"`+date(today+store.Day(off))+`":`+strconv.FormatUint(n, 10))
-			total += n
-		}
-		return `{"format":"visitors-export-1","hits":0,"keys":[{"key":"` + key + `","total":` +
-			strconv.FormatUint(total, 10) + `,"days":{` + strings.Join(ds, ",") + `}}]}`
-	}
 	for _, tt := range tests {
 		for _, d := range []store.Durability{store.Batch, store.Sync} {
 			t.Run(tt.name+"/"+d.String(), func(t *testing.T) {
@@ -56,35 +44,42 @@ func TestOnlineImportedLaterDaysReachedWhileRunning(t *testing.T) {
 				o := Options{Dir: dir, Now: clock.Now, Durability: d}
 				s := mustOpen(t, o)
 				if tt.held != nil { // in the file, read back at load: the tally holds them
-					if err := s.Import(ctx, strings.NewReader(dumpOf("k", today, tt.held)), false); err != nil {
+					if err := s.Import(ctx, strings.NewReader(dumpKeyDays("k", today, tt.held, false)), false); err != nil {
 						t.Fatal(err)
 					}
 					s = reopen(t, s, o)
 				}
-				if err := s.Import(ctx, strings.NewReader(dumpOf("k", today, tt.dump)), tt.replace); err != nil {
+				if err := s.Import(ctx, strings.NewReader(dumpKeyDays("k", today, tt.dump, false)), tt.replace); err != nil {
 					t.Fatal(err)
 				}
-				last := 0
-				for off := range tt.want {
-					last = max(last, off)
-				}
-				for off := 1; off <= last; off++ {
-					clock.Add(24 * time.Hour)
-					s.Rollover()
-					want, ok := tt.want[off]
-					if !ok {
-						continue
-					}
-					if c := mustIncr(t, s, []byte("k")); c.Today != want {
-						t.Errorf("a visit on today+%d, the store running = %+v, want today %d", off, c, want)
-					}
-				}
-				s = reopen(t, s, o)
-				defer mustClose(t, s)
-				if c, want := mustGet(t, s, []byte("k")), tt.want[last]; c.Today != want {
-					t.Errorf("reopened on today+%d: %+v, want today %d", last, c, want)
-				}
+				visitLaterDays(t, s, clock, o, tt.want)
 			})
 		}
+	}
+}
+
+// visitLaterDays moves the store's clock a day at a time to the last day
+// of want (offsets from today), visits key k on each day want names and
+// checks its count that day, then reopens the store on the last day and
+// checks the count read back. It closes the store.
+func visitLaterDays(t *testing.T, s *Store, clock *storetest.Clock, o Options, want map[int]uint64) {
+	t.Helper()
+	last := 0
+	for off := range want {
+		last = max(last, off)
+	}
+	for off := 1; off <= last; off++ {
+		clock.Add(24 * time.Hour)
+		s.Rollover()
+		if w, ok := want[off]; ok {
+			if c := mustIncr(t, s, []byte("k")); c.Today != w {
+				t.Errorf("a visit on today+%d, the store running = %+v, want today %d", off, c, w)
+			}
+		}
+	}
+	s = reopen(t, s, o)
+	defer mustClose(t, s)
+	if c := mustGet(t, s, []byte("k")); c.Today != want[last] {
+		t.Errorf("reopened on today+%d: %+v, want today %d", last, c, want[last])
 	}
 }

@@ -57,24 +57,7 @@ func TestReviewImportLaterTwoOnlineImports(t *testing.T) {
 				if err := s.Import(ctx, strings.NewReader(dumpKeyDays("k", today, tt.second, false)), false); err != nil {
 					t.Fatal(err)
 				}
-				last := 0
-				for off := range tt.want {
-					last = max(last, off)
-				}
-				for off := 1; off <= last; off++ {
-					clock.Add(24 * time.Hour)
-					s.Rollover()
-					if want, ok := tt.want[off]; ok {
-						if c := mustIncr(t, s, []byte("k")); c.Today != want {
-							t.Errorf("visit on today+%d = %+v, want today %d", off, c, want)
-						}
-					}
-				}
-				s = reopen(t, s, o)
-				defer mustClose(t, s)
-				if c := mustGet(t, s, []byte("k")); c.Today != tt.want[last] {
-					t.Errorf("reopened on today+%d: %+v, want today %d", last, c, tt.want[last])
-				}
+				visitLaterDays(t, s, clock, o, tt.want)
 			})
 		}
 	}
