@@ -116,6 +116,12 @@ type Store struct {
 	// importRun, when set, is called by an online import's transaction
 	// once it has taken today. Tests use it to bring a midnight there.
 	importRun atomic.Pointer[func()]
+	// entryMade, when set, is called by newEntry with the entry it hands
+	// the map, and replaceGap by replace once it has taken an old entry
+	// out of the map, before it puts the new one in. Tests use them to
+	// bring a visit that makes the key there.
+	entryMade  atomic.Pointer[func(*entry)]
+	replaceGap atomic.Pointer[func()]
 	// logFault, when set, is called after a log record is written and
 	// before its fdatasync, and fails the sync with the error it returns.
 	logFault atomic.Pointer[func() error]

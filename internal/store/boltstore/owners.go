@@ -132,12 +132,17 @@ func (s *Store) closeOps() {
 }
 
 // newEntry makes key's entry for the map: the one replace is putting in
-// place, if it is for key, else a new one.
+// place, if it is for key, else a new one. The map calls it under its
+// lock, so the entry it returns is stored while it is current.
 func (s *Store) newEntry(key string) *entry {
-	if e := s.incoming.Load(); e != nil && e.key == key {
-		return e
+	e := s.incoming.Load()
+	if e == nil || e.key != key {
+		e = &entry{key: key}
 	}
-	return &entry{key: key}
+	if f := s.entryMade.Load(); f != nil {
+		(*f)(e)
+	}
+	return e
 }
 
 // replace makes e2 the entry of its key, retiring every entry it
@@ -167,6 +172,9 @@ func (s *Store) replace(e2 *entry, forward bool, base *entry, baseTotal uint64) 
 		}
 		s.retire(cur, succ, from)
 		s.keys.Delete(e2.key, cur)
+		if f := s.replaceGap.Load(); f != nil {
+			(*f)()
+		}
 	}
 }
 

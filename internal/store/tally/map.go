@@ -79,7 +79,8 @@ func newTable[E any](size int) *table[E] {
 func tagOf(h uint64) uint8 { return uint8(h >> 56) }
 
 // NewMap returns an empty Map that holds at most max entries (<= 0: no
-// limit), makes a new one with mk, and reads an entry's key with keyOf.
+// limit), makes a new one with mk (under the map's lock: see store), and
+// reads an entry's key with keyOf.
 func NewMap[E any](max int, mk func(key string) *E, keyOf func(*E) string) *Map[E] {
 	m := &Map[E]{max: int64(max), mk: mk, keyOf: keyOf, seed: maphash.MakeSeed(), tomb: new(E), order: btree.NewOrderedG[string](32)}
 	m.tab.Store(newTable[E](8))
@@ -173,8 +174,12 @@ func (m *Map[E]) Reserve(n int) {
 // is checked and raised under the writers' lock, with the table, so of
 // visits racing on the same new key for the last place, a loser finds
 // the winner's entry, never a full map, and Len never passes max. mk
-// runs outside the lock (it may use the map); a map already full makes
-// nothing.
+// runs under the lock, once the key is found absent, and must not use
+// the map: what it returns is stored at once, so an entry mk hands over
+// while it is current (a store's entry being put in place) can never be
+// stored later, once it is not (TestAVisitThatMadeAnEntryDuringAReplace
+// in boltstore: a visit that ran mk, then paused, put back an entry
+// retired meanwhile). A map already full makes nothing.
 func (m *Map[E]) store(key []byte, limit bool) (*E, bool, error) {
 	h := maphash.Bytes(m.seed, key)
 	ks := unsafe.String(unsafe.SliceData(key), len(key))
@@ -191,7 +196,6 @@ func (m *Map[E]) store(key []byte, limit bool) (*E, bool, error) {
 		}
 	}
 	k := string(key) // copies: the caller's buffer is not retained
-	e := m.mk(k)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if got := m.find(m.tab.Load(), k, h); got != nil {
@@ -200,6 +204,7 @@ func (m *Map[E]) store(key []byte, limit bool) (*E, bool, error) {
 	if full() {
 		return nil, false, store.ErrTooManyKeys
 	}
+	e := m.mk(k)
 	m.grow()
 	m.insert(m.tab.Load(), h, e)
 	m.used++

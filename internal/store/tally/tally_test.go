@@ -581,31 +581,51 @@ func TestSameNewKeyRaceCountsOnce(t *testing.T) {
 	}
 }
 
-// TestMapLoserOfARaceGivesItsPlaceBack: when another visit makes a new
-// key between LoadOrNew's check and its store, the entry already stored
-// is returned and the place LoadOrNew reserved is given back, so Len
-// counts the key once and the limit does not bite early. The race is
-// made deterministic: mk, which runs outside the map's lock, makes the
-// key itself first.
-func TestMapLoserOfARaceGivesItsPlaceBack(t *testing.T) {
-	var m *Map[keyed]
-	var winner *keyed
-	calls := 0
-	m = NewMap(2, func(k string) *keyed {
-		if calls++; calls == 1 {
-			winner = m.Put([]byte(k)) // the other visit, which makes the key first
+// TestMapStoresWhatMkMakesAtOnce: mk runs under the map's lock, once
+// the key is found absent, so of visits racing to make one key mk runs
+// once, and every visit gets the entry it made. A store may hand the map
+// an entry that is current for a while only (boltstore's newEntry): made
+// outside the lock, it could be stored after that
+// (TestAVisitThatMadeAnEntryDuringAReplace). The first mk sleeps, so
+// that visits racing it outside the lock would run mk too.
+func TestMapStoresWhatMkMakesAtOnce(t *testing.T) {
+	var (
+		calls atomic.Int32
+		first atomic.Pointer[keyed]
+	)
+	m := NewMap(2, func(k string) *keyed {
+		e := &keyed{key: k}
+		if calls.Add(1) == 1 {
+			first.Store(e)
+			time.Sleep(20 * time.Millisecond)
 		}
-		return &keyed{key: k}
+		return e
 	}, keyedKey)
-	got, err := m.LoadOrNew([]byte("k"))
-	if err != nil {
-		t.Fatal(err)
+	got := make([]*keyed, 8)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range got {
+		wg.Go(func() {
+			<-start
+			e, err := m.LoadOrNew([]byte("k"))
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = e
+		})
 	}
-	if got != winner {
-		t.Errorf("LoadOrNew lost the race but returned its own entry, not the one stored")
+	close(start)
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("mk ran %d times for one key, want once: what it made outside the lock was thrown away", n)
+	}
+	for i, e := range got {
+		if e != first.Load() {
+			t.Errorf("visit %d got an entry other than the one mk made first", i)
+		}
 	}
 	if m.Len() != 1 {
-		t.Fatalf("Len() = %d after one key was made by two racing calls, want 1", m.Len())
+		t.Fatalf("Len() = %d after 8 calls raced to make one key, want 1", m.Len())
 	}
 	if _, err := m.LoadOrNew([]byte("other")); err != nil {
 		t.Errorf("the second key of a map of 2: %v, want room for it", err)
