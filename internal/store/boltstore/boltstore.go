@@ -117,9 +117,9 @@ type Store struct {
 	// once it has taken today. Tests use it to bring a midnight there.
 	importRun atomic.Pointer[func()]
 	// entryMade, when set, is called by newEntry with the entry it hands
-	// the map, and replaceGap by replace once it has taken an old entry
-	// out of the map, before it puts the new one in. Tests use them to
-	// bring a visit that makes the key there.
+	// the map, and replaceGap by replace before it puts the new entry in
+	// the map: in the place of the old one, retired, or of none. Tests
+	// use them to bring a visit there.
 	entryMade  atomic.Pointer[func(*entry)]
 	replaceGap atomic.Pointer[func()]
 	// logFault, when set, is called after a log record is written and

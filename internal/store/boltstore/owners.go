@@ -148,17 +148,27 @@ func (s *Store) newEntry(key string) *entry {
 // replace makes e2 the entry of its key, retiring every entry it
 // replaces. With forward, visits counted on a retired entry after it was
 // retired go to e2: base's count from baseTotal on, an interloper's (an
-// entry a visit made meanwhile) all. Only the flusher calls it.
+// entry a visit made meanwhile) all. e2 takes the old entry's place in
+// the map (Swap): deleted first, the key was absent for a moment, and a
+// new key's visit could take its place at the limit, refusing the key's
+// own visits (TestANegativeAddGivesNoOtherKeyItsPlace). Only the
+// flusher calls it.
 func (s *Store) replace(e2 *entry, forward bool, base *entry, baseTotal uint64) {
 	s.incoming.Store(e2)
 	defer s.incoming.Store(nil)
 	key := []byte(e2.key)
+	gap := func() {
+		if f := s.replaceGap.Load(); f != nil {
+			(*f)()
+		}
+	}
 	for {
 		cur := s.keys.Load(key)
 		if cur == e2 {
 			return
 		}
 		if cur == nil {
+			gap()
 			s.keys.Put(key) // makes e2, through newEntry
 			continue
 		}
@@ -171,10 +181,8 @@ func (s *Store) replace(e2 *entry, forward bool, base *entry, baseTotal uint64) 
 			}
 		}
 		s.retire(cur, succ, from)
-		s.keys.Delete(e2.key, cur)
-		if f := s.replaceGap.Load(); f != nil {
-			(*f)()
-		}
+		gap()
+		s.keys.Swap(e2.key, cur, e2)
 	}
 }
 

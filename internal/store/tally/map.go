@@ -374,6 +374,30 @@ func (m *Map[E]) Delete(key string, e *E) bool {
 	return true
 }
 
+// Swap puts e2, an entry of the same key, in the place of key's entry
+// e, if it is still e, and reports whether it did. Readers find one or
+// the other, never neither, and the place e held under the limit stays
+// taken: a store replacing a key's entry that deleted the old one and
+// then made the new one left the key absent meanwhile, and a new key
+// could take its place at the limit.
+func (m *Map[E]) Swap(key string, e, e2 *E) bool {
+	h := maphash.String(m.seed, key)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.tab.Load()
+	mask := uint64(len(t.entries) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		got := t.entries[i].Load()
+		if got == nil {
+			return false
+		}
+		if got == e {
+			t.entries[i].Store(e2) // the slot's tag is the key's: the same
+			return true
+		}
+	}
+}
+
 // List returns, in byte order, at most limit keys that start with prefix
 // and sort after after (nil: from the first key, the empty one
 // included), with their entries.

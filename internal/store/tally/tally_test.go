@@ -966,3 +966,30 @@ func TestLaterRolledOverWhileItBegins(t *testing.T) {
 		}
 	}
 }
+
+// TestMapSwapKeepsTheKeyAndItsPlace: Swap puts an entry in the place of
+// the key's, so the key is never absent and its place under the limit
+// is never free; an entry no longer the key's is not swapped.
+func TestMapSwapKeepsTheKeyAndItsPlace(t *testing.T) {
+	m := NewMap(1, func(k string) *keyed { return &keyed{key: k} }, keyedKey)
+	e, err := m.LoadOrNew([]byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := &keyed{key: "k"}
+	if !m.Swap("k", e, e2) {
+		t.Fatal("Swap of the key's entry did not swap it")
+	}
+	if got := m.Load([]byte("k")); got != e2 {
+		t.Errorf("Load after Swap: %p, want the new entry %p", got, e2)
+	}
+	if m.Swap("k", e, &keyed{key: "k"}) {
+		t.Errorf("Swap of an entry no longer the key's swapped it")
+	}
+	if _, err := m.LoadOrNew([]byte("other")); err == nil {
+		t.Errorf("a second key of a map of 1 after a Swap: made, want ErrTooManyKeys")
+	}
+	if keys, es := m.List(nil, nil, 10); len(keys) != 1 || es[0] != e2 {
+		t.Errorf("List after Swap: %v, want k and its new entry", keys)
+	}
+}
