@@ -1,11 +1,11 @@
 package boltstore
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"visitors/internal/store"
 )
@@ -31,12 +31,18 @@ func TestAVisitThatMadeAnEntryDuringAReplace(t *testing.T) {
 			return
 		}
 		close(made)
-		// The fixed map runs this under its lock, where the replace
-		// waits for it: the bound ends the wait. The unfixed map ran it
-		// outside, and the Delete below ran meanwhile.
-		select {
-		case <-release:
-		case <-time.After(2 * time.Second):
+		// The map runs this under its lock, where the replace waits for
+		// it: the visit goes on once the flusher is seen waiting there.
+		// A map that ran it outside let the replace, and the Delete
+		// below, run meanwhile: the visit waits for them. No bound on
+		// the wait: one or the other comes.
+		for !flusherWaitsForTheMap() {
+			select {
+			case <-release:
+				return
+			default:
+				runtime.Gosched()
+			}
 		}
 	}
 	s.entryMade.Store(&hold)
@@ -76,4 +82,21 @@ func TestAVisitThatMadeAnEntryDuringAReplace(t *testing.T) {
 	if c := mustGet(t, s, []byte("k")); c.Total != 3 {
 		t.Errorf("after a restart: %d, want 3", c.Total)
 	}
+}
+
+// flusherWaitsForTheMap reports whether the flusher is blocked on the
+// lock of the store's map in replace, as the goroutines' stacks say: a
+// test's way to see that a hook holds that lock without waiting on a
+// clock.
+func flusherWaitsForTheMap() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		waits := strings.Contains(header, "[sync.Mutex.Lock") || strings.Contains(header, "[sync.RWMutex.Lock")
+		if waits && strings.Contains(g, "tally.(*Map[...]).store(") && strings.Contains(g, "(*Store).replace(") {
+			return true
+		}
+	}
+	return false
 }

@@ -586,18 +586,22 @@ func TestSameNewKeyRaceCountsOnce(t *testing.T) {
 // once, and every visit gets the entry it made. A store may hand the map
 // an entry that is current for a while only (boltstore's newEntry): made
 // outside the lock, it could be stored after that
-// (TestAVisitThatMadeAnEntryDuringAReplace). The first mk sleeps, so
-// that visits racing it outside the lock would run mk too.
+// (TestAVisitThatMadeAnEntryDuringAReplace). mk checks that it holds
+// the lock (TryLock fails), which needs no race to be seen.
 func TestMapStoresWhatMkMakesAtOnce(t *testing.T) {
 	var (
 		calls atomic.Int32
 		first atomic.Pointer[keyed]
+		m     *Map[keyed]
 	)
-	m := NewMap(2, func(k string) *keyed {
+	m = NewMap(2, func(k string) *keyed {
+		if m.mu.TryLock() {
+			m.mu.Unlock()
+			t.Errorf("mk ran outside the map's lock")
+		}
 		e := &keyed{key: k}
 		if calls.Add(1) == 1 {
 			first.Store(e)
-			time.Sleep(20 * time.Millisecond)
 		}
 		return e
 	}, keyedKey)
