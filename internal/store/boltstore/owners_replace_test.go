@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"visitors/internal/store"
 )
@@ -34,14 +35,21 @@ func TestAVisitThatMadeAnEntryDuringAReplace(t *testing.T) {
 		// The map runs this under its lock, where the replace waits for
 		// it: the visit goes on once the flusher is seen waiting there.
 		// A map that ran it outside let the replace, and the Delete
-		// below, run meanwhile: the visit waits for them. No bound on
-		// the wait: one or the other comes.
-		for !flusherWaitsForTheMap() {
+		// below, run meanwhile: the visit waits for them. One or the
+		// other comes; the bound is for a runtime that names its waits
+		// otherwise, and fails the test rather than hang it.
+		const bound = 30 * time.Second
+		stacks := make([]byte, 1<<20)
+		for start := time.Now(); !flusherWaitsForTheMap(stacks); {
 			select {
 			case <-release:
 				return
 			default:
 				runtime.Gosched()
+			}
+			if time.Since(start) > bound {
+				t.Errorf("after %v, the flusher was not seen waiting for the map's lock, nor did the Delete come: has the runtime renamed its wait reasons?", bound)
+				return
 			}
 		}
 	}
@@ -88,8 +96,7 @@ func TestAVisitThatMadeAnEntryDuringAReplace(t *testing.T) {
 // lock of the store's map in replace, as the goroutines' stacks say: a
 // test's way to see that a hook holds that lock without waiting on a
 // clock.
-func flusherWaitsForTheMap() bool {
-	buf := make([]byte, 1<<20)
+func flusherWaitsForTheMap(buf []byte) bool {
 	buf = buf[:runtime.Stack(buf, true)]
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
 		header, _, _ := strings.Cut(g, "\n")
