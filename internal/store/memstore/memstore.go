@@ -39,7 +39,10 @@ type Store struct {
 	cal  *tally.Calendar
 	keys *tally.Map[entry]
 
-	mu     sync.Mutex // guards tokens
+	// mu guards tokens, and runs the owner's operations on a key (Set,
+	// Add, Lock, Delete, Create) one at a time: each reads the key's
+	// entry and changes it, or puts another in its place.
+	mu     sync.Mutex
 	tokens map[string]store.Token
 }
 
@@ -133,15 +136,24 @@ func (s *Store) Days(_ context.Context, key []byte, n int) (store.Daily, error) 
 	return d, nil
 }
 
-// Set implements [store.Store].
+// Set implements [store.Store]. A new entry takes the old one's place,
+// so a visit racing with it counts on the old one (before the Set, and
+// overwritten) or on the new one (after it). Reset in place, the day's
+// count and the total were written apart, and a visit between them left
+// the day above the total for good.
 func (s *Store) Set(_ context.Context, key []byte, total uint64) (store.Counts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	t, err := s.keys.LoadOrNew(key)
 	if err != nil {
 		return store.Counts{}, err
 	}
 	today := s.cal.Today()
-	t.Reset(total, today)
-	return t.Counts(today), nil
+	t2 := &entry{key: t.key}
+	t2.Restore(total, today, 0)
+	t2.SetLocked(t.Locked())
+	s.keys.Swap(t.key, t, t2) // t is the key's: only Delete takes it out, under s.mu
+	return t2.Counts(today), nil
 }
 
 // Add implements [store.Store].
@@ -149,6 +161,8 @@ func (s *Store) Add(_ context.Context, key []byte, n int64) (store.Counts, error
 	if err := store.CheckAdd(store.Counts{}, n); err != nil {
 		return store.Counts{}, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	t, err := s.keys.LoadOrNew(key)
 	if err != nil {
 		return store.Counts{}, err
@@ -162,6 +176,8 @@ func (s *Store) Add(_ context.Context, key []byte, n int64) (store.Counts, error
 
 // Lock implements [store.Store].
 func (s *Store) Lock(_ context.Context, key []byte, locked bool) (store.Counts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	t, err := s.keys.LoadOrNew(key)
 	if err != nil {
 		return store.Counts{}, err
@@ -172,6 +188,8 @@ func (s *Store) Lock(_ context.Context, key []byte, locked bool) (store.Counts, 
 
 // Delete implements [store.Store].
 func (s *Store) Delete(_ context.Context, key []byte) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	t := s.keys.Load(key)
 	return t != nil && s.keys.Delete(string(key), t), nil
 }

@@ -29,6 +29,7 @@ func (s suite) runOwner(t *testing.T) {
 	t.Run("DeleteFreesSlot", s.deleteFreesSlot)
 	t.Run("DeleteRacesVisits", s.deleteRacesVisits)
 	t.Run("SetRacesFlush", s.setRacesFlush)
+	t.Run("SetRacesVisits", s.setRacesVisits)
 	t.Run("ListPages", s.listPages)
 	t.Run("Tokens", s.tokens)
 	t.Run("AddCounts", s.addCounts)
@@ -239,6 +240,41 @@ func (s suite) addRacesVisits(t *testing.T) {
 	if got := mustGet(t, st, key); got.Total != want {
 		t.Errorf("after reopening, Get = %+v, want total %d", got, want)
 	}
+}
+
+// setRacesVisits sets the key's total to 0 while visits to it run. A
+// visit counts before a Set (and is overwritten) or after it, on the day
+// and the total both, so once they stop the day's count is the total
+// (every visit is today's), in memory and after reopening. Reset in
+// place, the in-memory store let a visit between its two writes leave
+// the day one above the total for good.
+func (s suite) setRacesVisits(t *testing.T) {
+	NoDate(t)
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	key := []byte("raced-set")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	visits := VisitUntil(t, st, key, stop, &wg, nil)
+	// At least 20 Sets, and Sets until 10,000 visits: the in-memory
+	// store's take nanoseconds (thousands of them), the others' a write.
+	for i := 0; i < 20 || visits.Load() < 10_000; i++ {
+		mustSet(t, st, key, 0)
+	}
+	close(stop)
+	wg.Wait()
+	flush(t, st)
+	check := func(when string) {
+		// Days too: Get shows the day at most at the total.
+		got, day := mustGet(t, st, key), mustDays(t, st, key, 1).Counts[0]
+		if got.Today != got.Total || day != got.Total {
+			t.Errorf("%s: Get = %+v and Days %d, want the day's count at the total", when, got, day)
+		}
+	}
+	check("after Sets racing visits")
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	check("after reopening")
 }
 
 // addRacesFlush takes back below what passes already wrote, while they

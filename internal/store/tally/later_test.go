@@ -281,11 +281,10 @@ func TestLaterJumpedOverFromAnEmptyDay(t *testing.T) {
 	}
 }
 
-// TestLaterResetAndNegativeShiftDropTheDaysHeld: Reset and a negative
-// Shift drop every day the tally holds, later ones too (the store drops
-// the key's day records with them), and its rollovers no longer look for
-// a day held.
-func TestLaterResetAndNegativeShiftDropTheDaysHeld(t *testing.T) {
+// TestLaterNegativeShiftDropsTheDaysHeld: a negative Shift drops every
+// day the tally holds, later ones too (the store drops the key's day
+// records with it), and its rollovers no longer look for a day held.
+func TestLaterNegativeShiftDropsTheDaysHeld(t *testing.T) {
 	storetest.NoDate(t)
 	tl := laterTally(10, 2, map[store.Day]uint64{11: 5})
 	if c := tl.Shift(-1, 10); c.Today != 1 || c.Total != 6 || tl.later.Load() || tl.Held() != 0 {
@@ -293,14 +292,6 @@ func TestLaterResetAndNegativeShiftDropTheDaysHeld(t *testing.T) {
 	}
 	if v := tl.Add(11); v.Today != 1 {
 		t.Errorf("after a negative Shift, day 11's first visit = %+v, want today 1", v)
-	}
-	tl = laterTally(10, 2, map[store.Day]uint64{11: 5})
-	tl.Reset(0, 10)
-	if tl.later.Load() || tl.Held() != 0 {
-		t.Errorf("after Reset: later %v, held %d; want no day held", tl.later.Load(), tl.Held())
-	}
-	if v := tl.Add(11); v.Today != 1 || v.Total != 1 {
-		t.Errorf("after Reset, day 11's first visit = %+v, want today 1, total 1", v)
 	}
 }
 

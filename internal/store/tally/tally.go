@@ -231,8 +231,17 @@ func (t *Tally) Later(d store.Day, n uint64) {
 }
 
 // Counts returns the tally's total, its count on day today and its lock.
+// The day is read first: visits and a positive Shift take the total up
+// before the day, so a total read after the day is not below it; read
+// the other way, a visit between the two reads showed today's count
+// above the total. A negative Shift between them still can, as it takes
+// the day down first: the day is then shown at the total, which is what
+// it is once the Shift ends (TestCountsNeverShowTheDayAboveTheTotal).
 func (t *Tally) Counts(today store.Day) store.Counts {
-	return store.Counts{Total: t.total.Load(), Today: t.On(today), Locked: t.locked.Load()}
+	c := store.Counts{Today: t.On(today)}
+	c.Total, c.Locked = t.total.Load(), t.locked.Load()
+	c.Today = min(c.Today, c.Total)
+	return c
 }
 
 // Locked reports whether the tally is frozen.
@@ -242,28 +251,28 @@ func (t *Tally) Locked() bool { return t.locked.Load() }
 // counts: its store checks Locked before [Tally.Add].
 func (t *Tally) SetLocked(locked bool) { t.locked.Store(locked) }
 
-// Reset makes the tally start over at total on day today: its earlier
-// days are dropped and today's count becomes 0. A visit racing with it
-// counts either before (and is overwritten) or after (and adds to
-// total).
-func (t *Tally) Reset(total uint64, today store.Day) {
-	t.mu.Lock()
-	t.past = nil
-	t.later.Store(false)
-	t.mu.Unlock()
-	t.today.Store(pack(today, 0))
-	t.total.Store(total)
-}
-
 // Shift adds n, which may be negative, to the total and to day d's
 // count, each clamped at 0, and returns the new counts; a negative n
 // also drops the days held, earlier and later. The caller checks the
 // range (store.CheckAdd). A visit racing with it is never lost: the
-// total and today's count each change by one compare-and-swap. An
-// owner's operation, not a visit: it holds t.mu, which a new day it
-// begins needs while the tally holds a later day.
+// total and today's count each change by one compare-and-swap. A
+// positive n takes the total up before the day, and a negative one the
+// day down before the total, as visits do: a reader never sees the day
+// above the total. An owner's operation, not a visit: it holds t.mu,
+// which a new day it begins needs while the tally holds a later day.
 func (t *Tally) Shift(n int64, d store.Day) store.Counts {
-	var today uint64
+	var total, today uint64
+	shiftTotal := func() {
+		for {
+			old := t.total.Load()
+			if total = store.ClampAdd(old, n); t.total.CompareAndSwap(old, total) {
+				return
+			}
+		}
+	}
+	if n > 0 {
+		shiftTotal()
+	}
 	t.mu.Lock()
 	for {
 		old := t.today.Load()
@@ -285,12 +294,12 @@ func (t *Tally) Shift(n int64, d store.Day) store.Counts {
 		t.later.Store(false)
 	}
 	t.mu.Unlock()
-	for {
-		old := t.total.Load()
-		if v := store.ClampAdd(old, n); t.total.CompareAndSwap(old, v) {
-			return store.Counts{Total: v, Today: today, Locked: t.locked.Load()}
-		}
+	if n <= 0 {
+		shiftTotal()
+	} else {
+		total = t.total.Load() // read after the day's: never below it
 	}
+	return store.Counts{Total: total, Today: today, Locked: t.locked.Load()}
 }
 
 // Total returns the tally's total.

@@ -555,6 +555,64 @@ func TestSnapshotNeverReturnsTheLatestDayTwice(t *testing.T) {
 	}
 }
 
+// TestCountsNeverShowTheDayAboveTheTotal: a reader never sees a day's
+// count above the total while visits count and an owner shifts the
+// counts. Counts reads the day first, as visits and a positive Shift
+// take the total up before the day, and shows the day at most at the
+// total (a negative Shift takes the day down first). Snapshot, which the
+// embedded store writes to its file, reads the day first too: with a
+// positive Shift that raised the day first (the embedded store's
+// positive Add), a file could hold a day above its total. Read the other
+// way, a visit between the two reads showed the day above the total on
+// a counter's JSON answer.
+func TestCountsNeverShowTheDayAboveTheTotal(t *testing.T) {
+	const day = store.Day(10)
+	counts := func(tl *Tally) store.Counts { return tl.Counts(day) }
+	snapshot := func(tl *Tally) store.Counts {
+		total, latest, _ := tl.Snapshot(nil)
+		return store.Counts{Total: total, Today: latest.Count}
+	}
+	for _, tc := range []struct {
+		name   string
+		shifts []int64
+		read   func(*Tally) store.Counts
+	}{
+		{"Counts", []int64{3, -3}, counts},
+		{"Snapshot", []int64{3}, snapshot}, // the embedded store replaces an entry for a negative Add
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tl Tally
+			tl.Restore(1000, day, 1000) // a counter whose visits are all today's
+			var (
+				stop atomic.Bool
+				wg   sync.WaitGroup
+			)
+			for range 2 {
+				wg.Go(func() {
+					for !stop.Load() {
+						tl.Add(day)
+					}
+				})
+			}
+			wg.Go(func() {
+				for i := 0; !stop.Load(); i++ {
+					n := tc.shifts[i%len(tc.shifts)]
+					if c := tl.Shift(n, day); c.Today > c.Total {
+						t.Errorf("Shift(%d) = %+v: the day above the total", n, c)
+						return
+					}
+				}
+			})
+			defer func() { stop.Store(true); wg.Wait() }()
+			for range 1_000_000 {
+				if c := tc.read(&tl); c.Today > c.Total {
+					t.Fatalf("read %+v: the day above the total", c)
+				}
+			}
+		})
+	}
+}
+
 // TestSameNewKeyRaceCountsOnce guards Map's count: of many visits
 // racing to make the same new key, one makes it and Len is 1. (Passes;
 // no other test fails if the loser of LoadOrStore does not give its
