@@ -103,7 +103,12 @@ func (t *Tally) Add(d store.Day) Visit {
 			if od < d && n > 0 {
 				t.keepPast(od, n)
 			}
-			return Visit{Counts: store.Counts{Total: total, Today: c}, Day: day, Rolled: od < d}
+			// Visits racing this one may raise the total after it and
+			// the day before it: c then counts them and total does not,
+			// and a counter whose visits are all today's answered the
+			// day above the total. Its answer shows the day at most at
+			// its total, as Counts does.
+			return Visit{Counts: store.Counts{Total: total, Today: min(c, total)}, Day: day, Rolled: od < d}
 		}
 	}
 }
@@ -140,7 +145,7 @@ func (t *Tally) begin(d store.Day, total uint64) Visit {
 			if od < d {
 				t.rolled(od, n, d)
 			}
-			return Visit{Counts: store.Counts{Total: total, Today: c}, Day: day, Rolled: od < d}
+			return Visit{Counts: store.Counts{Total: total, Today: min(c, total)}, Day: day, Rolled: od < d} // as Add's
 		}
 	}
 }
