@@ -30,6 +30,7 @@ func (s suite) runOwner(t *testing.T) {
 	t.Run("DeleteRacesVisits", s.deleteRacesVisits)
 	t.Run("SetRacesFlush", s.setRacesFlush)
 	t.Run("SetRacesVisits", s.setRacesVisits)
+	t.Run("AddToZeroRacesVisits", s.addToZeroRacesVisits)
 	t.Run("ListPages", s.listPages)
 	t.Run("Tokens", s.tokens)
 	t.Run("AddCounts", s.addCounts)
@@ -272,6 +273,40 @@ func (s suite) setRacesVisits(t *testing.T) {
 		}
 	}
 	check("after Sets racing visits")
+	st = s.reopen(t, st, c)
+	defer mustClose(t, st)
+	check("after reopening")
+}
+
+// addToZeroRacesVisits takes the key's counts to 0 with an Add of
+// -MaxTotal while visits to it run. As with a Set, a visit counts before
+// the Add (and is taken away) or after it, on the day and the total
+// both, so once they stop the day's count is the total (every visit is
+// today's). A negative Add that lowers the day and then the total, each
+// clamped at 0, wiped from the total the visits that had raised it but
+// not yet the day: the day stayed above the total for good (Get showed
+// it at the total, Days above).
+func (s suite) addToZeroRacesVisits(t *testing.T) {
+	NoDate(t)
+	c := Config{Dir: t.TempDir()}
+	st := s.open(t, c)
+	key := []byte("raced-add-to-zero")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	visits := VisitUntil(t, st, key, stop, &wg, nil)
+	for i := 0; i < 20 || visits.Load() < 10_000; i++ {
+		mustAdd(t, st, key, -store.MaxTotal)
+	}
+	close(stop)
+	wg.Wait()
+	flush(t, st)
+	check := func(when string) {
+		got, day := mustGet(t, st, key), mustDays(t, st, key, 1).Counts[0]
+		if got.Today != got.Total || day != got.Total {
+			t.Errorf("%s: Get = %+v and Days %d, want the day's count at the total", when, got, day)
+		}
+	}
+	check("after Adds racing visits")
 	st = s.reopen(t, st, c)
 	defer mustClose(t, st)
 	check("after reopening")

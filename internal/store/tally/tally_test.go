@@ -646,6 +646,37 @@ func TestVisitAnswersNeverShowTheDayAboveTheTotal(t *testing.T) {
 	}
 }
 
+// TestVisitsRacingSubKeepTheDayAtTheTotal: visits taken back (Sub, a
+// Sync write that failed) while others count leave the day at the total
+// and count every visit not taken back. Sub takes the day down before
+// the total: the other way, a visit between the two found the day above
+// the total, took the total up to it, and the visit taken back stayed.
+func TestVisitsRacingSubKeepTheDayAtTheTotal(t *testing.T) {
+	const day = store.Day(10)
+	var (
+		tl Tally
+		wg sync.WaitGroup
+	)
+	tl.Restore(0, day, 0)
+	for range 2 {
+		wg.Go(func() {
+			for range 200_000 {
+				tl.Add(day)
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 200_000 {
+			tl.Add(day)
+			tl.Sub(day)
+		}
+	})
+	wg.Wait()
+	if c := tl.Counts(day); c.Total != 400_000 || tl.On(day) != 400_000 {
+		t.Errorf("after 400,000 visits and 200,000 taken back: %+v, day %d", c, tl.On(day))
+	}
+}
+
 // TestSameNewKeyRaceCountsOnce guards Map's count: of many visits
 // racing to make the same new key, one makes it and Len is 1. (Passes;
 // no other test fails if the loser of LoadOrStore does not give its
