@@ -584,30 +584,45 @@ func TestCountsNeverShowTheDayAboveTheTotal(t *testing.T) {
 			var tl Tally
 			tl.Restore(1000, day, 1000) // a counter whose visits are all today's
 			var (
-				stop atomic.Bool
-				wg   sync.WaitGroup
+				stop           atomic.Bool
+				wg             sync.WaitGroup
+				visits, shifts atomic.Int64
 			)
 			for range 2 {
 				wg.Go(func() {
 					for !stop.Load() {
 						tl.Add(day)
+						visits.Add(1)
 					}
 				})
 			}
 			wg.Go(func() {
 				for i := 0; !stop.Load(); i++ {
 					n := tc.shifts[i%len(tc.shifts)]
-					if c := tl.Shift(n, day); c.Today > c.Total {
+					c := tl.Shift(n, day)
+					shifts.Add(n)
+					if c.Today > c.Total {
 						t.Errorf("Shift(%d) = %+v: the day above the total", n, c)
 						return
 					}
 				}
 			})
-			defer func() { stop.Store(true); wg.Wait() }()
 			for range 1_000_000 {
 				if c := tc.read(&tl); c.Today > c.Total {
+					stop.Store(true)
+					wg.Wait()
 					t.Fatalf("read %+v: the day above the total", c)
 				}
+			}
+			stop.Store(true)
+			wg.Wait()
+			// Every visit and shift counted once, on both: a visit that
+			// finds the day above the total takes the total up to it, so
+			// a Shift that took the day up before the total counted its
+			// n twice on the total.
+			want := uint64(1000 + visits.Load() + shifts.Load())
+			if c := tl.Counts(day); c.Total != want || tl.On(day) != want {
+				t.Errorf("after %d visits and shifts of %d: %+v, day %d; want both %d", visits.Load(), shifts.Load(), c, tl.On(day), want)
 			}
 		})
 	}
