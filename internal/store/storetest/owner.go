@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ func (s suite) runOwner(t *testing.T) {
 	t.Run("SetRacesFlush", s.setRacesFlush)
 	t.Run("SetRacesVisits", s.setRacesVisits)
 	t.Run("AddToZeroRacesVisits", s.addToZeroRacesVisits)
+	t.Run("SetRacesLock", s.setRacesLock)
 	t.Run("ListPages", s.listPages)
 	t.Run("Tokens", s.tokens)
 	t.Run("AddCounts", s.addCounts)
@@ -310,6 +312,49 @@ func (s suite) addToZeroRacesVisits(t *testing.T) {
 	st = s.reopen(t, st, c)
 	defer mustClose(t, st)
 	check("after reopening")
+}
+
+// setRacesLock locks and thaws the key while Sets to it run one after
+// another: a Set keeps the lock, so once a Set that began after the Lock
+// has answered, the key is as the Lock left it. A Set that read the lock
+// and then put a new entry in the key's place, with the owner's
+// operations not one at a time, put the lock back as it was before a
+// Lock between the two.
+func (s suite) setRacesLock(t *testing.T) {
+	st := s.open(t, Config{Dir: t.TempDir()})
+	defer mustClose(t, st)
+	key := []byte("raced-lock")
+	rounds := 1000
+	if s.b.Durable {
+		rounds = 200 // a write each
+	}
+	var (
+		sets atomic.Int64
+		stop atomic.Bool
+		wg   sync.WaitGroup
+	)
+	wg.Go(func() {
+		for !stop.Load() {
+			if _, err := st.Set(ctx, key, 7); err != nil {
+				t.Errorf("Set(%q, 7): %v", key, err)
+				return
+			}
+			sets.Add(1)
+		}
+	})
+	defer func() { stop.Store(true); wg.Wait() }()
+	for i := range rounds {
+		locked := i%2 == 0
+		mustLock(t, st, key, locked)
+		// Sets run one at a time: the second to answer from here began
+		// after the Lock answered.
+		for n := sets.Load() + 2; sets.Load() < n && !t.Failed(); {
+			runtime.Gosched()
+		}
+		if got := mustGet(t, st, key); got.Locked != locked {
+			t.Fatalf("round %d: after Lock(%v) and Sets racing it, Get = %+v", i, locked, got)
+		}
+	}
 }
 
 // addRacesFlush takes back below what passes already wrote, while they
