@@ -258,7 +258,7 @@ func (s suite) setRacesVisits(t *testing.T) {
 	key := []byte("raced-set")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	visits := VisitUntil(t, st, key, stop, &wg, nil)
+	visits := visitAndFlush(t, st, key, stop, &wg) // passes race the Sets too
 	// At least 20 Sets, and Sets until 10,000 visits: the in-memory
 	// store's take nanoseconds (thousands of them), the others' a write.
 	for i := 0; i < 20 || visits.Load() < 10_000; i++ {
@@ -295,7 +295,7 @@ func (s suite) addToZeroRacesVisits(t *testing.T) {
 	key := []byte("raced-add-to-zero")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	visits := VisitUntil(t, st, key, stop, &wg, nil)
+	visits := visitAndFlush(t, st, key, stop, &wg) // passes race the Sets too
 	for i := 0; i < 20 || visits.Load() < 10_000; i++ {
 		mustAdd(t, st, key, -store.MaxTotal)
 	}
