@@ -247,22 +247,39 @@ func (s suite) addRacesVisits(t *testing.T) {
 
 // setRacesVisits sets the key's total to 0 while visits to it run. A
 // visit counts before a Set (and is overwritten) or after it, on the day
-// and the total both, so once they stop the day's count is the total
-// (every visit is today's), in memory and after reopening. Reset in
-// place, the in-memory store let a visit between its two writes leave
-// the day one above the total for good.
+// and the total both. Reset in place, the in-memory store let a visit
+// between its two writes leave the day one above the total for good.
 func (s suite) setRacesVisits(t *testing.T) {
+	s.zeroRacesVisits(t, "Sets", func(st store.Store, key []byte) { mustSet(t, st, key, 0) })
+}
+
+// addToZeroRacesVisits takes the key's counts to 0 with an Add of
+// -MaxTotal while visits to it run: as with a Set, a visit counts before
+// the Add (and is taken away) or after it, on both. A negative Add that
+// lowers the day and then the total, each clamped at 0, wiped from the
+// total the visits that had raised it but not yet the day: the day
+// stayed above the total for good (Get showed it at the total, Days
+// above).
+func (s suite) addToZeroRacesVisits(t *testing.T) {
+	s.zeroRacesVisits(t, "Adds to 0", func(st store.Store, key []byte) { mustAdd(t, st, key, -store.MaxTotal) })
+}
+
+// zeroRacesVisits takes the key's counts to 0 with zero, over and over,
+// while visits to it run and passes flush them. Once they stop, the
+// day's count is the total (every visit is today's), in Get and in
+// Days, and again after reopening.
+func (s suite) zeroRacesVisits(t *testing.T, what string, zero func(store.Store, []byte)) {
 	NoDate(t)
 	c := Config{Dir: t.TempDir()}
 	st := s.open(t, c)
-	key := []byte("raced-set")
+	key := []byte("raced-to-zero")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	visits := visitAndFlush(t, st, key, stop, &wg) // passes race the Sets too
-	// At least 20 Sets, and Sets until 10,000 visits: the in-memory
-	// store's take nanoseconds (thousands of them), the others' a write.
+	visits := visitAndFlush(t, st, key, stop, &wg) // passes race the owner's operations too
+	// At least 20, and on until 10,000 visits: the in-memory store's take
+	// nanoseconds (thousands of them), the others' a write.
 	for i := 0; i < 20 || visits.Load() < 10_000; i++ {
-		mustSet(t, st, key, 0)
+		zero(st, key)
 	}
 	close(stop)
 	wg.Wait()
@@ -274,41 +291,7 @@ func (s suite) setRacesVisits(t *testing.T) {
 			t.Errorf("%s: Get = %+v and Days %d, want the day's count at the total", when, got, day)
 		}
 	}
-	check("after Sets racing visits")
-	st = s.reopen(t, st, c)
-	defer mustClose(t, st)
-	check("after reopening")
-}
-
-// addToZeroRacesVisits takes the key's counts to 0 with an Add of
-// -MaxTotal while visits to it run. As with a Set, a visit counts before
-// the Add (and is taken away) or after it, on the day and the total
-// both, so once they stop the day's count is the total (every visit is
-// today's). A negative Add that lowers the day and then the total, each
-// clamped at 0, wiped from the total the visits that had raised it but
-// not yet the day: the day stayed above the total for good (Get showed
-// it at the total, Days above).
-func (s suite) addToZeroRacesVisits(t *testing.T) {
-	NoDate(t)
-	c := Config{Dir: t.TempDir()}
-	st := s.open(t, c)
-	key := []byte("raced-add-to-zero")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	visits := visitAndFlush(t, st, key, stop, &wg) // passes race the Sets too
-	for i := 0; i < 20 || visits.Load() < 10_000; i++ {
-		mustAdd(t, st, key, -store.MaxTotal)
-	}
-	close(stop)
-	wg.Wait()
-	flush(t, st)
-	check := func(when string) {
-		got, day := mustGet(t, st, key), mustDays(t, st, key, 1).Counts[0]
-		if got.Today != got.Total || day != got.Total {
-			t.Errorf("%s: Get = %+v and Days %d, want the day's count at the total", when, got, day)
-		}
-	}
-	check("after Adds racing visits")
+	check("after " + what + " racing visits")
 	st = s.reopen(t, st, c)
 	defer mustClose(t, st)
 	check("after reopening")
