@@ -1134,3 +1134,34 @@ func TestMapSwapKeepsTheKeyAndItsPlace(t *testing.T) {
 		t.Errorf("List after Swap: %v, want k and its new entry", keys)
 	}
 }
+
+// TestMapSwapFindsEveryKey: Swap finds a key's entry wherever the key's
+// probe put it, past the slot its hash names too. With a few hundred
+// keys in the table some always sit past their own slot, taken by
+// another key first; a Swap that looked for them the wrong way found an
+// empty slot and reported the key's entry gone, and the store kept the
+// old entry in place (its Set lost).
+func TestMapSwapFindsEveryKey(t *testing.T) {
+	m := NewMap(0, newKeyed, keyedKey)
+	old := map[string]*keyed{}
+	for i := range 500 {
+		k := fmt.Sprint(i)
+		e, err := m.LoadOrNew([]byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[k] = e
+	}
+	for k, e := range old {
+		e2 := &keyed{key: k}
+		if !m.Swap(k, e, e2) {
+			t.Fatalf("Swap(%q) of the key's entry did not swap it", k)
+		}
+		if got := m.Load([]byte(k)); got != e2 {
+			t.Fatalf("Load(%q) after Swap: %p, want the new entry %p", k, got, e2)
+		}
+	}
+	if m.Len() != len(old) {
+		t.Errorf("Len() = %d after the Swaps, want %d", m.Len(), len(old))
+	}
+}
