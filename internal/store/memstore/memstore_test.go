@@ -2,7 +2,9 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +34,36 @@ func TestIncrAllocatesNothingForKnownKeys(t *testing.T) {
 	s.Incr(ctx, key)
 	if got := testing.AllocsPerRun(1000, func() { s.Incr(ctx, key) }); got != 0 {
 		t.Errorf("Incr allocs = %v, want 0", got)
+	}
+}
+
+// TestHitStopsAtItsBound: /hi hands out numbers up to store.MaxHits and
+// then refuses, as every backend does. The in-memory store has no import
+// to bring its counter near the bound (storetest's check of it runs on
+// the backends that have one), so the test sets it.
+func TestHitStopsAtItsBound(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	s.hits.Store(store.MaxHits - 2)
+	var got []uint64
+	for range 3 {
+		n, err := s.Hit(ctx)
+		if errors.Is(err, store.ErrHiExhausted) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Hit: %v", err)
+		}
+		got = append(got, n)
+	}
+	if want := []uint64{store.MaxHits - 1, store.MaxHits}; !slices.Equal(got, want) {
+		t.Errorf("from MaxHits-2, Hit handed out %v, then ErrHiExhausted; want %v", got, want)
+	}
+	if _, err := s.Hit(ctx); !errors.Is(err, store.ErrHiExhausted) {
+		t.Errorf("Hit past the bound = %v, want ErrHiExhausted", err)
+	}
+	if n := s.hits.Load(); n != store.MaxHits {
+		t.Errorf("the counter after refused Hits = %d, want it to stay at MaxHits %d", n, uint64(store.MaxHits))
 	}
 }
 
