@@ -692,6 +692,55 @@ func TestVisitsRacingSubKeepTheDayAtTheTotal(t *testing.T) {
 	}
 }
 
+// TestVisitsRacingShiftsToZeroKeepTheDayAtTheTotal: negative Shifts
+// that take the counts to 0 (an owner's Add of -MaxTotal) while visits
+// count leave the day at the total once they stop: every visit is
+// today's, and each counts before a Shift (and is taken away) or after
+// it, on both. A Shift takes the day down, then the total, each clamped
+// at 0; a visit that took the total up before the total's clamp and the
+// day after the day's was wiped from the total and kept on the day. The
+// visit, or the Shift, that then finds the day above the total takes the
+// total up to it (atLeast); without that, the day stayed above the
+// total for good. Only that side is checked: the total left above the
+// day is another race, still open (atLeast's compare-and-swap looks at
+// the total alone, and a Shift that finds it at 0 leaves it at 0; seen
+// 1 run in 20, the total one above the day).
+func TestVisitsRacingShiftsToZeroKeepTheDayAtTheTotal(t *testing.T) {
+	const day = store.Day(10)
+	var tl Tally
+	tl.Restore(0, day, 0)
+	// Only the visits racing the last Shift of a run can leave the day
+	// above the total (each Shift takes both to 0), so the test stops
+	// the visits and looks many times.
+	for run := range 200 {
+		var (
+			stop   atomic.Bool
+			visits atomic.Int64
+			wg     sync.WaitGroup
+		)
+		for range 2 {
+			wg.Go(func() {
+				for !stop.Load() {
+					tl.Add(day)
+					visits.Add(1)
+				}
+			})
+		}
+		for i := 0; i < 20 || visits.Load() < 2000; i++ {
+			if c := tl.Shift(-store.MaxTotal, day); c.Today > c.Total {
+				stop.Store(true)
+				wg.Wait()
+				t.Fatalf("run %d: Shift %d to 0 = %+v: the day above the total", run, i, c)
+			}
+		}
+		stop.Store(true)
+		wg.Wait()
+		if c := tl.Counts(day); tl.On(day) > c.Total {
+			t.Fatalf("run %d: after %d visits racing Shifts to 0: %+v, day %d; want the day at most at the total", run, visits.Load(), c, tl.On(day))
+		}
+	}
+}
+
 // TestSameNewKeyRaceCountsOnce guards Map's count: of many visits
 // racing to make the same new key, one makes it and Len is 1. (Passes;
 // no other test fails if the loser of LoadOrStore does not give its
