@@ -347,7 +347,7 @@ func (t *Tally) Shift(n int64, d store.Day) store.Counts {
 	} else {
 		total = t.total.Load() // read after the day's: never below it
 	}
-	return store.Counts{Total: total, Today: today, Locked: t.locked.Load()}
+	return store.Counts{Total: total, Today: min(today, total), Locked: t.locked.Load()}
 }
 
 // Total returns the tally's total.
