@@ -2,9 +2,6 @@ package boltstore
 
 import (
 	"testing"
-
-	"visitors/internal/store"
-	"visitors/internal/store/storetest"
 )
 
 // TestVisitRacingANegativeAddReachesTheFileAtClose: a batch visit that
@@ -17,22 +14,8 @@ import (
 // review of the online import's later days, which fixed the same order
 // for an import.)
 func TestVisitRacingANegativeAddReachesTheFileAtClose(t *testing.T) {
-	dir := t.TempDir()
-	clock := storetest.NewClock(storetest.At(0, "12:00"))
-	o := Options{Dir: dir, Now: clock.Now, Durability: store.Batch}
-	s := mustOpen(t, o)
-	mustIncrN(t, s, "k", 5)
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	old := s.keys.Load([]byte("k"))
-	if _, err := s.Add(ctx, []byte("k"), -2); err != nil {
-		t.Fatal(err)
-	}
-	// The visit that loaded old before the Add retired it: count, as
-	// Store.count does in Batch.
-	old.Add(s.cal.Today())
-	s.markDirty(old)
+	s, o, old := retiredByANegativeAdd(t)
+	lateVisit(s, old) // it loaded old before the Add retired it
 	s = reopen(t, s, o)
 	defer mustClose(t, s)
 	if c := mustGet(t, s, []byte("k")); c.Total != 4 {

@@ -37,18 +37,7 @@ func writesOf(m *sync.Map, key string) int64 {
 func TestChainOfRetiredEntriesWrittenOncePerPass(t *testing.T) {
 	for _, curDirty := range []bool{false, true} {
 		for _, viaClose := range []bool{false, true} {
-			dir := t.TempDir()
-			clock := storetest.NewClock(storetest.At(0, "12:00"))
-			o := Options{Dir: dir, Now: clock.Now, Durability: store.Batch}
-			s := mustOpen(t, o)
-			mustIncrN(t, s, "k", 5)
-			if err := s.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			old1 := s.keys.Load([]byte("k"))
-			if _, err := s.Add(ctx, []byte("k"), -2); err != nil {
-				t.Fatal(err)
-			}
+			s, o, old1 := retiredByANegativeAdd(t)
 			old2 := s.keys.Load([]byte("k"))
 			if _, err := s.Add(ctx, []byte("k"), -1); err != nil {
 				t.Fatal(err)
@@ -60,8 +49,7 @@ func TestChainOfRetiredEntriesWrittenOncePerPass(t *testing.T) {
 			// Late visits, as Store.count does in Batch, in the order that
 			// puts old1 first in the journal (a stack): old2 then old1.
 			for _, e := range []*entry{old2, old1} {
-				e.Add(s.cal.Today())
-				s.markDirty(e)
+				lateVisit(s, e)
 			}
 			if curDirty {
 				mustIncrN(t, s, "k", 1)
@@ -92,20 +80,8 @@ func TestChainOfRetiredEntriesWrittenOncePerPass(t *testing.T) {
 // visit to the key's entry fails to write that key; the forward is not
 // repeated (counted twice) nor lost once the key can be written again.
 func TestForwardedVisitSurvivesAFailedPass(t *testing.T) {
-	dir := t.TempDir()
-	clock := storetest.NewClock(storetest.At(0, "12:00"))
-	o := Options{Dir: dir, Now: clock.Now, Durability: store.Batch}
-	s := mustOpen(t, o)
-	mustIncrN(t, s, "k", 5)
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	old := s.keys.Load([]byte("k"))
-	if _, err := s.Add(ctx, []byte("k"), -2); err != nil {
-		t.Fatal(err)
-	}
-	old.Add(s.cal.Today())
-	s.markDirty(old)
+	s, o, old := retiredByANegativeAdd(t)
+	lateVisit(s, old)
 	fault := func(key string) error { return errors.New("planted") }
 	s.putFault.Store(&fault)
 	if err := s.Flush(); err != nil {
@@ -114,8 +90,7 @@ func TestForwardedVisitSurvivesAFailedPass(t *testing.T) {
 	if s.Health() == nil {
 		t.Fatal("the pass with k failing left the store healthy")
 	}
-	old.Add(s.cal.Today()) // one more late visit, after the failed pass
-	s.markDirty(old)
+	lateVisit(s, old) // one more, after the failed pass
 	s.putFault.Store(nil)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
@@ -186,4 +161,30 @@ func visitsRacingNegativeAdds(t *testing.T, d store.Durability) {
 	if c := mustGet(t, s, []byte("k")); c.Total != want {
 		t.Errorf("after a restart: %d, want %d", c.Total, want)
 	}
+}
+
+// retiredByANegativeAdd opens a batch store on a fixed clock, counts 5
+// visits to key k and flushes them, and retires k's entry with an Add
+// of -2. It returns the store, its options and the retired entry.
+func retiredByANegativeAdd(t *testing.T) (*Store, Options, *entry) {
+	t.Helper()
+	clock := storetest.NewClock(storetest.At(0, "12:00"))
+	o := Options{Dir: t.TempDir(), Now: clock.Now, Durability: store.Batch}
+	s := mustOpen(t, o)
+	mustIncrN(t, s, "k", 5)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	old := s.keys.Load([]byte("k"))
+	if _, err := s.Add(ctx, []byte("k"), -2); err != nil {
+		t.Fatal(err)
+	}
+	return s, o, old
+}
+
+// lateVisit counts a visit on e as Store.count does in Batch: a visit
+// that loaded e before an owner's operation retired it.
+func lateVisit(s *Store, e *entry) {
+	e.Add(s.cal.Today())
+	s.markDirty(e)
 }
