@@ -4,7 +4,8 @@
 // golang.org/x/perf's benchmath; then every step's CPU and allocation
 // profiles. It stores the figures and profiles under docs/lab and
 // regenerates from them, and from the source as it is now, the tables,
-// the charts and the step sections of docs/lab.md: each step's diff
+// the charts, the provenance and closing sections of docs/lab.md and the
+// step sections of each case's page, docs/lab/<case>.md: each step's diff
 // from the previous one, the escape analysis of the digest case, the
 // profiles' line references. See lab/runner.
 //

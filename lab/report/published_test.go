@@ -22,12 +22,9 @@ var stepCounts = map[string]int{
 }
 
 // TestPublishedAttached checks that every published figure is attached
-// to a step that exists, and that docs/lab.md quotes it.
+// to a step that exists, and that the case's page, docs/lab/<case>.md,
+// quotes it.
 func TestPublishedAttached(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/lab.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for bench, steps := range Published {
 		n, ok := stepCounts[bench]
 		if !ok {
@@ -39,14 +36,19 @@ func TestPublishedAttached(t *testing.T) {
 			if err != nil || i < 0 || i >= n {
 				t.Errorf("Published[%q][%q]: %s has steps 0 to %d", bench, step, bench, n-1)
 			}
+			page := "docs/lab/" + strings.ToLower(bench) + ".md"
+			doc, err := os.ReadFile("../../" + page)
+			if err != nil {
+				t.Fatal(err)
+			}
 			section := stepSection(string(doc), strings.ToLower(bench), step)
 			if section == "" {
-				t.Errorf("docs/lab.md has no section for %s step %s", bench, step)
+				t.Errorf("%s has no section for %s step %s", page, bench, step)
 				continue
 			}
 			for _, f := range Figures(figures) {
 				if !strings.Contains(section, "| published | "+f+" |") {
-					t.Errorf("docs/lab.md's section of %s step %s does not quote its published %q", bench, step, f)
+					t.Errorf("%s's section of %s step %s does not quote its published %q", page, bench, step, f)
 				}
 			}
 		}
@@ -75,16 +77,16 @@ func TestFigures(t *testing.T) {
 	}
 }
 
-// stepSection returns the part of doc from the heading "#### CASE step
+// stepSection returns the part of doc from the heading "### CASE step
 // N:" to the next heading of that level, or "".
 func stepSection(doc, name, step string) string {
-	head := "#### " + name + " step " + step + ":"
+	head := "### " + name + " step " + step + ":"
 	i := strings.Index(doc, head)
 	if i < 0 {
 		return ""
 	}
 	rest := doc[i+len(head):]
-	if j := strings.Index(rest, "\n#### "); j >= 0 {
+	if j := strings.Index(rest, "\n### "); j >= 0 {
 		rest = rest[:j]
 	}
 	return rest

@@ -9,7 +9,8 @@ import (
 	"testing"
 )
 
-// generatedSection matches the sections of docs/lab.md that -regen writes
+// generatedSection matches the sections of docs/lab.md and of the case
+// pages, docs/lab/<case>.md, that -regen writes
 // (and -check compares); what is left is the hand-written prose.
 var generatedSection = regexp.MustCompile(`(?s)<!-- BEGIN go run \./cmd/lab: (\w+) -->.*?<!-- END go run \./cmd/lab: \w+ -->`)
 
@@ -23,15 +24,23 @@ var (
 )
 
 // TestProseQuotesStoredFigures: -check regenerates only the marked
-// sections of docs/lab.md, so the prose around them, which quotes
+// sections of docs/lab.md and of the case pages, so the prose around them, which quotes
 // benchstat's changes and p-values, would go stale unnoticed when the
 // figures are measured again. Every change the prose quotes as "−71%,
 // p=0.009" must be one of docs/lab/tables.md's comparisons (rounded to
 // the percent), and every "`~` (p=0.436)" one of its "~" rows.
 func TestProseQuotesStoredFigures(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/lab.md")
-	if err != nil {
-		t.Fatal(err)
+	pages := []string{"docs/lab.md"}
+	for _, cs := range Cases {
+		pages = append(pages, "docs/lab/"+cs.Name+".md")
+	}
+	var doc []byte
+	for _, page := range pages {
+		b, err := os.ReadFile("../../" + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc = append(doc, b...)
 	}
 	tables, err := os.ReadFile("../../docs/lab/tables.md")
 	if err != nil {
@@ -54,18 +63,18 @@ func TestProseQuotesStoredFigures(t *testing.T) {
 			pct = -pct
 		}
 		if !stored[change{pct, m[3]}] {
-			t.Errorf("docs/lab.md quotes %q: no such change in docs/lab/tables.md", m[0])
+			t.Errorf("the lab's pages quote %q: no such change in docs/lab/tables.md", m[0])
 		}
 		checked++
 	}
 	for _, m := range proseSame.FindAllStringSubmatch(prose, -1) {
 		if !strings.Contains(string(tables), "~ (p="+m[1]+" n=") {
-			t.Errorf("docs/lab.md quotes %q: no such row in docs/lab/tables.md", m[0])
+			t.Errorf("the lab's pages quote %q: no such row in docs/lab/tables.md", m[0])
 		}
 		checked++
 	}
 	if checked < 10 {
-		t.Errorf("%d quoted figures found in docs/lab.md's prose; the patterns no longer match it", checked)
+		t.Errorf("%d quoted figures found in the prose of the lab's pages; the patterns no longer match it", checked)
 	}
 	t.Logf("%d quoted figures checked", checked)
 }

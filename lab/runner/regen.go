@@ -19,11 +19,12 @@ import (
 
 // Regenerate rewrites, from the figures and profiles stored under
 // c.Out/lab (bench.txt, profiles/), everything that needs no benchmark:
-// tables.md, the charts and the generated sections of c.Out/lab.md (the
-// steps' doc comments and diffs, the escape analysis, the profiles'
-// line references into the source as it is now, the commit the figures
-// were measured at, which must exist). With c.Check it writes nothing
-// and fails if a file would change.
+// tables.md, the charts, the generated sections of c.Out/lab.md (the
+// commit the figures were measured at, which must exist, and the closing
+// table) and those of each case's page, c.Out/lab/<case>.md (the steps'
+// doc comments and diffs, the escape analysis, the profiles' line
+// references into the source as it is now). With c.Check it writes
+// nothing and fails if a file would change.
 func Regenerate(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	dir := filepath.Join(c.Out, "lab")
 	raw, err := os.ReadFile(filepath.Join(dir, "bench.txt"))
@@ -85,15 +86,21 @@ func Regenerate(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	sections["closing"] = generated(caption) + closingTable(Cases, tables)
 	sections["provenance"] = provenance(cfg, subject, stale)
 	mdPath := filepath.Join(c.Out, "lab.md")
-	md, err := os.ReadFile(mdPath)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", mdPath, err)
+	pages := map[string][]string{mdPath: {"provenance", "closing"}}
+	for _, cs := range Cases {
+		pages[CasePage(c.Out, cs.Name)] = []string{cs.Name}
 	}
-	doc := string(md)
-	for _, name := range append([]string{"provenance", "closing"}, caseNames()...) {
-		doc = splice(doc, name, sections[name])
+	for path, names := range pages {
+		md, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		doc := string(md)
+		for _, name := range names {
+			doc = splice(doc, name, sections[name])
+		}
+		want[path] = []byte(doc)
 	}
-	want[mdPath] = []byte(doc)
 
 	var changed []string
 	for path, b := range want {
@@ -118,12 +125,10 @@ func Regenerate(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func caseNames() []string {
-	var n []string
-	for _, cs := range Cases {
-		n = append(n, cs.Name)
-	}
-	return n
+// CasePage returns the page of case name under the docs folder out:
+// out/lab/<name>.md, whose generated section holds the case's steps.
+func CasePage(out, name string) string {
+	return filepath.Join(out, "lab", name+".md")
 }
 
 func generated(caption string) string {

@@ -4,8 +4,9 @@
 // conditions (benchstat's test, through golang.org/x/perf's benchmath),
 // and profiles each step; it stores the raw figures and profiles under
 // docs/lab with the commit measured. Regenerate then writes, without
-// running a benchmark, the tables, the charts and the per-step sections
-// of docs/lab.md (diffs from the step functions' source, escape
+// running a benchmark, the tables, the charts, the provenance and
+// closing sections of docs/lab.md and the per-step sections of each
+// case's page, docs/lab/<case>.md (diffs from the step functions' source, escape
 // analysis, profile excerpts with their line numbers mapped to the
 // source as it is now), so that CI can check they are fresh. RunStep
 // runs one step against the previous one, for a reader at the keyboard.
@@ -56,7 +57,8 @@ func steps(n int) []string {
 	return f
 }
 
-// Cases are the lab's four case studies, in the order of docs/lab.md.
+// Cases are the lab's four case studies, in the order of docs/lab.md;
+// each has its page, docs/lab/<Name>.md.
 var Cases = []Case{
 	{Name: "greeting", Pkg: "./lab/greeting", Bench: "Greeting", Funcs: steps(10), Service: `web\.\(\*Server\)\.handleHi\b`,
 		Seed: []SeedStep{
@@ -111,7 +113,7 @@ var Cases = []Case{
 type Config struct {
 	Count     int    // rounds: runs of each benchmark, interleaved
 	Benchtime string // go test -benchtime of each run
-	Out       string // the folder that holds lab.md and lab/
+	Out       string // the folder that holds lab.md and lab/ (the case pages, figures and charts)
 	Profiles  bool   // profile every step
 	ProfTime  string // -benchtime of each profiling run
 	Note      string // said of the machine in bench.txt and the captions
@@ -134,12 +136,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c Config
 	fs.IntVar(&c.Count, "count", 10, "rounds: runs of each benchmark, interleaved step by step (benchstat wants 10)")
 	fs.StringVar(&c.Benchtime, "benchtime", "200ms", "go test -benchtime of each run")
-	fs.StringVar(&c.Out, "out", "docs", "folder holding lab.md, whose generated sections are rewritten, and lab/")
+	fs.StringVar(&c.Out, "out", "docs", "folder holding lab.md and lab/ (the case pages <case>.md), whose generated sections are rewritten")
 	fs.BoolVar(&c.Profiles, "profiles", true, "profile every step (CPU and allocations)")
 	fs.StringVar(&c.ProfTime, "profile-benchtime", "1s", "-benchtime of each profiling run")
 	fs.StringVar(&c.Note, "note", "", "what to say of the machine (\"busy: other builds ran on its 2 cores\")")
 	fs.BoolVar(&c.Regen, "regen", false, "run no benchmark: rewrite the diffs, escape analysis, line references, tables and charts from the stored figures")
-	fs.BoolVar(&c.Check, "check", false, "as -regen, but write nothing and fail if docs/lab.md or docs/lab/ would change (CI)")
+	fs.BoolVar(&c.Check, "check", false, "as -regen, but write nothing and fail if docs/lab.md or docs/lab/ (the case pages, tables, charts) would change (CI)")
 	fs.StringVar(&c.Case, "case", "", "run one step of this case (greeting, digest, hello, whoami): with -step")
 	fs.IntVar(&c.Step, "step", 0, "the step -case runs, compared with the step before it")
 	if err := fs.Parse(args); err != nil {

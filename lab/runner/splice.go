@@ -9,7 +9,8 @@ import (
 )
 
 // Markers returns the lines that open and close the generated section of
-// case name in docs/lab.md.
+// case name in its page, docs/lab/<name>.md, or of the section name
+// (provenance, closing) in docs/lab.md.
 func Markers(name string) (begin, end string) {
 	return fmt.Sprintf("<!-- BEGIN go run ./cmd/lab: %s -->", name),
 		fmt.Sprintf("<!-- END go run ./cmd/lab: %s -->", name)

@@ -41,7 +41,7 @@ func caseSection(ctx context.Context, cs Case, tables []report.Table, profiles [
 		if err != nil {
 			return "", 0, err
 		}
-		fmt.Fprintf(&b, "#### %s step %d: `%s`\n\n", cs.Name, i, fn)
+		fmt.Fprintf(&b, "### %s step %d: `%s`\n\n", cs.Name, i, fn)
 		if doc := src.Doc(fn); doc != "" {
 			// A doc comment is text, not Markdown: keep "</p>" visible.
 			b.WriteString(strings.ReplaceAll(strings.TrimSpace(doc), "<", "&lt;") + "\n\n")
@@ -63,7 +63,7 @@ func caseSection(ctx context.Context, cs Case, tables []report.Table, profiles [
 		list, n1 := RemapLines(p.list, root)
 		allocList, n2 := RemapLines(p.allocList, root)
 		stale += n1 + n2
-		fmt.Fprintf(&b, "<details><summary>profiles (full text, as measured: <code>lab/profiles/%s-step%d.txt</code>)</summary>\n\n", cs.Name, i)
+		fmt.Fprintf(&b, "<details><summary>profiles (full text, as measured: <code>docs/lab/profiles/%s-step%d.txt</code>)</summary>\n\n", cs.Name, i)
 		fmt.Fprintf(&b, "CPU, top:\n\n```text\n%s```\n\nCPU, `list` of the step (lines with samples; line numbers as the source is now):\n\n```text\n%s```\n\n", p.cpuTop, orNone(listExcerpt(list, 30)))
 		fmt.Fprintf(&b, "Allocations (alloc_space, every allocation recorded), top:\n\n```text\n%s```\n\nAllocations, `list` of the step:\n\n```text\n%s```\n\n</details>\n\n", p.allocTop, orNone(listExcerpt(allocList, 20)))
 	}
