@@ -13,7 +13,9 @@
 // the doc writes it (with the doc's localhost:8080, localhost:6060 and
 // 127.0.0.1:6379 replaced by the real addresses, and back in what it
 // prints), and writes the commands and their output. The table of flags
-// in docs/configuration.md is made the same way from visitors -h.
+// in docs/configuration.md is made the same way from visitors -h. Both
+// modes first check that every relative link and #anchor of README.md
+// and of the Markdown files under docs/ resolves (CheckLinks).
 //
 //	go run ./scripts/gendocs          # rewrite the examples in the docs
 //	go run ./scripts/gendocs -check   # change nothing; fail with a diff if a doc differs
@@ -92,9 +94,14 @@ func moduleRoot() (string, error) {
 }
 
 // run regenerates the docs under root; with check it writes none and
-// returns an error, after printing the diffs to w, if any differs.
+// returns an error, after printing the diffs to w, if any differs. It
+// first fails if a relative link of README.md or docs/ is broken
+// (CheckLinks).
 func run(root string, check bool, w io.Writer) error {
 	start := time.Now()
+	if err := CheckLinks(root); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp("", "gendocs-")
 	if err != nil {
 		return err
