@@ -280,8 +280,9 @@ func (r *Recorder) hit(ctx context.Context) (Outcome, error) {
 	return Outcome{Number: n, Counted: true}, nil
 }
 
-// HiExhausted reports whether /hi is refused because its counter has
-// handed out store.MaxHits, for /healthz: the last /hi said so.
+// HiExhausted returns store.ErrHiExhausted while /hi is refused because
+// its counter has handed out store.MaxHits (the last /hi was refused so,
+// and none has counted since), and nil otherwise, for /healthz.
 func (r *Recorder) HiExhausted() error {
 	if r.hiExhausted.Load() {
 		return store.ErrHiExhausted

@@ -9,5 +9,7 @@
 // Each handler returns the status it answered with, so that ServeHTTP
 // can report every request to the metrics (internal/metrics) without
 // wrapping the ResponseWriter: a visit counted adds [metrics.Visit] to
-// it, and visits not counted are reported by one helper, visited.
+// it (the helper counted), and a visit not counted is reported with its
+// [metrics.Reason] (a rule's refusal, an invalid request, the store's
+// error) by one helper, notCounted.
 package web

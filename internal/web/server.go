@@ -477,6 +477,8 @@ func writeError(w http.ResponseWriter, code int, msg string) int {
 	return code
 }
 
-// HiExhausted reports whether /hi answers 503 because its counter has
-// handed out store.MaxHits, for /healthz: the last /hi said so.
+// HiExhausted returns store.ErrHiExhausted while /hi answers 503
+// because its counter has handed out store.MaxHits (the last /hi was
+// refused so, and none has counted since), and nil otherwise. /healthz
+// reports the error.
 func (s *Server) HiExhausted() error { return s.visits.HiExhausted() }
