@@ -12,10 +12,11 @@
 // message run together) or the service formats differently (whoami's
 // latency); each package's TestSteps pins every step's output, and its
 // TestMuseum tests show the bugs; the TestWhyAllocs tests check the
-// cause docs/lab.md gives for each step's allocations, counted exactly
+// cause each case's page (docs/lab/<case>.md) gives for each step's
+// allocations, counted exactly
 // with lab/allocs. The last step of greeting, hello and whoami is the
 // service's own handler, imported, not copied. lab/exercises turns
 // three of the seeds' bugs into exercises. `go run ./cmd/lab` measures
 // them all and writes docs/lab; `go run ./cmd/lab -check` is CI's check
-// that docs/lab.md is fresh.
+// that docs/lab.md and the case pages under docs/lab/ are fresh.
 package lab

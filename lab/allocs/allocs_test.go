@@ -34,7 +34,7 @@ func TestAllocsPerRunIsUnrounded(t *testing.T) {
 
 // TestAllocsExactIsUnrounded: a benchmark that allocates on every other
 // iteration reports 0.5 exact-allocs/op through Exact, where go test's
-// allocs/op says 0. The tables of docs/lab.md show this metric.
+// allocs/op says 0. The lab's tables show this metric.
 func TestAllocsExactIsUnrounded(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation counts are checked without -race")

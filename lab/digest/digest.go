@@ -188,7 +188,7 @@ func Step6(n int) string {
 // Step7 makes the output slice with the constant capacity 256, which the
 // article expected the compiler to keep on the stack. It does not: the
 // unsafe return still lets b escape (see the escape analysis in
-// docs/lab.md).
+// docs/lab/digest.md).
 func Step7(n int) string {
 	// get buffer from pool
 	bufptr := bufPool.Get().(*[]byte)

@@ -119,7 +119,7 @@ func TestAppendDigestAllocatesNothing(t *testing.T) {
 // every run hashes the same numbers. The article measured with
 // rand.Int(): 19-digit numbers, and a sum[0] that is mostly above the 32
 // bytes a variable-size make may keep on the stack. A small fixed input
-// such as 12345 gives different allocation counts (see docs/lab.md).
+// such as 12345 gives different allocation counts (see docs/lab/digest.md).
 func inputs() func() int {
 	r := rand.New(rand.NewPCG(2021, 1))
 	return func() int { return int(r.Int64()) }

@@ -17,7 +17,7 @@ import (
 	"visitors/lab/allocs"
 )
 
-// The TestWhyAllocs… tests check the cause docs/lab.md gives for each
+// The TestWhyAllocs… tests check the cause docs/lab/greeting.md gives for each
 // step's change in allocations: the handler alone (the query parsed
 // beforehand, so r.FormValue allocates nothing), counted exactly
 // (allocs.PerRun, not testing.AllocsPerRun, which rounds down), at the

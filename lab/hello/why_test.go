@@ -17,7 +17,7 @@ import (
 	"visitors/lab/allocs"
 )
 
-// The TestWhyAllocs… tests check the cause docs/lab.md gives for a
+// The TestWhyAllocs… tests check the cause docs/lab/hello.md gives for a
 // step's change in allocations: the handler alone (the query parsed
 // beforehand), counted exactly (allocs.PerRun), at the start and after
 // 100,000 visits of one name, and with the line the write-up names

@@ -16,7 +16,7 @@ import (
 	"visitors/lab/allocs"
 )
 
-// The TestWhyAllocs… tests check the cause docs/lab.md gives for each
+// The TestWhyAllocs… tests check the cause docs/lab/whoami.md gives for each
 // step's allocations: the handler alone, counted exactly (allocs.PerRun,
 // not testing.AllocsPerRun, which rounds down), at the start and after
 // 100,000 requests (the pool of step 3 and the service's scratch pool
