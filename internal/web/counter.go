@@ -42,6 +42,7 @@ const (
 // Header values of the counter API, shared and never mutated.
 var (
 	ctSVG        = []string{"image/svg+xml; charset=utf-8"}
+	svgCSP       = []string{"default-src 'none'; style-src 'unsafe-inline'"}
 	noCache      = []string{"no-cache, no-store, must-revalidate"}
 	expiresZero  = []string{"0"}
 	anyOrigin    = []string{"*"}
@@ -319,9 +320,15 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 }
 
 // setImageHeaders marks an SVG image that no proxy may keep: GitHub's
-// image proxy would otherwise cache a badge and its count.
+// image proxy would otherwise cache a badge and its count. It forbids
+// browsers to sniff it as anything else, and gives it a Content-Security-
+// Policy that lets it load and run nothing (an SVG opened as a document
+// could otherwise run script): its own inline style, the graph's dark
+// theme, is all it needs.
 func setImageHeaders(h http.Header) {
 	h["Content-Type"] = ctSVG
+	h["X-Content-Type-Options"] = nosniff
+	h["Content-Security-Policy"] = svgCSP
 	setNoCache(h)
 }
 
@@ -373,6 +380,7 @@ func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, 
 	b.WriteString("]}\n")
 	h := w.Header()
 	h["Content-Type"] = ctJSON
+	h["X-Content-Type-Options"] = nosniff
 	h["Access-Control-Allow-Origin"] = anyOrigin
 	setNoCache(h)
 	if etagMatches(w, r, b.Bytes()) {
