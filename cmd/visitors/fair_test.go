@@ -290,8 +290,9 @@ func TestFairErrorBadges(t *testing.T) {
 	}{
 		{"/counter/two.svg?style=for-the-badge", 503, "FULL"},
 		{"/counter/a//b.svg", 400, "invalid key"},
-		{"/counter/one.svg?days=x&color=nope", 400, "invalid query"},
-		{"/counter/one/graph.svg?days=0", 400, "invalid query"},
+		{"/counter/one.svg?days=x&color=nope", 400, "days must be 1 to 365"},
+		{"/counter/one/graph.svg?days=0", 400, "days must be 1 to 365"},
+		{"/counter/one.svg?style=round", 400, "style must be flat, flat-square, plastic or for-the-badge"},
 	}
 	for _, tt := range tests {
 		code, h, body := fetch(t, p.URL(tt.path), browserUA, "")
