@@ -127,6 +127,9 @@ func (h *Handler) addCounter(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := h.mayMake(c, k); err != nil {
+		return err
+	}
 	m, err := c.body("n")
 	if err != nil {
 		return err

@@ -173,14 +173,17 @@ var sessions = []session{
 			}},
 			{name: "counter-reset", steps: []step{
 				sh(`curl -s -X PUT localhost:8080/api/v1/counters/octocat/hello-world ` + tok + ` ` + jsonCT + ` -d '{"total":0,"locked":false}'`),
+			}},
+			{name: "counter-no-badge", steps: []step{
 				sh(`curl -s -X PUT localhost:8080/api/v1/counters/octocat/%C3%A9t%C3%A9 ` + tok + ` ` + jsonCT + ` -d '{"total":5}'`),
+				sh(`curl -s -X PUT localhost:8080/api/v1/counters/octocat/spoon-knife ` + tok + ` ` + jsonCT + ` -d '{"total":5}'`),
 			}},
 			{name: "counter-list", steps: []step{
 				sh(`curl -s 'localhost:8080/api/v1/counters?limit=1' ` + tok),
 				sh(`curl -s 'localhost:8080/api/v1/counters?limit=1&after=octocat%2Fhello-world' ` + tok),
 			}},
 			{name: "counter-empty-key", steps: []step{
-				sh(`curl -s -X PUT 'localhost:8080/api/v1/counters/?key=' ` + root + ` ` + jsonCT + ` -d '{"total":42}'`),
+				sh(`curl -s 'localhost:8080/api/v1/counters/?key=' ` + root),
 			}},
 			{name: "counter-delete", steps: []step{
 				sh(`curl -s -X DELETE localhost:8080/api/v1/counters/octocat/hello-world ` + tok),
