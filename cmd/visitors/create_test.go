@@ -220,7 +220,7 @@ func TestOpenCreate(t *testing.T) {
 // without -open-create, POST on a counter is the 405 it was; and
 // -open-create without the owner API is refused at start.
 func TestOpenCreateLimits(t *testing.T) {
-	env := []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_ADMIN_TOKEN=" + apiRoot}
+	env := []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_REPEAT_WINDOW=0", "VISITORS_ADMIN_TOKEN=" + apiRoot}
 	p := servertest.Start(t, bin, env, "-store", "memory", "-open-create", "-client-new-keys", "2/h")
 	mustCreate(t, p, "one")
 	if code, _, _ := mustGet(t, p.URL("/counter/two.svg")); code != 200 {
