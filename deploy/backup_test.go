@@ -37,7 +37,7 @@ const (
 const backupRoot = "drill-root-token-0123456789abcdef"
 
 // backupEnv counts every visit of the test's client.
-var backupEnv = []string{"VISITORS_ADMIN_TOKEN=" + backupRoot, "VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0"}
+var backupEnv = []string{"VISITORS_ADMIN_TOKEN=" + backupRoot, "VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0", "VISITORS_REPEAT_WINDOW=0"}
 
 // drill runs the doc's commands with the doc's paths replaced.
 type drill struct {

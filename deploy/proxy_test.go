@@ -80,7 +80,7 @@ func TestBehindProxy(t *testing.T) {
 			if m == nil {
 				t.Fatalf("%s does not say how to start visitors: ./visitors -addr 127.0.0.1:8080 -trusted-proxies ADDR", px.file)
 			}
-			p := servertest.Start(t, bin, nil, "-store", "memory",
+			p := servertest.Start(t, bin, nil, "-store", "memory", "-repeat-window", "0", // a client's second visit is refused by its rate, not as a refresh
 				"-trusted-proxies", string(m[1]), "-client-rate", "1/h", "-client-burst", "1")
 			certs := mustCerts(t, t.TempDir())
 			px := px.start(t, string(conf), p.Addr, certs)

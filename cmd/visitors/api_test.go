@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/storetest"
 	"visitors/internal/webtest"
 )
@@ -373,6 +374,23 @@ func waitFlushed(t *testing.T, p *servertest.Proc) {
 	}
 }
 
+// mustMakeKeys makes keys at 0 on p by an import, as /hello makes any
+// name: the owner API makes only keys a badge can show, and changes any
+// key that exists.
+func mustMakeKeys(tb testing.TB, p *servertest.Proc, keys [][]byte) {
+	tb.Helper()
+	var b strings.Builder
+	e := dump.NewEncoder(&b, 0)
+	for _, k := range keys {
+		// A Key always marshals, and a strings.Builder takes every write.
+		_ = e.Encode(&dump.Key{Key: string(k)})
+	}
+	_ = e.Close()
+	if r := apiDo(tb, p, "POST", "/api/v1/import", apiRoot, b.String()); r.code != 200 {
+		tb.Fatalf("import of %d keys at 0: %d %s", len(keys), r.code, r.body)
+	}
+}
+
 // TestAPIExportImportOnline: an export of one running instance, imported
 // into another running one, gives identical counts (every hostile key,
 // locks and today's counts included); a hostile import changes nothing;
@@ -380,6 +398,7 @@ func waitFlushed(t *testing.T, p *servertest.Proc) {
 func TestAPIExportImportOnline(t *testing.T) {
 	a := servertest.Start(t, bin, apiEnv, "-data", t.TempDir())
 	_, tok := mustToken(t, a, "ci", "c/")
+	mustMakeKeys(t, a, storetest.HostileKeys())
 	for i, k := range storetest.HostileKeys() {
 		if r := apiDo(t, a, "PUT", counterPath(string(k)), apiRoot, fmt.Sprintf(`{"total":%d,"locked":%v}`, 1000+i, i%3 == 0)); r.code != 200 {
 			t.Fatalf("PUT %q = %d %s", k, r.code, r.body)

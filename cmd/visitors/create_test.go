@@ -134,9 +134,20 @@ func TestOpenCreate(t *testing.T) {
 					t.Errorf("%s %s as %q's token = %d %s, want 403", c.method, c.path, key, r.code, r.body)
 				}
 			}
-			// Root adds to keys open creation cannot make.
+			// Keys no badge can show: root makes none either, and adds
+			// to them once they exist (as /hello or an import makes them).
+			for _, path := range []string{"/api/v1/counters//add?key=", counterPath("été") + "/add"} {
+				if r := apiDo(t, p, "POST", path, apiRoot, `{"n":3}`); r.code != 400 || !strings.Contains(r.body, "makes only keys a badge can show") {
+					t.Errorf("root POST %s before the key exists = %d %s, want 400 naming the rule", path, r.code, r.body)
+				}
+			}
+			for _, q := range []string{"", "?name=%C3%A9t%C3%A9"} {
+				if code, _, body := mustGet(t, p.URL("/hello"+q)); code != 200 || !strings.Contains(body, "Count: 1<") {
+					t.Fatalf("GET /hello%s = %d %q, want the first visit", q, code, body)
+				}
+			}
 			for _, k := range []string{"", "été"} {
-				if c := mustAdd(t, p, apiRoot, k, 3); c.Total != 3 {
+				if c := mustAdd(t, p, apiRoot, k, 2); c.Total != 3 {
 					t.Errorf("root adds 3 to %q = %+v", k, c)
 				}
 			}
@@ -209,7 +220,7 @@ func TestOpenCreate(t *testing.T) {
 // without -open-create, POST on a counter is the 405 it was; and
 // -open-create without the owner API is refused at start.
 func TestOpenCreateLimits(t *testing.T) {
-	env := []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_ADMIN_TOKEN=" + apiRoot}
+	env := []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_REPEAT_WINDOW=0", "VISITORS_ADMIN_TOKEN=" + apiRoot}
 	p := servertest.Start(t, bin, env, "-store", "memory", "-open-create", "-client-new-keys", "2/h")
 	mustCreate(t, p, "one")
 	if code, _, _ := mustGet(t, p.URL("/counter/two.svg")); code != 200 {
@@ -247,6 +258,7 @@ func TestOpenCreateHostileAdds(t *testing.T) {
 	args := []string{"-data", t.TempDir(), "-durability", "sync"}
 	p := servertest.Start(t, bin, openEnv, args...)
 	keys := storetest.HostileKeys()
+	mustMakeKeys(t, p, keys)
 	for i, k := range keys {
 		mustAdd(t, p, apiRoot, string(k), int64(100+i))
 		mustAdd(t, p, apiRoot, string(k), -int64(i))

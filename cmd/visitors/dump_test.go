@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -236,4 +237,66 @@ func TestHiStopsAtItsBoundAndStillRestores(t *testing.T) {
 	}
 	stop(t, q)
 	stop(t, p)
+}
+
+// TestImportRefusesAKeyTheDumpDoesNotName: a dump whose entry has a
+// null key, no key, or a key with half a UTF-16 surrogate pair
+// ("\u0000\ud800", which encoding/json reads as U+FFFD) is refused whole
+// naming its line, by the owner API's import (400) and by the offline
+// `visitors import` (exit status 1), with and without replace, and the
+// store is as it was. Before, the first two imported the empty key and
+// the third a key the dump did not name.
+func TestImportRefusesAKeyTheDumpDoesNotName(t *testing.T) {
+	const head = `{"format":"visitors-export-1","hits":3,"keys":[` + "\n" + `{"key":"kept","total":5},` + "\n"
+	tests := []struct {
+		name, entry, want string
+	}{
+		{"null key", `{"total":7,"key":null}`, `line 3: key: null is not a string`},
+		{"no key", `{"total":7}`, `line 3: no key field`},
+		{"half a surrogate pair", `{"total":7,"key":"\u0000\ud800"}`, `line 3: key: \ud800 is half of a UTF-16 surrogate pair`},
+	}
+	good := head[:len(head)-2] + "\n]}\n"
+	check := func(t *testing.T, p *servertest.Proc) {
+		t.Helper()
+		got := listAll(t, p, apiRoot)
+		if len(got) != 1 || got[0].Key != "kept" || got[0].Total != 5 {
+			t.Errorf("after the refused imports the store holds %+v, want only kept at 5", got)
+		}
+	}
+	t.Run("online", func(t *testing.T) {
+		p := servertest.Start(t, bin, apiEnv, "-data", t.TempDir())
+		if r := apiDo(t, p, "POST", "/api/v1/import", apiRoot, good); r.code != 200 {
+			t.Fatalf("import of the good dump: %d %s", r.code, r.body)
+		}
+		for _, tt := range tests {
+			for _, replace := range []string{"", "?replace=true"} {
+				r := apiDo(t, p, "POST", "/api/v1/import"+replace, apiRoot, head+tt.entry+"\n]}\n")
+				var e struct{ Error string }
+				if json.Unmarshal([]byte(r.body), &e); r.code != 400 || !strings.Contains(e.Error, tt.want) {
+					t.Errorf("%s%s: %d %s, want 400 naming %q", tt.name, replace, r.code, r.body, tt.want)
+				}
+			}
+		}
+		check(t, p)
+	})
+	t.Run("offline", func(t *testing.T) {
+		data := t.TempDir()
+		imp := func(dump string, args ...string) (string, error) {
+			cmd := exec.Command(bin, append([]string{"import", "-data", data}, args...)...)
+			cmd.Stdin = strings.NewReader(dump)
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		if out, err := imp(good); err != nil {
+			t.Fatalf("import of the good dump: %v %s", err, out)
+		}
+		for _, tt := range tests {
+			for _, args := range [][]string{nil, {"-replace"}} {
+				if out, err := imp(head+tt.entry+"\n]}\n", args...); err == nil || !strings.Contains(out, tt.want) {
+					t.Errorf("%s %v: %v %s, want a failure naming %q", tt.name, args, err, out, tt.want)
+				}
+			}
+		}
+		check(t, servertest.Start(t, bin, apiEnv, "-data", data))
+	})
 }

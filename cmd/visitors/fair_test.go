@@ -93,7 +93,7 @@ func parallel(n int, f func(i int)) {
 // counted exactly; a spoofed X-Forwarded-For from an untrusted peer does
 // not escape its limit; and the metrics say why visits were not counted.
 func TestFairRateLimit(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-data", t.TempDir(), "-log-level", "off", "-trusted-proxies", "127.0.0.1")
+	p := servertest.Start(t, bin, nil, "-repeat-window", "0", "-data", t.TempDir(), "-log-level", "off", "-trusted-proxies", "127.0.0.1")
 	url := p.URL("/counter/burst.svg")
 	const burst, rate = 20, 10.0
 
@@ -133,7 +133,7 @@ func TestFairRateLimit(t *testing.T) {
 	}
 
 	// A peer that is not a trusted proxy cannot pick its identity.
-	p2 := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off", "-trusted-proxies", "10.0.0.0/8")
+	p2 := servertest.Start(t, bin, nil, "-repeat-window", "0", "-store", "memory", "-log-level", "off", "-trusted-proxies", "10.0.0.0/8")
 	start = time.Now()
 	parallel(300, func(i int) { fetch(t, p2.URL("/counter/spoof.svg"), browserUA, fmt.Sprintf("203.0.113.%d", i%250)) })
 	elapsed = time.Since(start).Seconds()
@@ -153,7 +153,7 @@ func TestFairRateLimit(t *testing.T) {
 func TestFairNewKeys(t *testing.T) {
 	// -client-rate 0: the visit rate would stop the flood before the
 	// new-key rule does.
-	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off", "-trusted-proxies", "127.0.0.1", "-client-rate", "0")
+	p := servertest.Start(t, bin, nil, "-repeat-window", "0", "-store", "memory", "-log-level", "off", "-trusted-proxies", "127.0.0.1", "-client-rate", "0")
 	start := time.Now()
 	var made, refused atomic.Int64
 	parallel(1000, func(i int) {
@@ -199,7 +199,7 @@ func TestFairNewKeys(t *testing.T) {
 // the per-client burst (its User-Agent from -camo-ranges) and never as
 // a unique visitor.
 func TestFairBotsAndCamo(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off", "-camo-ranges", "127.0.0.0/8")
+	p := servertest.Start(t, bin, nil, "-repeat-window", "0", "-store", "memory", "-log-level", "off", "-camo-ranges", "127.0.0.0/8")
 	bots := []string{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", "curl/8.5.0"}
 	endpoints := []struct {
 		key, path, want string // want: the count of 1 in the answer
@@ -236,7 +236,7 @@ func TestFairBotsAndCamo(t *testing.T) {
 func TestFairUniqueVisitors(t *testing.T) {
 	day := store.DayOf(time.Now())
 	dir := t.TempDir()
-	args := []string{"-data", dir, "-log-level", "off", "-trusted-proxies", "127.0.0.1"}
+	args := []string{"-data", dir, "-log-level", "off", "-trusted-proxies", "127.0.0.1", "-repeat-window", "0"} // 4 views each, all counted
 	p := servertest.Start(t, bin, nil, args...)
 	const visitors, views = 5000, 20000
 	id := func(i int) string { return fmt.Sprintf("2001:db8:%x:%x::1", i>>8, i&0xff) } // one /64 each
@@ -290,8 +290,9 @@ func TestFairErrorBadges(t *testing.T) {
 	}{
 		{"/counter/two.svg?style=for-the-badge", 503, "FULL"},
 		{"/counter/a//b.svg", 400, "invalid key"},
-		{"/counter/one.svg?days=x&color=nope", 400, "invalid query"},
-		{"/counter/one/graph.svg?days=0", 400, "invalid query"},
+		{"/counter/one.svg?days=x&color=nope", 400, "days must be 1 to 365"},
+		{"/counter/one/graph.svg?days=0", 400, "days must be 1 to 365"},
+		{"/counter/one.svg?style=round", 400, "style must be flat, flat-square, plastic or for-the-badge"},
 	}
 	for _, tt := range tests {
 		code, h, body := fetch(t, p.URL(tt.path), browserUA, "")
@@ -362,7 +363,7 @@ const camoUA = "github-camo (876de43e)"
 // published ranges, the default, it is exempt from them, up to its own
 // bound per key, -camo-key-rate, and no further.
 func TestFairCamoOnlyFromGitHub(t *testing.T) {
-	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off")
+	p := servertest.Start(t, bin, nil, "-repeat-window", "0", "-store", "memory", "-log-level", "off")
 	start := time.Now()
 	parallel(300, func(int) { fetch(t, p.URL("/counter/forged.svg"), camoUA, "") })
 	elapsed := time.Since(start).Seconds()
@@ -475,5 +476,35 @@ func TestHealthzWarnsAtMaxKeys(t *testing.T) {
 	}
 	if code, _, body := mustGet(t, p.AdminURL("/healthz")); code != 200 || !strings.Contains(body, "warning: the store holds 2 keys, -max-keys 2") {
 		t.Errorf("/healthz at -max-keys = %d %q, want 200 with a warning naming the limit", code, body)
+	}
+}
+
+// TestRefreshesAreNotCountedByDefault: the README promises that
+// refreshes are not counted. With the default flags, five reloads of a
+// badge by one browser count once (the other four are answered with
+// Visitors-Counted: false), a reload of the same key's JSON too, and
+// another browser, or the same one on another counter, counts. Before,
+// -repeat-window defaulted to 0: the five reloads counted five.
+func TestRefreshesAreNotCountedByDefault(t *testing.T) {
+	p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off")
+	for i := range 5 {
+		code, h, _ := fetch(t, p.URL("/counter/reloaded.svg"), browserUA, "")
+		if want := map[bool]string{true: "", false: "false"}[i == 0]; code != 200 || h.Get("Visitors-Counted") != want {
+			t.Errorf("reload %d: %d, Visitors-Counted %q, want 200 and %q", i+1, code, h.Get("Visitors-Counted"), want)
+		}
+	}
+	if _, h, _ := fetch(t, p.URL("/counter/reloaded.json"), browserUA, ""); h.Get("Visitors-Counted") != "false" {
+		t.Errorf("the same browser's JSON of the key: Visitors-Counted %q, want false (a refresh)", h.Get("Visitors-Counted"))
+	}
+	if c := mustCounts(t, p, "reloaded"); c.Total != 1 {
+		t.Errorf("five reloads and a JSON read by one browser counted %d, want 1", c.Total)
+	}
+	fetch(t, p.URL("/counter/reloaded.svg"), browserUA+" (another browser)", "")
+	fetch(t, p.URL("/counter/other.svg"), browserUA, "")
+	if c := mustCounts(t, p, "reloaded"); c.Total != 2 {
+		t.Errorf("after another browser's view: total %d, want 2", c.Total)
+	}
+	if c := mustCounts(t, p, "other"); c.Total != 1 {
+		t.Errorf("the same browser on another counter: total %d, want 1", c.Total)
 	}
 }

@@ -25,7 +25,7 @@ var bin string
 // tests that start the binary with it test something else (durability,
 // crashes, a full disk) with Go's HTTP client, which the bot list names,
 // from one address. fair_test.go tests the rules, with their defaults.
-var rulesOff = []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0"}
+var rulesOff = []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0", "VISITORS_REPEAT_WINDOW=0"}
 
 func TestMain(m *testing.M) { servertest.Main(m, "visitors-e2e", &bin, stopRedis) }
 

@@ -58,7 +58,7 @@ func TestRedisUniqueVisitorsAcrossInstances(t *testing.T) {
 	for _, cluster := range []bool{false, true} {
 		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
 			args := append(redisArgs(t, cluster), "-trusted-proxies", "127.0.0.1/32", "-log-level", "warn", "-flight-recorder=false")
-			env := []string{"VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0"} // bots and uniques as by default
+			env := []string{"VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0", "VISITORS_REPEAT_WINDOW=0"} // bots and uniques as by default
 			start := func() []*servertest.Proc {
 				var procs []*servertest.Proc
 				for range 3 {

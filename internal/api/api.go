@@ -112,8 +112,13 @@ type Config struct {
 	// RootHash is the SHA-256 of the root token. Required: without a
 	// root token there is no API (the caller answers 404).
 	RootHash [32]byte
-	// Log receives the audit lines and the causes of 5xx answers.
+	// Log receives the causes of 5xx answers, and the audit lines unless
+	// Audit is set.
 	Log zerolog.Logger
+	// Audit, if set, receives the audit lines: one per change. It should
+	// write them through a writer that never drops a line (the service's
+	// is logsink.Writer.Waiting), where Log may drop lines under load.
+	Audit *zerolog.Logger
 	// Uniques, if set, adds unique_today to a counter's answer.
 	Uniques Uniques
 	// Trusted are the reverse proxies whose forwarding headers name the

@@ -135,6 +135,13 @@ func transcribe(tb testing.TB, out *bytes.Buffer, s step, w *httptest.ResponseRe
 // prefix, and is refused outside it; revoked, it is refused at once.
 func TestTranscript(t *testing.T) {
 	e := newEnv(t, 0, nil)
+	// Keys no badge shows, as /hello makes them: the API changes them,
+	// and makes none.
+	for _, k := range []string{"octocat/été", ""} {
+		if _, err := e.st.Set(context.Background(), []byte(k), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	steps := []step{
 		{"no token", "GET", "/api/v1/counters", "", ""},
 		{"root makes a token for octocat/", "POST", "/api/v1/tokens", "root", `{"name":"ci","prefix":"octocat/"}`},
@@ -144,7 +151,8 @@ func TestTranscript(t *testing.T) {
 		{"a start value", "PUT", "/api/v1/counters/octocat/hello-world", "ci", `{"total":1200}`},
 		{"read it", "GET", "/api/v1/counters/octocat/hello-world", "ci", ""},
 		{"percent-encoded slash: the same key", "GET", "/api/v1/counters/octocat%2Fhello-world", "ci", ""},
-		{"another, made locked", "PUT", "/api/v1/counters/octocat/%C3%A9t%C3%A9", "ci", `{"total":5,"locked":true}`},
+		{"a key no badge shows, not made yet: refused", "PUT", "/api/v1/counters/octocat/%C3%BC", "ci", `{"total":5}`},
+		{"another, which /hello made, made locked", "PUT", "/api/v1/counters/octocat/%C3%A9t%C3%A9", "ci", `{"total":5,"locked":true}`},
 		{"outside the prefix", "PUT", "/api/v1/counters/torvalds/linux", "ci", `{"total":1}`},
 		{"outside the prefix, as a parameter", "GET", "/api/v1/counters/?key=torvalds/linux", "ci", ""},
 		{"list within the prefix", "GET", "/api/v1/counters?limit=1", "ci", ""},
@@ -437,6 +445,11 @@ func TestHostileKeys(t *testing.T) {
 		target := "/api/v1/counters/" + pathEscape(string(k))
 		if len(k) == 0 {
 			target = "/api/v1/counters/?key="
+		}
+		// Made as /hello makes any name: the API makes only keys a
+		// badge can show, and changes any key that exists.
+		if _, _, err := e.st.Visit(context.Background(), k, true); err != nil {
+			t.Fatal(err)
 		}
 		want := fmt.Sprintf(`"total": %d`, 100+i)
 		if w := e.do("PUT", target, "root", fmt.Sprintf(`{"total":%d}`, 100+i)); w.Code != 200 || !strings.Contains(w.Body.String(), want) {

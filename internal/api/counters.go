@@ -35,7 +35,35 @@ var (
 	errTwoKeys  = badRequest("a key in the path and a key parameter: give one")
 	errRouteKey = badRequest("%s", store.MsgRoute)
 	errFull     = &httperr.HTTPError{Code: http.StatusConflict, Msg: "the store holds -max-keys keys: a new key cannot be made; delete one first"}
+	errNoBadge  = badRequest("the owner API makes only keys a badge can show: %s; a key that exists (a /hello name, an imported key) is still read, changed and deleted", strings.TrimSuffix(lowerFirst(store.MsgPublicKey), "."))
 )
+
+// lowerFirst returns s with its first letter in lower case, to quote a
+// message inside another.
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// mayMake refuses a change that would make key k when no badge could
+// show it (store.ValidPublicKey): the owner API and the badges name the
+// same keys. A key that exists, one /hello made (any name of valid
+// UTF-8) or an import brought, may still be changed.
+func (h *Handler) mayMake(c *call, k string) error {
+	if store.ValidPublicKey(k) {
+		return nil
+	}
+	es, err := h.c.Store.List(c.r.Context(), []byte(k), nil, 1)
+	if err != nil {
+		return h.storeError(err, "list")
+	}
+	if len(es) == 1 && string(es[0].Key) == k {
+		return nil
+	}
+	return errNoBadge
+}
 
 // key returns the key a call on /api/v1/counters/{key} acts on, which
 // must be in the caller's scope: the path's, or, with an empty path
@@ -114,6 +142,9 @@ func (h *Handler) getCounter(c *call) error {
 func (h *Handler) putCounter(c *call) error {
 	k, err := c.key()
 	if err != nil {
+		return err
+	}
+	if err := h.mayMake(c, k); err != nil {
 		return err
 	}
 	m, err := c.body("total", "locked")

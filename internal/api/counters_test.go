@@ -34,6 +34,60 @@ func TestRouteKeysReadAndDeleteOnly(t *testing.T) {
 	}
 }
 
+// TestAPIMakesOnlyKeysABadgeShows: the owner API makes no key a badge
+// could not show (store.ValidPublicKey): a set or an add that would make
+// me/été, the empty key or a key with a space is 400 naming the rule, and
+// makes nothing. A key that exists, as /hello makes any name, is still
+// read, set, added to and deleted. Before, PUT me/été answered 200 and
+// made a counter no /counter/ URL could show.
+func TestAPIMakesOnlyKeysABadgeShows(t *testing.T) {
+	e := newEnv(t, 0, nil)
+	made := []struct{ method, target, body string }{
+		{"PUT", "/api/v1/counters/me/%C3%A9t%C3%A9", `{"total":5}`},
+		{"POST", "/api/v1/counters/me/%C3%A9t%C3%A9/add", `{"n":5}`},
+		{"PUT", "/api/v1/counters/me/%C3%A9t%C3%A9", `{"locked":true}`},
+		{"PUT", "/api/v1/counters/?key=", `{"total":5}`},
+		{"PUT", "/api/v1/counters/a%20b", `{"total":5}`},
+		{"POST", "/api/v1/counters/a//b/add", `{"n":1}`},
+		{"PUT", "/api/v1/counters/?key=..", `{"total":5}`},
+	}
+	for _, tt := range made {
+		w := e.do(tt.method, tt.target, "root", tt.body)
+		if w.Code != 400 || !strings.Contains(w.Body.String(), "makes only keys a badge can show: key must be 1-128 bytes of A-Z a-z 0-9") {
+			t.Errorf("%s %s: %d %s, want 400 naming the rule", tt.method, tt.target, w.Code, w.Body)
+		}
+	}
+	if n := e.st.Keys(); n != 0 {
+		t.Fatalf("after the refusals the store holds %d keys, want 0", n)
+	}
+	if w := e.do("PUT", "/api/v1/counters/me/ete", "root", `{"total":5}`); w.Code != 200 {
+		t.Errorf("PUT me/ete: %d %s, want 200", w.Code, w.Body)
+	}
+	// A key /hello made: every call acts on it.
+	ctx := context.Background()
+	for _, k := range []string{"me/été", ""} {
+		if _, _, err := e.st.Visit(ctx, []byte(k), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		method, target, body string
+	}{
+		{"PUT", "/api/v1/counters/me/%C3%A9t%C3%A9", `{"total":7}`},
+		{"POST", "/api/v1/counters/me/%C3%A9t%C3%A9/add", `{"n":1}`},
+		{"GET", "/api/v1/counters/me/%C3%A9t%C3%A9", ""},
+		{"PUT", "/api/v1/counters/?key=", `{"total":2}`},
+		{"DELETE", "/api/v1/counters/me/%C3%A9t%C3%A9", ""},
+	} {
+		if w := e.do(tt.method, tt.target, "root", tt.body); w.Code != 200 {
+			t.Errorf("%s %s on a key /hello made: %d %s, want 200", tt.method, tt.target, w.Code, w.Body)
+		}
+	}
+	if w := e.do("PUT", "/api/v1/counters/me/%C3%A9t%C3%A9", "root", `{"total":1}`); w.Code != 400 {
+		t.Errorf("PUT me/été once deleted: %d %s, want 400", w.Code, w.Body)
+	}
+}
+
 // heldUniques holds today's unique visitors of some keys, and records
 // what it is told to forget.
 type heldUniques struct {

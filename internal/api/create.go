@@ -80,7 +80,7 @@ func (h *Handler) createCounter(c *call) error {
 	}
 	// The key was made at 0: the answer says so.
 	counts := store.Counts{}
-	h.c.Log.Info().Str("audit", "create").Str("token", OpenName).Str("token_id", tid).Str("call", c.r.Method+" "+c.r.URL.Path).
+	h.auditLog().Info().Str("audit", "create").Str("token", OpenName).Str("token_id", tid).Str("call", c.r.Method+" "+c.r.URL.Path).
 		Str("key", k).Str("client", id.String()).Object("after", countsLog(counts)).Msg("api change")
 	writeJSON(c.w, http.StatusCreated, Created{Counter: counterOf(k, counts),
 		Token: NewToken{ID: tid, Token: secret, Name: OpenName, Prefix: k, Exact: true, Created: t.Created}})
@@ -125,6 +125,9 @@ func tooManyNew(err error) error {
 func (h *Handler) addCounter(c *call) error {
 	k, err := c.key()
 	if err != nil {
+		return err
+	}
+	if err := h.mayMake(c, k); err != nil {
 		return err
 	}
 	m, err := c.body("n")

@@ -159,7 +159,7 @@ func (h *Handler) deleteToken(c *call) error {
 
 // audit starts the log line of a change: who, the call, the key.
 func (h *Handler) audit(c *call, what, key string) *zerolog.Event {
-	e := h.c.Log.Info().Str("audit", what).Str("token", c.who.name)
+	e := h.auditLog().Info().Str("audit", what).Str("token", c.who.name)
 	if c.who.id != "" {
 		e = e.Str("token_id", c.who.id)
 	}
@@ -168,6 +168,14 @@ func (h *Handler) audit(c *call, what, key string) *zerolog.Event {
 		e = e.Str("key", key)
 	}
 	return e
+}
+
+// auditLog returns the logger of the audit lines: Config.Audit, or Log.
+func (h *Handler) auditLog() *zerolog.Logger {
+	if h.c.Audit != nil {
+		return h.c.Audit
+	}
+	return &h.c.Log
 }
 
 // countsLog is a key's counts in the audit log.

@@ -351,10 +351,14 @@ func hostname() string {
 // budget of the public counters.
 func (s *service) ownerAPI() *api.Handler {
 	cfg := s.cfg
+	// Audit lines wait for room in the log's ring where other lines
+	// would be dropped: a flood of /hello lines never costs one.
+	audit := zerolog.New(s.sink.Waiting()).Level(cfg.LogLevel).With().Timestamp().Logger()
 	ac := api.Config{
 		Store:          s.st,
 		RootHash:       *cfg.API.RootHash,
 		Log:            s.log,
+		Audit:          &audit,
 		Trusted:        &cfg.Fair.TrustedProxies,
 		Failures:       cfg.API.AuthFailures,
 		NoFailureLimit: cfg.API.AuthFailures.Off(),

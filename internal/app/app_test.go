@@ -39,7 +39,7 @@ const testRoot = "app-test-root-token-0123456789"
 var defFair = func() Fair {
 	f := Fair{ClientRate: client.Rate{Events: 10, Per: time.Second}, ClientBurst: 20,
 		ClientNewKeys: client.Rate{Events: 100, Per: time.Hour}, Unique: true, MaxConns: 10000, MaxConnsPerClient: 100,
-		CamoKeyRate: client.Rate{Events: 600, Per: time.Minute}}
+		CamoKeyRate: client.Rate{Events: 600, Per: time.Minute}, RepeatWindow: 30 * time.Minute} // refreshes are not counted
 	if err := f.CamoRanges.Set(camo.DefaultRanges()); err != nil {
 		panic(err)
 	}
@@ -126,6 +126,7 @@ func TestParseFlags(t *testing.T) {
 			map[string]string{"VISITORS_MAX_CONNS_PER_CLIENT": "0", "VISITORS_API_AUTH_FAILURES": "0"},
 			with(func(c *Config) {
 				c.MaxKeys, c.Fair.MaxConns, c.Fair.MaxConnsPerClient, c.Fair.ClientRate, c.Fair.CamoKeyRate, c.API.AuthFailures = 0, 0, 0, client.Rate{}, client.Rate{}, client.Rate{}
+				c.Fair.RepeatWindow = 0
 			})},
 	}
 	for _, tt := range tests {

@@ -23,7 +23,7 @@ type Fair struct {
 	ClientRate        client.Rate    // counted visits per client; 0: no limit
 	ClientBurst       int            // visits a client may make at once
 	ClientNewKeys     client.Rate    // new keys per client; 0: no limit
-	RepeatWindow      time.Duration  // a visitor's repeat views of a key within it are not counted; 0: all are
+	RepeatWindow      time.Duration  // a visitor's repeat views of a key within it are not counted (refreshes); 0: all are
 	Unique            bool           // count unique visitors
 	CountBots         bool           // count crawlers' visits too
 	MaxConns          int            // open public connections; past it they wait in the accept queue; 0: no limit
@@ -44,12 +44,17 @@ func (f *Fair) flags(fs *flag.FlagSet) {
 	fs.Var(&f.ClientRate, "client-rate", "counted visits per client (IP, IPv6 /64) as N/s, N/m, N/h or N/d; past it a visit is answered, not counted (0: no limit)")
 	fs.IntVar(&f.ClientBurst, "client-burst", 20, "visits a client may make at once before -client-rate applies")
 	fs.Var(&f.ClientNewKeys, "client-new-keys", "new counters a client may create, as N/h and so on; past it a new counter gets 429 (0: no limit)")
-	fs.DurationVar(&f.RepeatWindow, "repeat-window", 0, "a visitor's repeat views of a counter within this long count once toward its total (0: every view counts)")
+	fs.DurationVar(&f.RepeatWindow, "repeat-window", DefaultRepeatWindow, "a visitor's repeat views of a counter within this long count once toward its total: a refresh (the same client address and User-Agent, the same counter, the same UTC day) is not counted (0: every view counts)")
 	fs.BoolVar(&f.Unique, "unique", true, "count unique visitors per counter and UTC day")
 	fs.BoolVar(&f.CountBots, "count-bots", false, "count the visits of crawlers, link-preview fetchers and HTTP libraries (curl, Go-http-client, …) too")
 	fs.IntVar(&f.MaxConns, "max-conns", 10000, "most open public connections; more wait in the kernel's accept queue, and from 3/4 of it an idle keep-alive connection is closed after 2s (0: no limit)")
 	fs.IntVar(&f.MaxConnsPerClient, "max-conns-per-client", DefaultMaxConnsPerClient, "most open public connections from one client address (IPv6 /64; -trusted-proxies exempt); past it a connection is answered 429 and closed (0: no limit)")
 }
+
+// DefaultRepeatWindow is -repeat-window's default: a reader's reloads of
+// a page within half an hour are one view, as the README promises
+// ("refreshes are not counted").
+const DefaultRepeatWindow = 30 * time.Minute
 
 // DefaultCamoKeyRate is -camo-key-rate's default: 10 visits a second
 // to one counter, after a burst of 600, far above what a README's views

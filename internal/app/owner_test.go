@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,5 +132,76 @@ func TestAdminAddrNotLoopback(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"level":"warn"`) || !strings.Contains(out.String(), "not on loopback") {
 		t.Errorf("no warning of a remote admin listener:\n%s", out.String())
+	}
+}
+
+// stalledOut is a log destination that holds every Write until opened,
+// as a stalled pipe or disk would.
+type stalledOut struct {
+	open chan struct{}
+	out  servertest.Buffer
+}
+
+func (s *stalledOut) Write(p []byte) (int, error) {
+	<-s.open
+	return s.out.Write(p)
+}
+
+// TestAuditLinesSurviveAHelloFlood: a /hello flood fills the log's ring
+// while its destination is stalled, and /hello's lines are dropped; the
+// owner changes made then wait for room, and once the destination moves
+// every one of their audit lines is written. Before, the audit lines
+// went through the same dropping ring: a hostile review saw 3 of 5 owner
+// changes leave no audit line.
+func TestAuditLinesSurviveAHelloFlood(t *testing.T) {
+	cfg := testConfig()
+	sum := sha256.Sum256([]byte(testRoot))
+	cfg.API = APIConfig{RootHash: &sum, ImportMaxBytes: 1 << 20}
+	out := &stalledOut{open: make(chan struct{})}
+	r := mustStart(t, cfg, DefaultTimeouts, out)
+	// More /hello lines than the ring's 8192 slots and the 64 KiB
+	// buffer in front of the destination hold.
+	const flood, workers = 9000, 8
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < flood; i += workers {
+				resp, err := webtest.Client.Get("http://" + r.addr + "/hello?name=flood")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	const changes = 5
+	codes := make(chan int, changes)
+	for i := range changes {
+		go func() {
+			code, _, _ := apiCall(t, r.addr, "PUT", "/api/v1/counters/audited-"+strconv.Itoa(i), testRoot, `{"total":1}`)
+			codes <- code
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the changes wait for room in the ring
+	close(out.open)
+	for range changes {
+		if code := <-codes; code != 200 {
+			t.Errorf("PUT = %d, want 200", code)
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	log := out.out.String()
+	if !strings.Contains(log, "log lines dropped") {
+		t.Fatalf("the flood dropped no log line: the ring was not full, and the test proves nothing")
+	}
+	for i := range changes {
+		if want := `"call":"PUT /api/v1/counters/audited-` + strconv.Itoa(i) + `"`; !strings.Contains(log, want) {
+			t.Errorf("no audit line for change %d (%s)", i, want)
+		}
 	}
 }

@@ -12,10 +12,16 @@
 // times a second for its log (docs/performance.md, issue 26). When the ring is full the line is
 // dropped and counted; the drain goroutine reports drops as a warning line
 // of its own, and [Writer.Dropped] exposes the total.
+//
+// A line that must not be lost, such as the owner API's audit lines, is
+// written with [Writer.WriteWait] (or through [Writer.Waiting]): when the
+// ring is full it waits for a free slot instead (back-pressure on the
+// rare caller that asked for it), so it is never dropped.
 package logsink
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -120,6 +126,59 @@ func New(w io.Writer, o Options) *Writer {
 // Write queues a copy of p and returns at once. It never blocks and never
 // fails: when the ring is full the line is dropped and counted.
 func (w *Writer) Write(p []byte) (int, error) {
+	if !w.put(p) {
+		w.dropped.Add(1)
+	}
+	return len(p), nil
+}
+
+// ErrClosed is the error of a [Writer.WriteWait] after [Writer.Close].
+var ErrClosed = errors.New("logsink: write after close")
+
+// WriteWait queues a copy of p as Write does, but when the ring is full
+// it waits for the drain goroutine to free a slot instead of dropping
+// the line: the line is never lost. It may be called concurrently with
+// Write; it fails only after Close, with [ErrClosed].
+func (w *Writer) WriteWait(p []byte) (int, error) {
+	for {
+		select {
+		case <-w.done: // no drain goroutine would ever write it
+			return 0, ErrClosed
+		default:
+		}
+		if w.put(p) {
+			return len(p), nil
+		}
+		// A full ring is being drained (a drain goroutine asleep found
+		// it empty, and a Write since has woken it); wake it anyway, in
+		// case, and look again soon: a slot frees as soon as the
+		// destination takes a line.
+		if w.asleep.Load() && w.asleep.CompareAndSwap(true, false) {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+		time.Sleep(waitRetry)
+	}
+}
+
+// waitRetry is how long [Writer.WriteWait] waits before it looks for a
+// free slot again.
+const waitRetry = 100 * time.Microsecond
+
+// Waiting returns an [io.Writer] whose Write is w's [Writer.WriteWait],
+// for a logger whose lines must never be dropped.
+func (w *Writer) Waiting() io.Writer { return waiting{w} }
+
+// waiting is [Writer.Waiting]'s writer.
+type waiting struct{ w *Writer }
+
+func (ww waiting) Write(p []byte) (int, error) { return ww.w.WriteWait(p) }
+
+// put queues a copy of p and reports whether it found a slot: false
+// when the ring is full.
+func (w *Writer) put(p []byte) bool {
 	pos := w.head.Load()
 	var s *slot
 	for {
@@ -141,12 +200,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 					default:
 					}
 				}
-				return len(p), nil
+				return true
 			}
 			pos = w.head.Load()
 		case d < 0: // the slot still holds a line from one lap ago: full
-			w.dropped.Add(1)
-			return len(p), nil
+			return false
 		default: // another producer claimed pos; catch up
 			pos = w.head.Load()
 		}

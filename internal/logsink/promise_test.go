@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // gate is a log destination that holds every Write until it is opened,
@@ -403,5 +405,62 @@ func TestPollIsTheWait(t *testing.T) {
 	}
 	if got := dst.String(); got != "a\nb\n" {
 		t.Errorf("after Close the output is %q, want %q", got, "a\nb\n")
+	}
+}
+
+// TestWriteWaitNeverDrops: while the destination is stalled and the ring
+// full, Write drops lines, but WriteWait (and a zerolog logger on
+// Waiting, as the audit lines are written) waits for room: once the
+// destination moves, every one of its lines is written, after the lines
+// the ring held. After Close, WriteWait fails with ErrClosed.
+func TestWriteWaitNeverDrops(t *testing.T) {
+	bounded(t)
+	g := newGate()
+	w := New(g, Options{Slots: 8, BufferBytes: 64, Poll: time.Millisecond})
+	// Fill the ring, let the drain goroutine take what its buffer holds
+	// and stall on the destination, and fill again: no slot is free.
+	for i := range 100 {
+		w.Write(line(i))
+	}
+	time.Sleep(20 * time.Millisecond)
+	for i := range 100 {
+		w.Write(line(100 + i))
+	}
+	if w.Dropped() == 0 {
+		t.Fatal("a stalled destination dropped nothing: the ring is not full")
+	}
+	audit := zerolog.New(w.Waiting())
+	const n = 5
+	done := make(chan int, n)
+	for i := range n {
+		go func() {
+			audit.Info().Int("change", i).Msg("api change")
+			done <- i
+		}()
+	}
+	select {
+	case i := <-done:
+		t.Fatalf("audit line %d returned while the ring is full: it was dropped, or the ring was not full", i)
+	case <-time.After(50 * time.Millisecond):
+	}
+	dropped := w.Dropped()
+	close(g.open)
+	for range n {
+		<-done
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := g.String()
+	for i := range n {
+		if !strings.Contains(out, fmt.Sprintf(`{"level":"info","change":%d,"message":"api change"}`, i)) {
+			t.Errorf("audit line %d is not written:\n%s", i, out)
+		}
+	}
+	if w.Dropped() != dropped {
+		t.Errorf("Dropped() = %d after the audit lines, want %d: they were dropped", w.Dropped(), dropped)
+	}
+	if _, err := w.WriteWait(line(0)); err != ErrClosed {
+		t.Errorf("WriteWait after Close = %v, want ErrClosed", err)
 	}
 }

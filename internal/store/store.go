@@ -82,8 +82,9 @@ func ValidKey(key []byte) bool {
 // MsgPublicKey says which keys [ValidPublicKey] takes.
 var MsgPublicKey = fmt.Sprintf("Key must be 1-%d bytes of A-Z a-z 0-9 . _ ~ - and /, with no empty, . or .. segment, and its last segment not daily, graph or stream (/counter/ns/graph.svg is the graph of ns)", MaxKeyBytes)
 
-// ValidPublicKey reports whether key is one /counter/{key} takes, and
-// open creation in the owner API with it: 1-[MaxKeyBytes] bytes of
+// ValidPublicKey reports whether key is one /counter/{key} takes, and so
+// one the owner API may make (open creation, a set or an add of a key
+// not there yet): 1-[MaxKeyBytes] bytes of
 // [A-Za-z0-9._~-] and '/', with no empty, "." or ".." segment, and not a
 // key whose last segment is the name of a route ([KeyIsRoute]). Every
 // such key is also a [ValidKey].

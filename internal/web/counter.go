@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"visitors/internal/badge"
+	"visitors/internal/httperr"
 	"visitors/internal/metrics"
 	"visitors/internal/store"
 	"visitors/internal/visit"
@@ -42,6 +43,7 @@ const (
 // Header values of the counter API, shared and never mutated.
 var (
 	ctSVG        = []string{"image/svg+xml; charset=utf-8"}
+	svgCSP       = []string{"default-src 'none'; style-src 'unsafe-inline'"}
 	noCache      = []string{"no-cache, no-store, must-revalidate"}
 	expiresZero  = []string{"0"}
 	anyOrigin    = []string{"*"}
@@ -116,12 +118,12 @@ func boolParam(q, key string, def bool) (bool, bool) {
 }
 
 // parseCounterQuery parses and checks the query of a /counter/ request,
-// returning the client's message if it is bad. A request with no query,
+// returning the client's error if it is bad. A request with no query,
 // the load test's and a plain README badge's, takes the defaults parsed
 // once: emptyQuery.
-func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
+func parseCounterQuery(sc *scratch, q string) (cq counterQuery, herr *httperr.HTTPError) {
 	if q == "" {
-		return emptyQuery(), ""
+		return emptyQuery(), nil
 	}
 	return parseQuery(sc, q)
 }
@@ -136,21 +138,40 @@ func parseCounterQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 // command was stopped.
 var emptyQuery = sync.OnceValue(func() counterQuery {
 	var sc scratch
-	cq, msg := parseQuery(&sc, "")
-	if msg != "" {
-		panic("the empty query is refused: " + msg)
+	cq, herr := parseQuery(&sc, "")
+	if herr != nil {
+		panic("the empty query is refused: " + herr.Msg)
 	}
 	return cq
 })
 
+// The client errors of a bad /counter/ query. An error badge shows the
+// parameter and what it takes, as the message does; a color's are made
+// by [colorError].
+var (
+	errCount       = badRequest(msgCount, "count must be true or false")
+	errAbbr        = badRequest(msgAbbr, "abbreviated must be true or false")
+	errShow        = badRequest(msgShow, "show must be total, today or unique")
+	errDays        = badRequest(msgDays, fmt.Sprintf("days must be 1 to %d", store.MaxDays))
+	errLabel       = badRequest(msgLabel, fmt.Sprintf("label must be at most %d characters", MaxLabelRunes))
+	errQueryEscape = badRequest(msgEscape, "query is not valid URL encoding")
+	errStyle       = badRequest("Optional "+badge.ErrStyle.Error(), badge.ErrStyle.Error())
+)
+
+// colorError returns the client's error for the bad color parameter key
+// (color, label_color, labelColor, logo_color or logoColor).
+func colorError(key string) *httperr.HTTPError {
+	return badRequest("Optional "+key+": "+badge.ErrColor.Error(), key+" must be a color name or 3 or 6 hex digits")
+}
+
 // parseQuery is parseCounterQuery without the shortcut.
-func parseQuery(sc *scratch, q string) (cq counterQuery, msg string) {
+func parseQuery(sc *scratch, q string) (cq counterQuery, herr *httperr.HTTPError) {
 	var ok bool
 	if cq.count, ok = boolParam(q, "count", true); !ok {
-		return cq, msgCount
+		return cq, errCount
 	}
 	if cq.abbreviated, ok = boolParam(q, "abbreviated", false); !ok {
-		return cq, msgAbbr
+		return cq, errAbbr
 	}
 	switch v, _ := queryValue(q, "show"); v {
 	case "", "total":
@@ -159,73 +180,73 @@ func parseQuery(sc *scratch, q string) (cq counterQuery, msg string) {
 	case "unique":
 		cq.unique = true
 	default:
-		return cq, msgShow
+		return cq, errShow
 	}
 	cq.days = defaultDays
 	if v, found := queryValue(q, "days"); found {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > store.MaxDays {
-			return cq, msgDays
+			return cq, errDays
 		}
 		cq.days = n
 	}
 
 	label, found := queryValue(q, "label")
 	if len(label) > 4*3*MaxLabelRunes {
-		return cq, msgLabel
+		return cq, errLabel
 	}
 	var err error
 	if sc.label, err = appendUnescape(sc.label[:0], label); err != nil {
-		return cq, msgEscape
+		return cq, errQueryEscape
 	}
 	if !found {
 		sc.label = append(sc.label[:0], defaultText...)
 	}
 	if !utf8.Valid(sc.label) || utf8.RuneCount(sc.label) > MaxLabelRunes {
-		return cq, msgLabel
+		return cq, errLabel
 	}
 	cq.b.Label = sc.label
 
-	cq.b.Color, msg = parseColorParam(&sc.color, q, "color", "", defaultColor)
-	if msg != "" {
-		return cq, msg
+	cq.b.Color, herr = parseColorParam(&sc.color, q, "color", "", defaultColor)
+	if herr != nil {
+		return cq, herr
 	}
-	cq.b.LabelColor, msg = parseColorParam(&sc.labelColor, q, "label_color", "labelColor", defaultLabel)
-	if msg != "" {
-		return cq, msg
+	cq.b.LabelColor, herr = parseColorParam(&sc.labelColor, q, "label_color", "labelColor", defaultLabel)
+	if herr != nil {
+		return cq, herr
 	}
 	style, _ := queryValue(q, "style")
 	if cq.b.Style, err = badge.ParseStyle([]byte(style)); err != nil {
-		return cq, "Optional " + err.Error()
+		return cq, errStyle
 	}
 	return cq, parseLogo(sc, q, &cq.b)
 }
 
 // parseColorParam parses a badge color parameter into *buf: key, or, if
 // it is absent, its shields.io spelling alias ("" for none).
-func parseColorParam(buf *[]byte, q, key, alias string, def []byte) ([]byte, string) {
+func parseColorParam(buf *[]byte, q, key, alias string, def []byte) ([]byte, *httperr.HTTPError) {
 	raw, found := queryValue(q, key)
 	if !found && alias != "" {
 		raw, found = queryValue(q, alias)
 		key = alias
 	}
 	if !found || raw == "" {
-		return def, ""
+		return def, nil
 	}
 	if len(raw) > 3*32 {
-		return nil, "Optional " + key + ": " + badge.ErrColor.Error()
+		return nil, colorError(key)
 	}
 	var tmp [96]byte
 	name, err := appendUnescape(tmp[:0], raw)
 	if err != nil {
-		return nil, msgEscape
+		return nil, errQueryEscape
 	}
 	c, err := badge.AppendColor((*buf)[:0], name)
 	*buf = c
 	if err != nil {
-		return nil, "Optional " + key + ": " + err.Error()
+		return nil, colorError(key)
 	}
-	return c, ""
+	return c, nil
 }
 
 // handleCounter serves /counter/{key}.svg, .json, /daily.json and
@@ -247,13 +268,9 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
-	cq, msg := parseCounterQuery(sc, r.URL.RawQuery)
-	switch msg {
-	case "":
-	case msgLogo:
-		return s.fail(w, r, svg, badRequest(msg, msgLogoBadge))
-	default:
-		return s.fail(w, r, svg, badRequest(msg, "invalid query"))
+	cq, herr := parseCounterQuery(sc, r.URL.RawQuery)
+	if herr != nil {
+		return s.fail(w, r, svg, herr)
 	}
 	sc.name = append(sc.name[:0], key...)
 	switch kind {
@@ -319,9 +336,15 @@ func (s *Server) handleCounter(w http.ResponseWriter, r *http.Request) int {
 }
 
 // setImageHeaders marks an SVG image that no proxy may keep: GitHub's
-// image proxy would otherwise cache a badge and its count.
+// image proxy would otherwise cache a badge and its count. It forbids
+// browsers to sniff it as anything else, and gives it a Content-Security-
+// Policy that lets it load and run nothing (an SVG opened as a document
+// could otherwise run script): its own inline style, the graph's dark
+// theme, is all it needs.
 func setImageHeaders(h http.Header) {
 	h["Content-Type"] = ctSVG
+	h["X-Content-Type-Options"] = nosniff
+	h["Content-Security-Policy"] = svgCSP
 	setNoCache(h)
 }
 
@@ -373,6 +396,7 @@ func (s *Server) writeDaily(w http.ResponseWriter, r *http.Request, key string, 
 	b.WriteString("]}\n")
 	h := w.Header()
 	h["Content-Type"] = ctJSON
+	h["X-Content-Type-Options"] = nosniff
 	h["Access-Control-Allow-Origin"] = anyOrigin
 	setNoCache(h)
 	if etagMatches(w, r, b.Bytes()) {

@@ -365,3 +365,52 @@ func TestRouteNamesAreTheRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestImageAndJSONHeaders: every SVG answer (a badge, a graph, an error
+// badge, a 304) carries X-Content-Type-Options: nosniff and a
+// Content-Security-Policy that loads and runs nothing, and every JSON
+// answer nosniff. A hostile review found graph.svg and daily.json
+// without nosniff, and no SVG with a policy.
+func TestImageAndJSONHeaders(t *testing.T) {
+	s, _ := mustServer(t, nil)
+	get(t, s, "GET", "/counter/h.svg")
+	tests := []struct {
+		name, target string
+		code         int
+		svg          bool
+	}{
+		{"badge", "/counter/h.svg", 200, true},
+		{"badge read", "/counter/h.svg?count=false", 200, true},
+		{"graph", "/counter/h/graph.svg", 200, true},
+		{"error badge", "/counter/h.svg?style=round", 400, true},
+		{"graph error", "/counter/h/graph.svg?days=0", 400, true},
+		{"not found badge", "/counter/h.svg/", 404, false},
+		{"json", "/counter/h.json", 200, false},
+		{"daily", "/counter/h/daily.json", 200, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := get(t, s, "GET", tt.target)
+			h := w.Header()
+			if w.Code != tt.code {
+				t.Fatalf("GET %s = %d, want %d", tt.target, w.Code, tt.code)
+			}
+			if got := h.Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("GET %s: X-Content-Type-Options %q, want nosniff", tt.target, got)
+			}
+			csp := h.Get("Content-Security-Policy")
+			if tt.svg && (!strings.HasPrefix(csp, "default-src 'none'") || !strings.HasPrefix(h.Get("Content-Type"), "image/svg+xml")) {
+				t.Errorf("GET %s: Content-Type %q, Content-Security-Policy %q, want an SVG with default-src 'none'", tt.target, h.Get("Content-Type"), csp)
+			}
+		})
+	}
+	// A 304 answers with the headers of the image it stands for.
+	w := get(t, s, "GET", "/counter/h/graph.svg")
+	r := httptest.NewRequest("GET", "/counter/h/graph.svg", nil)
+	r.Header.Set("If-None-Match", w.Header().Get("Etag"))
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, r)
+	if rec.Code != 304 || rec.Header().Get("Content-Security-Policy") == "" || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("GET graph.svg with its ETag = %d %q, want 304 with the SVG's headers", rec.Code, rec.Header())
+	}
+}

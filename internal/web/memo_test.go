@@ -29,9 +29,9 @@ func TestBadgeMemoMatchesAppendSVG(t *testing.T) {
 	var memo badgeMemo
 	check := func(q string, n uint64) {
 		t.Helper()
-		cq, msg := parseCounterQuery(sc, q)
-		if msg != "" {
-			t.Fatalf("%q: %s", q, msg)
+		cq, herr := parseCounterQuery(sc, q)
+		if herr != nil {
+			t.Fatalf("%q: %s", q, herr.Msg)
 		}
 		cq.b.Value = badge.AppendCount(nil, n, cq.abbreviated)
 		want := badge.AppendSVG(nil, &cq.b)

@@ -32,11 +32,42 @@ func counterParam(name string) bool {
 	return false
 }
 
+// msgTopParams lists the parameters of /top.json, for the message of an
+// unknown one.
+const msgTopParams = "/top.json takes days and limit"
+
+// topParam reports whether name is a parameter of /top.json.
+func topParam(name string) bool { return name == "days" || name == "limit" }
+
+// paramSet names the parameters a route takes.
+type paramSet int
+
+// The routes' parameter sets.
+const (
+	counterParams paramSet = iota // the /counter/ routes' ([counterParam])
+	topParams                     // /top.json's ([topParam])
+)
+
+// has reports whether name is in p. It is a switch, not a func value, so
+// that a name unescaped into a buffer on the stack stays there.
+func (p paramSet) has(name string) bool {
+	if p == topParams {
+		return topParam(name)
+	}
+	return counterParam(name)
+}
+
 // unknownCounterParam returns the name, still escaped, of the first
 // parameter of query q that the /counter/ routes do not take, and
 // whether there is one. Empty pairs ("a=1&&b=2") are no parameter, as
 // for url.ParseQuery. It allocates nothing.
-func unknownCounterParam(q string) (string, bool) {
+func unknownCounterParam(q string) (string, bool) { return unknownParamIn(q, counterParams) }
+
+// unknownParamIn returns the name, still escaped, of the first parameter
+// of query q that known does not hold, and whether there is one, as
+// [unknownCounterParam] does for the /counter/ routes. It allocates
+// nothing.
+func unknownParamIn(q string, known paramSet) (string, bool) {
 	for q != "" {
 		var pair string
 		pair, q, _ = strings.Cut(q, "&")
@@ -47,7 +78,7 @@ func unknownCounterParam(q string) (string, bool) {
 		if i := strings.IndexByte(pair, '='); i >= 0 {
 			k = pair[:i]
 		}
-		if counterParam(k) {
+		if known.has(k) {
 			continue
 		}
 		if strings.IndexByte(k, '%') < 0 && strings.IndexByte(k, '+') < 0 {
@@ -58,7 +89,7 @@ func unknownCounterParam(q string) (string, bool) {
 			return k, true
 		}
 		u, err := appendUnescape(buf[:0], k)
-		if err != nil || !counterParam(string(u)) {
+		if err != nil || !known.has(string(u)) {
 			return k, true
 		}
 	}
@@ -70,6 +101,12 @@ func unknownCounterParam(q string) (string, bool) {
 // its badge shows at most [maxShownParam] bytes of it, which the badge
 // escapes as any text.
 func unknownParam(raw string) *httperr.HTTPError {
+	return unknownParamOf(raw, msgCounterParams)
+}
+
+// unknownParamOf is [unknownParam] for a route whose parameters the
+// message params lists.
+func unknownParamOf(raw, params string) *httperr.HTTPError {
 	name := raw
 	if u, err := appendUnescape(nil, raw); err == nil {
 		name = string(u)
@@ -82,5 +119,5 @@ func unknownParam(raw string) *httperr.HTTPError {
 		}
 		shown = shown[:cut] + "…"
 	}
-	return badRequest(fmt.Sprintf("Unknown parameter %+q: %s", name, msgCounterParams), "unknown parameter "+shown)
+	return badRequest(fmt.Sprintf("Unknown parameter %+q: %s", name, params), "unknown parameter "+shown)
 }

@@ -134,13 +134,13 @@ func TestUnknownParamAllocs(t *testing.T) {
 // the same defaults every time: nothing writes into them.
 func TestEmptyQueryIsParsed(t *testing.T) {
 	var sc scratch
-	want, msg := parseQuery(&sc, "")
-	if msg != "" {
-		t.Fatalf("parseQuery(\"\") refused: %s", msg)
+	want, herr := parseQuery(&sc, "")
+	if herr != nil {
+		t.Fatalf("parseQuery(\"\") refused: %s", herr.Msg)
 	}
-	got, msg := parseCounterQuery(&sc, "")
-	if msg != "" || !reflect.DeepEqual(got, want) {
-		t.Fatalf("parseCounterQuery(\"\") = %+v, %q; parseQuery gives %+v", got, msg, want)
+	got, herr := parseCounterQuery(&sc, "")
+	if herr != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseCounterQuery(\"\") = %+v, %v; parseQuery gives %+v", got, herr, want)
 	}
 	s, _ := mustServer(t, nil)
 	first := get(t, s, "GET", "/counter/empty.svg?label=other&color=red").Body.String()
@@ -152,5 +152,44 @@ func TestEmptyQueryIsParsed(t *testing.T) {
 	}
 	if !strings.Contains(first, ">other<") {
 		t.Errorf("a badge with a label of its own does not show it: %s", first)
+	}
+}
+
+// TestErrorBadgeNamesTheParameter: an error badge for a bad parameter
+// shows the parameter and what it takes, as its Visitors-Error header
+// says in full; before, every one of them read "invalid query".
+func TestErrorBadgeNamesTheParameter(t *testing.T) {
+	s, st := mustServer(t, nil)
+	tests := []struct {
+		query, badge, header string
+	}{
+		{"style=round", "style must be flat, flat-square, plastic or for-the-badge", "Optional style must be"},
+		{"color=nope", "color must be a color name or 3 or 6 hex digits", "Optional color: colors must be"},
+		{"colour=red&color=nope", "unknown parameter colour", `Unknown parameter "colour"`},
+		{"label_color=%23fff", "label_color must be a color name or 3 or 6 hex digits", "Optional label_color:"},
+		{"labelColor=url(x)", "labelColor must be a color name or 3 or 6 hex digits", "Optional labelColor:"},
+		{"logo=github&logoColor=zz", "logoColor must be a color name or 3 or 6 hex digits", "Optional logoColor:"},
+		{"days=0", "days must be 1 to 365", msgDays},
+		{"count=maybe", "count must be true or false", msgCount},
+		{"abbreviated=yes", "abbreviated must be true or false", msgAbbr},
+		{"show=all", "show must be total, today or unique", msgShow},
+		{"label=" + strings.Repeat("x", MaxLabelRunes+1), "label must be at most 64 characters", msgLabel},
+		{"label=%zz", "query is not valid URL encoding", msgEscape},
+		{"logo=nosuchlogo", "unknown logo", msgLogo},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			w := get(t, s, "GET", "/counter/e.svg?"+tt.query)
+			msg := errorMessage(t, w)
+			if w.Code != 400 || !strings.Contains(w.Body.String(), `aria-label="visitors: `+tt.badge+`"`) {
+				t.Errorf("GET ?%s = %d, badge %s; want 400 showing %q", tt.query, w.Code, w.Body, tt.badge)
+			}
+			if !strings.HasPrefix(msg, tt.header) {
+				t.Errorf("GET ?%s: Visitors-Error %q, want it to start %q", tt.query, msg, tt.header)
+			}
+		})
+	}
+	if got := mustCount(t, st, "e").Total; got != 0 {
+		t.Errorf("refused requests counted %d visits, want 0", got)
 	}
 }

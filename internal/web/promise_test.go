@@ -309,8 +309,8 @@ func TestInputLimitsAfterUnescaping(t *testing.T) {
 }
 
 func errColorText() string {
-	_, msg := parseColorParam(new([]byte), "color=zz", "color", "", nil)
-	return strings.TrimPrefix(msg, "Optional color: ")
+	_, herr := parseColorParam(new([]byte), "color=zz", "color", "", nil)
+	return strings.TrimPrefix(herr.Msg, "Optional color: ")
 }
 
 // TestIsWordMatchesRegexp: the color rule is exactly \w, byte by byte.

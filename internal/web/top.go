@@ -46,10 +46,14 @@ func (s *Server) observe(key []byte, c store.Counts) {
 }
 
 // handleTop serves /top.json?days=D&limit=L: the L counters with the
-// most visits in the last D UTC days, today included.
+// most visits in the last D UTC days, today included. Any other parameter
+// is refused with 400, as on the counter routes.
 func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) int {
 	if s.top == nil {
 		return writeError(w, http.StatusNotFound, msgTopOff)
+	}
+	if name, found := unknownParamIn(r.URL.RawQuery, topParams); found {
+		return s.fail(w, r, false, unknownParamOf(name, msgTopParams))
 	}
 	days, ok := intParam(r.URL.RawQuery, "days", defaultTopDays, top.MaxDays)
 	if !ok {

@@ -154,7 +154,6 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, svg bool, e *httpe
 		b.Style = st
 	}
 	setImageHeaders(h)
-	h["X-Content-Type-Options"] = nosniff
 	h["Visitors-Error"] = []string{e.Msg} // the whole message, for curl -i
 	w.WriteHeader(e.Code)
 	w.Write(badge.AppendSVG(nil, &b))

@@ -444,8 +444,10 @@ func startServer(tmp, name, cpu, redisURL, baseline string) (*proc, error) {
 			}
 		}
 		// Loopback is the trusted proxy: with -clients, wrk names each
-		// request's client in X-Forwarded-For.
-		argv = []string{path, "-data", filepath.Join(tmp, name+"-data"), "-trusted-proxies", "127.0.0.1"}
+		// request's client in X-Forwarded-For. Every view counts
+		// (-repeat-window 0), as before its default was 30m: wrk's
+		// clients reload the same badge, and the runs measure counting.
+		argv = []string{path, "-data", filepath.Join(tmp, name+"-data"), "-trusted-proxies", "127.0.0.1", "-repeat-window", "0"}
 		switch name {
 		case "visitors-rules0":
 			argv = append(argv, "-client-rate", "0", "-client-new-keys", "0", "-unique=false", "-count-bots")

@@ -44,6 +44,7 @@ var (
 	badgeContentType  = []string{"image/svg+xml; charset=utf-8"}
 	badgeExpires      = []string{"0"}
 	badgeNoSniff      = []string{"nosniff"}
+	badgeCSP          = []string{"default-src 'none'; style-src 'unsafe-inline'"}
 )
 
 func newBareBadge() *bareBadge {
@@ -58,6 +59,7 @@ func (h *bareBadge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd["Content-Type"] = badgeContentType
 	hd["Expires"] = badgeExpires
 	hd["X-Content-Type-Options"] = badgeNoSniff
+	hd["Content-Security-Policy"] = badgeCSP
 	w.Write(h.svg)
 }
 
@@ -74,6 +76,7 @@ func (h *bareBadgeSet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Type", badgeContentType[0])
 	hd.Set("Expires", badgeExpires[0])
 	hd.Set("X-Content-Type-Options", badgeNoSniff[0])
+	hd.Set("Content-Security-Policy", badgeCSP[0])
 	w.Write(h.svg)
 }
 

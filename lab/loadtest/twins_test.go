@@ -71,7 +71,7 @@ func TestBareTwinsAnswerWhatVisitorsAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := servertest.Start(t, bin, nil, "-data", filepath.Join(dir, "data"))
+	p := servertest.Start(t, bin, nil, "-data", filepath.Join(dir, "data"), "-repeat-window", "0") // every request counts, as in a load test
 	defer p.Stop(syscall.SIGTERM, 10*time.Second)
 
 	for _, tc := range []struct {

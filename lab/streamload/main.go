@@ -96,7 +96,7 @@ func run(args []string, stdout io.Writer) error {
 	}
 
 	// Throughput: wrk on the key, alternating without and with streams.
-	p, err := servertest.StartWrappedErr([]string{"taskset", "-c", "0"}, bin, nil, "-store", "memory", "-log-level", "off", "-max-streams", strconv.Itoa(*streams+10))
+	p, err := servertest.StartWrappedErr([]string{"taskset", "-c", "0"}, bin, nil, "-store", "memory", "-log-level", "off", "-repeat-window", "0", "-max-streams", strconv.Itoa(*streams+10))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -62,6 +63,13 @@ func hide(cmd string, set ...string) step {
 	return step{cmd: cmd, hidden: true, set: set}
 }
 
+// reader returns the start of a curl command that visits as reader n: a
+// browser's User-Agent of its own, so that its view is no other reader's
+// refresh (-repeat-window).
+func reader(n int) string {
+	return fmt.Sprintf(`curl -s -A 'Mozilla/5.0 (reader %d)' -o /dev/null `, n)
+}
+
 // The commands' repeated parts.
 const (
 	browser = `-A 'Mozilla/5.0'`
@@ -84,7 +92,8 @@ var sessions = []session{
 		examples: []example{
 			{name: "quickstart-count", steps: []step{
 				sh(`curl -s ` + browser + ` localhost:8080/counter/octocat/hello-world.svg | grep -o 'aria-label="[^"]*"'`),
-				sh(`curl -s ` + browser + ` localhost:8080/counter/octocat/hello-world.json`),
+				sh(`curl -si ` + browser + ` localhost:8080/counter/octocat/hello-world.json | tr -d '\r' | grep -E '^(Visitors-Counted|\{)'`),
+				sh(`curl -s -A 'Mozilla/5.0 (another reader)' localhost:8080/counter/octocat/hello-world.json`),
 			}},
 			{name: "quickstart-bot", steps: []step{
 				sh(`curl -si localhost:8080/counter/octocat/hello-world.json | tr -d '\r' | grep -E '^(Visitors-Counted|\{)'`),
@@ -125,7 +134,7 @@ var sessions = []session{
 			}},
 			{name: "stream", steps: []step{
 				{cmd: `curl -sN localhost:8080/counter/octocat/hello-world/stream   # and, elsewhere, one visit`,
-					events: 2, then: visit + `localhost:8080/counter/octocat/hello-world.svg`},
+					events: 2, then: `curl -s -A 'Mozilla/5.0 (elsewhere)' -o /dev/null localhost:8080/counter/octocat/hello-world.svg`},
 			}},
 			{name: "healthz", steps: []step{
 				sh(`curl -s localhost:6060/healthz`),
@@ -139,12 +148,13 @@ var sessions = []session{
 		examples: []example{
 			{name: "top-server", kind: "server"},
 			{name: "top", steps: []step{
-				hide(visit + `localhost:8080/counter/octocat/spoon-knife.svg`),
-				hide(visit + `localhost:8080/counter/octocat/spoon-knife.svg`),
-				hide(visit + `localhost:8080/counter/octocat/spoon-knife.svg`),
-				hide(visit + `localhost:8080/counter/octocat/hello-world.svg`),
-				hide(visit + `localhost:8080/counter/octocat/hello-world.svg`),
-				hide(visit + `localhost:8080/counter/torvalds/linux.svg`),
+				// Three readers: one reader's second view would be a refresh.
+				hide(reader(1) + `localhost:8080/counter/octocat/spoon-knife.svg`),
+				hide(reader(2) + `localhost:8080/counter/octocat/spoon-knife.svg`),
+				hide(reader(3) + `localhost:8080/counter/octocat/spoon-knife.svg`),
+				hide(reader(1) + `localhost:8080/counter/octocat/hello-world.svg`),
+				hide(reader(2) + `localhost:8080/counter/octocat/hello-world.svg`),
+				hide(reader(1) + `localhost:8080/counter/torvalds/linux.svg`),
 				sh(`curl -s 'localhost:8080/top.json?days=7&limit=2'`),
 			}},
 		},
@@ -173,14 +183,17 @@ var sessions = []session{
 			}},
 			{name: "counter-reset", steps: []step{
 				sh(`curl -s -X PUT localhost:8080/api/v1/counters/octocat/hello-world ` + tok + ` ` + jsonCT + ` -d '{"total":0,"locked":false}'`),
+			}},
+			{name: "counter-no-badge", steps: []step{
 				sh(`curl -s -X PUT localhost:8080/api/v1/counters/octocat/%C3%A9t%C3%A9 ` + tok + ` ` + jsonCT + ` -d '{"total":5}'`),
+				sh(`curl -s -X PUT localhost:8080/api/v1/counters/octocat/spoon-knife ` + tok + ` ` + jsonCT + ` -d '{"total":5}'`),
 			}},
 			{name: "counter-list", steps: []step{
 				sh(`curl -s 'localhost:8080/api/v1/counters?limit=1' ` + tok),
 				sh(`curl -s 'localhost:8080/api/v1/counters?limit=1&after=octocat%2Fhello-world' ` + tok),
 			}},
 			{name: "counter-empty-key", steps: []step{
-				sh(`curl -s -X PUT 'localhost:8080/api/v1/counters/?key=' ` + root + ` ` + jsonCT + ` -d '{"total":42}'`),
+				sh(`curl -s 'localhost:8080/api/v1/counters/?key=' ` + root),
 			}},
 			{name: "counter-delete", steps: []step{
 				sh(`curl -s -X DELETE localhost:8080/api/v1/counters/octocat/hello-world ` + tok),

@@ -34,7 +34,7 @@ for where in standalone cluster; do
 	for keys in ${KEYS:-1 100 1000 10000}; do
 		for unique in false true; do
 			A=$(free); M=$(free)
-			VISITORS_CLIENT_RATE=0 VISITORS_CLIENT_NEW_KEYS=0 taskset -c 0 "$D/visitors" -addr 127.0.0.1:$A -admin-addr 127.0.0.1:$M \
+			VISITORS_CLIENT_RATE=0 VISITORS_CLIENT_NEW_KEYS=0 VISITORS_REPEAT_WINDOW=0 taskset -c 0 "$D/visitors" -addr 127.0.0.1:$A -admin-addr 127.0.0.1:$M \
 				-store redis "${flags[@]}" -redis-prefix "$where-$keys-$unique:" -trusted-proxies 127.0.0.1/32 -unique=$unique \
 				-log-level off -flight-recorder=false &
 			VP=$!

@@ -203,6 +203,7 @@ type visit struct {
 	v    tally.Visit // the counts, set by the flusher
 	err  error       // set by the flusher
 	skip bool        // set by the flusher: not counted (a locked key, or an error)
+	made bool        // the visit made its key's entry: refused, it takes the key back too
 	next *visit
 }
 
@@ -599,7 +600,7 @@ func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
 	if err != nil {
 		return store.Counts{}, err
 	}
-	return s.count(e)
+	return s.count(e, false)
 }
 
 // Visit implements [store.Counter]: every key is in memory, so whether
@@ -613,20 +614,22 @@ func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts,
 		if e == nil {
 			return store.Counts{}, false, store.ErrNewKey
 		}
-		c, err := s.count(e)
+		c, err := s.count(e, false)
 		return c, false, err
 	}
 	e, made, err := s.keys.LoadOrMake(key)
 	if err != nil {
 		return store.Counts{}, false, err
 	}
-	c, err := s.count(e)
+	c, err := s.count(e, made)
 	return c, made && err == nil, err
 }
 
 // count counts one visit to e, unless it is locked: in Batch at once, in
-// Sync once the pass that writes it has committed.
-func (s *Store) count(e *entry) (store.Counts, error) {
+// Sync once the pass that writes it has committed. made says the visit
+// made e: in Sync, a refused visit then takes the key back (takeBack),
+// so that a visit that did not count leaves no key.
+func (s *Store) count(e *entry, made bool) (store.Counts, error) {
 	if e.Locked() { // frozen: answered, not counted
 		return e.Counts(s.cal.Today()), nil
 	}
@@ -638,7 +641,7 @@ func (s *Store) count(e *entry) (store.Counts, error) {
 		return v.Counts, nil
 	}
 	vis := visitPool.Get().(*visit)
-	*vis = visit{e: e}
+	*vis = visit{e: e, made: made}
 	// No giving up when ctx ends: the visit is in the pass now, and an
 	// error must mean it did not count. A pass is bounded by one commit.
 	if err := s.wait(context.Background(), s.join(vis)); err != nil {
@@ -964,7 +967,7 @@ func (s *Store) take() (*pass, *visit) {
 				v.err, v.skip = err, true
 				continue
 			}
-			v.e = e
+			v.e, v.made = e, false
 		}
 		if v.e.Locked() {
 			v.v, v.skip = tally.Visit{Counts: v.e.Counts(today)}, true
@@ -1426,21 +1429,43 @@ func (s *Store) notWritten(start time.Time, writes []write, failed map[*entry]st
 
 // takeBack undoes the pass's Sync visits that were not written: all of
 // them if failed is nil, else those to the keys in failed. It runs before
-// the next pass, so no later pass can write a visit that was refused.
+// the next pass, so no later pass can write a visit that was refused. A
+// key that a refused visit made, and that holds nothing once its refused
+// visits are taken back, goes too (unmake): a refused visit leaves no
+// key to take a place under -max-keys.
 func (s *Store) takeBack(visits *visit, failed map[*entry]string) {
+	var made []*entry
 	for v := visits; v != nil; v = v.next {
 		if v.skip {
 			continue
 		}
 		if failed == nil {
 			v.e.Sub(v.v.Day)
-			continue
-		}
-		if why, ok := failed[v.e]; ok {
+		} else if why, ok := failed[v.e]; ok {
 			v.e.Sub(v.v.Day)
 			v.err = fmt.Errorf("write %s: key %q: %s", s.path, v.e.key, why)
+		} else {
+			continue
+		}
+		if v.made {
+			made = append(made, v.e)
 		}
 	}
+	for _, e := range made { // after every Sub: the key's other refused visits too
+		s.unmake(e)
+	}
+}
+
+// unmake removes e, the entry a refused visit made, from the map if it
+// holds nothing: no count, no lock, nothing on disk. A visit that loads
+// it after this counts on a new entry (take finds e gone). Only the
+// flusher calls it.
+func (s *Store) unmake(e *entry) {
+	if e.gone() || e.Total() != 0 || e.Locked() || e.written != 0 {
+		return
+	}
+	s.retire(e, nil, 0)
+	s.keys.Delete(e.key, e)
 }
 
 // answer sets err on each visit that has no error of its own.

@@ -1023,3 +1023,72 @@ func TestSetBounds(t *testing.T) {
 		t.Errorf("Get(k) after a refused Set = %+v, want total 2^62", got)
 	}
 }
+
+// TestRefusedSyncVisitLeavesNoKey: in sync mode a visit refused because
+// its pass could not be written (the whole disk, or the key alone)
+// leaves no key behind: the key is not listed, not counted in Keys, and
+// takes no place under MaxKeys, so that once the disk is back new keys
+// are made up to the limit. A key that existed at 0 before its refused
+// visit stays. Before, each refused visit left its key at 0: a hostile
+// review counted 80 such keys taking -max-keys places in one run.
+func TestRefusedSyncVisitLeavesNoKey(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, Options{Dir: dir, Durability: store.Sync, FlushInterval: time.Hour, MaxKeys: 4})
+	if _, err := s.Set(ctx, []byte("zero"), 0); err != nil {
+		t.Fatal(err)
+	}
+	path := failDisk(s)
+	for i := range 5 {
+		if _, _, err := s.Visit(ctx, fmt.Appendf(nil, "new%d", i), true); err == nil {
+			t.Fatalf("Visit(new%d) in sync mode succeeded while writes fail", i)
+		}
+	}
+	if _, _, err := s.Visit(ctx, []byte("zero"), true); err == nil {
+		t.Fatal("Visit(zero) in sync mode succeeded while writes fail")
+	}
+	if n := s.Keys(); n != 1 {
+		t.Errorf("Keys() = %d after refused visits, want 1 (zero)", n)
+	}
+	diskBack(t, s, path)
+	healLog(s)
+	// One key alone fails now: its refused visit leaves no key either.
+	fault := func(key string) error {
+		if key == "bad" {
+			return errors.New("planted failure")
+		}
+		return nil
+	}
+	s.putFault.Store(&fault)
+	logFault := func() error { return errors.New("planted log failure") }
+	s.logFault.Store(&logFault)
+	if _, _, err := s.Visit(ctx, []byte("bad"), true); err == nil {
+		t.Fatal("Visit(bad) succeeded though neither the log nor the file took it")
+	}
+	s.putFault.Store(nil)
+	healLog(s)
+	es, err := s.List(ctx, nil, nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || string(es[0].Key) != "zero" {
+		t.Errorf("List after refused visits = %+v, want only zero", es)
+	}
+	// The places are free: three new keys are made, up to MaxKeys 4.
+	for i := range 3 {
+		c, made, err := s.Visit(ctx, fmt.Appendf(nil, "new%d", i), true)
+		if err != nil || !made || c.Total != 1 {
+			t.Errorf("Visit(new%d) after the disk came back = %+v, %v, %v; want a new key at 1", i, c, made, err)
+		}
+	}
+	if _, _, err := s.Visit(ctx, []byte("new4"), true); !errors.Is(err, store.ErrTooManyKeys) {
+		t.Errorf("a fifth key = %v, want ErrTooManyKeys", err)
+	}
+	s = reopen(t, s, Options{Dir: dir, Durability: store.Sync})
+	defer mustClose(t, s)
+	if n := s.Keys(); n != 4 {
+		t.Errorf("after a reopen Keys() = %d, want 4", n)
+	}
+	if c := mustGet(t, s, []byte("new0")); c.Total != 1 {
+		t.Errorf("after a reopen new0 = %+v, want 1", c)
+	}
+}

@@ -163,6 +163,9 @@ func TestDecodeRefusesNamingTheLine(t *testing.T) {
 		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\",\"key\"\n:\"c\"}\n]}", `line 3: field "key" given twice`},
 		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\",\"total\":[1]}\n]}", `line 3: total: [1]} is not a count`},
 		{head + "\n{\"key\":\"a\"},\n\n{\"key\":\"b\xff\"}\n]}", `line 4: the dump is not valid UTF-8`},
+		{head + "\n{\"key\":\"a\"},\n{\"total\":1,\n\"key\":null}\n]}", `line 4: key: null is not a string: every entry names its key ("" is the empty name)`},
+		{head + "\n{\"key\":\"a\"},\n{\"total\":1}\n]}", `line 3: no key field: every entry names its key ("" is the empty name)`},
+		{head + "\n{\"key\":\"a\"},\n{\"total\":1,\n\"key\":\"\\u0000\\ud800\"}\n]}", `line 4: key: \ud800 is half of a UTF-16 surrogate pair, which names no character: the key would not be the one the dump names`},
 		{head + "\n{\"key\":\"a\"},\n{\"key\":\"b\xe2\x82\"}\n]}", `line 3: the dump is not valid UTF-8`},
 		{head + "\n{\"key\":\"a\xe2\x82", `line 2: the dump is not valid UTF-8`},
 	} {

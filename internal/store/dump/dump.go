@@ -76,6 +76,9 @@ func (p *keyParser) object(kd *Key) error {
 		p.i = skipSpace(p.b, p.i)
 		switch p.b[p.i] {
 		case '}':
+			if !seen[0] {
+				return p.fail("no key field: every entry names its key (\"\" is the empty name)")
+			}
 			return nil
 		case ',':
 			p.i = skipSpace(p.b, p.i+1)
@@ -93,11 +96,15 @@ func (p *keyParser) object(kd *Key) error {
 		var err error
 		switch keyFields[f] {
 		case "key":
-			if p.null() {
-				continue
+			if bytes.HasPrefix(p.b[p.i:], []byte("null")) {
+				return p.fail("key: null is not a string: every entry names its key (\"\" is the empty name)")
 			}
 			if p.b[p.i] != '"' {
 				return p.fail("key: %.20s is not a string", p.b[p.i:])
+			}
+			if at := loneSurrogate(p.b[p.i:skipString(p.b, p.i)]); at >= 0 {
+				p.i += at
+				return p.fail("key: %.6s is half of a UTF-16 surrogate pair, which names no character: the key would not be the one the dump names", p.b[p.i:])
 			}
 			kd.Key = string(p.str())
 		case "total":
@@ -156,6 +163,46 @@ func (p *keyParser) str() []byte {
 	var s string
 	json.Unmarshal(q, &s) // valid: encoding/json has checked b
 	return []byte(s)
+}
+
+// loneSurrogate returns the offset in the JSON string q of the first
+// \u escape of a UTF-16 surrogate not in a pair, or -1 if there is none.
+// encoding/json decodes one as U+FFFD, so that the key imported would
+// not be the key the dump names.
+func loneSurrogate(q []byte) int {
+	for i := 0; i < len(q); i++ {
+		if q[i] != '\\' {
+			continue
+		}
+		if i+1 < len(q) && q[i+1] != 'u' {
+			i++ // past the escaped byte, which may be a backslash
+			continue
+		}
+		r, ok := hex4(q, i+2)
+		switch {
+		case !ok || r < 0xd800 || r >= 0xe000:
+			i += 5
+		case r < 0xdc00: // high: a low must follow
+			if lo, ok := hex4(q, i+8); ok && i+7 < len(q) && q[i+6] == '\\' && q[i+7] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
+				i += 11
+				continue
+			}
+			return i
+		default: // a low with no high before it
+			return i
+		}
+	}
+	return -1
+}
+
+// hex4 returns the four hex digits at q[i:i+4] as a number, and whether
+// there are four.
+func hex4(q []byte, i int) (rune, bool) {
+	if i+4 > len(q) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(q[i:i+4]), 16, 32)
+	return rune(n), err == nil
 }
 
 // null reads a null, and reports whether there was one.

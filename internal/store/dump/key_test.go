@@ -71,10 +71,11 @@ func TestKeyDecodes(t *testing.T) {
 			Key{Key: "b", Total: 9, Days: map[string]uint64{"d": 0, "e": 10}}},
 		{`{"locked":true,"days":{},"total":18446744073709551615,"key":"\u00e9t\u00e9 \"q\" \\"}`,
 			Key{Key: `été "q" \`, Total: 1<<64 - 1, Days: map[string]uint64{}, Locked: true}},
-		{`{"key":null,"total":null,"days":{"x":null},"locked":null}`, Key{Days: map[string]uint64{"x": 0}}},
-		{`{"days":null}`, Key{}},
-		{`{"total":90}`, Key{Total: 90}},
-		{`{}`, Key{}},
+		{`{"key":"","total":null,"days":{"x":null},"locked":null}`, Key{Days: map[string]uint64{"x": 0}}},
+		{`{"days":null,"key":""}`, Key{}},
+		{`{"total":90,"key":"\ud83c\udf89 \u0000"}`, Key{Key: "🎉 \x00", Total: 90}},
+		{`{"key":"\\ud800"}`, Key{Key: `\ud800`}}, // an escaped backslash, then text
+		{`{"key":""}`, Key{}},
 	} {
 		var got Key
 		if err := json.Unmarshal([]byte(tt.in), &got); err != nil || !reflect.DeepEqual(got, tt.want) {
@@ -106,6 +107,14 @@ func TestKeyRefusesNamingWhy(t *testing.T) {
 		{`{"days":{"d":"1"}}`, `day d: "1"}} is not a count`, 13},
 		{`{"locked":1}`, `locked: 1} is not true or false`, 10},
 		{`{"locked":"true"}`, `locked: "true"} is not true or false`, 10},
+		{`{"key":null}`, `key: null is not a string: every entry names its key ("" is the empty name)`, 7},
+		{`{"key":null,"total":1}`, `key: null is not a string: every entry names its key ("" is the empty name)`, 7},
+		{`{"total":1}`, `no key field: every entry names its key ("" is the empty name)`, 10},
+		{`{}`, `no key field: every entry names its key ("" is the empty name)`, 1},
+		{`{"key":"\u0000\ud800"}`, `key: \ud800 is half of a UTF-16 surrogate pair, which names no character: the key would not be the one the dump names`, 14},
+		{`{"key":"a\udc00b"}`, `key: \udc00 is half of a UTF-16 surrogate pair, which names no character: the key would not be the one the dump names`, 9},
+		{`{"key":"\ud800\u0041"}`, `key: \ud800 is half of a UTF-16 surrogate pair, which names no character: the key would not be the one the dump names`, 8},
+		{`{"key":"\ud800"}`, `key: \ud800 is half of a UTF-16 surrogate pair, which names no character: the key would not be the one the dump names`, 8},
 		{`[]`, `a key's entry must be an object, not []`, 0},
 		{`  "x"`, `a key's entry must be an object, not "x"`, 2},
 	} {
