@@ -182,7 +182,7 @@ func TestHTTPSCertFilesReload(t *testing.T) {
 	roots.AddCert(c.leaf)
 	deadline := time.Now().Add(30 * time.Second)
 	for strings.Count(p.Stdout(), "do not load") == logged {
-		mustServedCert(t, p.Addr, roots) // the files are looked at in a handshake
+		mustServedCert(t, p.Addr, roots) // the served pair stays good while the files are looked at
 		if time.Now().After(deadline) {
 			t.Fatalf("no error logged within 30s of a mismatched pair; log:\n%s", p.Stdout())
 		}

@@ -138,9 +138,12 @@ type service struct {
 // bad start soonest: the TLS files and the admin address, which log
 // nothing, then the store, the observers and the servers.
 func (s *service) start() error {
-	tlsConf, redirect, err := s.cfg.TLS.setup(s.cfg.Data, s.log) // before the store: a bad file stops the start at once
+	tlsConf, redirect, stopCerts, err := s.cfg.TLS.setup(s.cfg.Data, s.log) // before the store: a bad file stops the start at once
 	if err != nil {
 		return err
+	}
+	if stopCerts != nil {
+		s.undo = append(s.undo, stopCerts)
 	}
 	adm, err := listenAdmin(s.cfg) // before the store too: a refused address stops the start before anything is opened or logged
 	if err != nil {

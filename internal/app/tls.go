@@ -72,37 +72,38 @@ func (t *TLSConfig) check(data string, domainsSet bool) error {
 	return nil
 }
 
-// setup returns the public listener's TLS configuration and the handler
-// of the plain-HTTP listener, or nil, nil if TLS is off. It reads the
+// setup returns the public listener's TLS configuration, the handler
+// of the plain-HTTP listener and what stops watching the certificate
+// files (nil with ACME), or nil, nil, nil if TLS is off. It reads the
 // files it is given now, so that a bad one stops the start.
-func (t TLSConfig) setup(data string, log zerolog.Logger) (*tls.Config, http.Handler, error) {
+func (t TLSConfig) setup(data string, log zerolog.Logger) (*tls.Config, http.Handler, func(), error) {
 	switch {
 	case t.CertFile != "":
 		f, err := certs.LoadFiles(t.CertFile, t.KeyFile, log)
 		if err != nil {
-			return nil, nil, usage(fmt.Errorf("-tls-cert: %w", err))
+			return nil, nil, nil, usage(fmt.Errorf("-tls-cert: %w", err))
 		}
-		return &tls.Config{GetCertificate: f.GetCertificate}, certs.Redirect(nil), nil
+		return &tls.Config{GetCertificate: f.GetCertificate}, certs.Redirect(nil), f.Close, nil
 	case len(t.Domains) > 0:
 		c := certs.ACME{Domains: t.Domains, Dir: filepath.Join(data, "acme"), CA: t.CA, Email: t.Email}
 		if t.CARoot != "" {
 			pem, err := os.ReadFile(t.CARoot)
 			if err != nil {
-				return nil, nil, usage(fmt.Errorf("-acme-ca-root: %w", err))
+				return nil, nil, nil, usage(fmt.Errorf("-acme-ca-root: %w", err))
 			}
 			c.Roots = x509.NewCertPool()
 			if !c.Roots.AppendCertsFromPEM(pem) {
-				return nil, nil, usage(fmt.Errorf("-acme-ca-root %s: no PEM certificate in it", t.CARoot))
+				return nil, nil, nil, usage(fmt.Errorf("-acme-ca-root %s: no PEM certificate in it", t.CARoot))
 			}
 		}
 		m, err := certs.NewACME(c)
 		if err != nil {
-			return nil, nil, usage(err)
+			return nil, nil, nil, usage(err)
 		}
 		conf := &tls.Config{GetCertificate: m.GetCertificate, NextProtos: []string{"h2", "http/1.1", acme.ALPNProto}}
-		return conf, certs.HTTPHandler(m, certs.Redirect(t.Domains)), nil
+		return conf, certs.HTTPHandler(m, certs.Redirect(t.Domains)), nil, nil
 	}
-	return nil, nil, nil
+	return nil, nil, nil, nil
 }
 
 // serve serves l with s: over TLS, HTTP/2 included, if s has a
