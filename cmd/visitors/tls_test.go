@@ -80,7 +80,7 @@ func TestHTTPSFromACME(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		want := "https://" + testDomain + "/counter/tls.svg?label=a"
+		want := fmt.Sprintf("https://%s:%d/counter/tls.svg?label=a", testDomain, mustPort(t, p.Addr)) // HTTPS's port, not 443 here
 		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusPermanentRedirect || got != want {
 			t.Errorf("GET http://%s/counter/tls.svg = %d to %q, want %d to %q", testDomain, resp.StatusCode, got, http.StatusPermanentRedirect, want)
 		}

@@ -169,7 +169,7 @@ func (s *service) start() error {
 		}
 	}
 	if redirect != nil && s.cfg.TLS.HTTPAddr != "" {
-		return s.addRedirect(redirect)
+		return s.addRedirect(redirect, s.cfg.TLS.HTTPSPort)
 	}
 	return nil
 }
@@ -418,16 +418,26 @@ func (s *service) addAdmin(adm net.Listener) error {
 }
 
 // addRedirect listens on -http-addr and adds the plain-HTTP server of
-// HTTPS: its redirects, and the ACME HTTP-01 challenges.
-func (s *service) addRedirect(h http.Handler) error {
+// HTTPS: its redirects, to port (0: the public listener's), and the ACME
+// HTTP-01 challenges. Its listener has a gate of its own with the
+// public listener's bounds, -max-conns and -max-conns-per-client: a
+// client cannot hold the process's file descriptors through it.
+func (s *service) addRedirect(redirect func(port int) http.Handler, port int) error {
 	cfg := s.cfg
-	hl, err := Listen(cfg.TLS.HTTPAddr)
+	l, err := Listen(cfg.TLS.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on -http-addr %s: %w", cfg.TLS.HTTPAddr, err)
 	}
+	hl := newGate(l, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
 	s.opened = append(s.opened, hl)
+	if port == 0 {
+		if a, ok := s.conns.Addr().(*net.TCPAddr); ok {
+			port = a.Port
+		}
+	}
 	s.add(&http.Server{
-		Handler:           h,
+		Handler:           redirect(port),
+		ConnState:         hl.connState,
 		ReadHeaderTimeout: s.to.ReadHeader,
 		ReadTimeout:       s.to.Read,
 		WriteTimeout:      s.to.Write,
@@ -435,7 +445,7 @@ func (s *service) addRedirect(h http.Handler) error {
 		MaxHeaderBytes:    s.to.MaxHeaderBytes,
 		ErrorLog:          zerologStd(s.log),
 	}, hl)
-	s.log.Info().Str("http_addr", hl.Addr().String()).Bool("acme_http_01", len(cfg.TLS.Domains) > 0).Msg("plain HTTP listening: redirects to HTTPS")
+	s.log.Info().Str("http_addr", hl.Addr().String()).Bool("acme_http_01", len(cfg.TLS.Domains) > 0).Int("https_port", port).Msg("plain HTTP listening: redirects to HTTPS")
 	return nil
 }
 

@@ -199,6 +199,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"token twice", []string{"-admin-token-file", short}, map[string]string{"VISITORS_ADMIN_TOKEN": testRoot}, "not both"},
 		{"import max bytes", []string{"-import-max-bytes", "0"}, nil, "-import-max-bytes 0: want a number of bytes, at least 1"},
 		{"auth failures", []string{"-api-auth-failures", "5"}, nil, "-api-auth-failures 5: want N/s"},
+		{"https port", []string{"-tls-cert", "c.pem", "-tls-key", "k.pem", "-https-port", "65536"}, nil, "-https-port 65536: want a port number, 0 to 65535"},
+		{"https port without https", []string{"-https-port", "8443"}, nil, "-https-port needs -tls-domains or -tls-cert"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -214,6 +214,7 @@ var serveForms = map[string]form{
 	"max-streams":               wholeAtLeast1,
 	"import-max-bytes":          bytesAtLeast1,
 	"api-auth-failures":         rateForm,
+	"https-port":                {"a port number, 0 to 65535 (0: -addr's)", func(v any) bool { return v.(int) >= 0 && v.(int) <= 65535 }},
 }
 
 // ParseFlags parses the command-line args, with getenv supplying the

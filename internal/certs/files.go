@@ -190,6 +190,13 @@ func (f *Files) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return f.cert.Load(), nil
 }
 
+// Covers reports whether the certificate served now is valid for host,
+// a DNS name or an IP address: a [Redirect].Serves.
+func (f *Files) Covers(host string) bool {
+	c := f.cert.Load()
+	return c.Leaf != nil && c.Leaf.VerifyHostname(host) == nil
+}
+
 // reload loads the files if they changed since the last load or the last
 // failure.
 func (f *Files) reload() {
