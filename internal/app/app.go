@@ -259,7 +259,7 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 	}
 	s.conns = newGate(pub, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
 	s.opened = append(s.opened, s.conns) // closing the gate closes pub, and ends its watch
-	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
+	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, StreamMaxAge: cfg.MaxStreamAge, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
 		wc.API = s.ownerAPI()
 	}
