@@ -289,7 +289,7 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 // flow-control credit, or keep an idle connection busy with PINGs,
 // without a phase the gate could tell). HTTP/2's streams are bounded
 // per connection (MaxStreamsPerConn) and, with the gate's numbers, per
-// client and in all (inflight).
+// client and in all (streamBound).
 func publicServer(h http.Handler, g *connGate, to Timeouts, tlsConf *tls.Config, clock *coarse.Clock) *http.Server {
 	srv := &http.Server{
 		Handler:        h,
@@ -300,7 +300,7 @@ func publicServer(h http.Handler, g *connGate, to Timeouts, tlsConf *tls.Config,
 	if tlsConf != nil {
 		srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout = to.ReadHeader, to.Read, to.Write, to.Idle
 		// HTTP/2: at most MaxStreamsPerConn streams a connection, the
-		// gate's bounds on the requests in flight (inflight), and a
+		// gate's bounds on the requests in flight (streamBound), and a
 		// connection that takes no byte for to.Write is closed.
 		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: MaxStreamsPerConn, WriteByteTimeout: to.Write}
 		srv.Handler = newStreamBound(h, g.max, g.perClient, g.trusted)

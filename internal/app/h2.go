@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"visitors/internal/client"
@@ -46,7 +45,6 @@ type streamBound struct {
 	h              http.Handler
 	max, perClient int
 	trusted        *client.Proxies
-	refused        atomic.Uint64
 
 	mu      sync.Mutex // guards clients and total
 	clients map[netip.Addr]int
@@ -114,7 +112,6 @@ func (f *streamBound) leave(id netip.Addr, counted bool) {
 
 // refuse answers a request past a bound with status, within refuseWrite.
 func (f *streamBound) refuse(w http.ResponseWriter, status int) {
-	f.refused.Add(1)
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(refuseWrite))
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
