@@ -300,9 +300,15 @@ func publicServer(h http.Handler, g *connGate, to Timeouts, tlsConf *tls.Config,
 	if tlsConf != nil {
 		srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout = to.ReadHeader, to.Read, to.Write, to.Idle
 		// HTTP/2: at most MaxStreamsPerConn streams a connection, the
-		// gate's bounds on the requests in flight (streamBound), and a
-		// connection that takes no byte for to.Write is closed.
-		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: MaxStreamsPerConn, WriteByteTimeout: to.Write}
+		// gate's bounds on the requests in flight (streamBound), at most
+		// MaxReceivePerConn of request bodies buffered a connection, and
+		// a connection that takes no byte for to.Write is closed.
+		srv.HTTP2 = &http.HTTP2Config{
+			MaxConcurrentStreams:          MaxStreamsPerConn,
+			MaxReceiveBufferPerConnection: MaxReceivePerConn,
+			MaxReceiveBufferPerStream:     MaxReceivePerConn,
+			WriteByteTimeout:              to.Write,
+		}
 		srv.Handler = newStreamBound(h, g.max, g.perClient, g.trusted)
 		return srv
 	}

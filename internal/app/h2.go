@@ -123,3 +123,12 @@ func (f *streamBound) refuse(w http.ResponseWriter, status int) {
 	}
 	io.WriteString(w, msgBusy)
 }
+
+// MaxReceivePerConn is the most request-body bytes the public listener
+// buffers for one HTTP/2 connection, all its streams together, and for
+// one stream: the flow-control windows it grants. A body its handler
+// does not read (a handler stalled on its answer) is held until the
+// stream ends; net/http's default of 1 MiB would let the 100
+// connections of one client address hold 100 MiB. An upload over
+// HTTP/2 (an import) then goes at most this much a round trip.
+const MaxReceivePerConn = 256 << 10

@@ -278,3 +278,74 @@ func TestStreamBoundCounts(t *testing.T) {
 		t.Errorf("after every request left: total %d, clients %v; want 0 and none", f.total, f.clients)
 	}
 }
+
+// TestHTTP2ReceiveBuffersBounded: a client that sends a request body
+// to a handler that never reads it (a GET of daily counts, stalled on
+// a flow-control window of 0) fills the server's receive buffer of the
+// stream, held until the stream ends. The windows the server grants
+// bound that buffer: at most MaxReceivePerConn a connection, all
+// streams together, where net/http's default is 1 MiB a connection and
+// 1 MiB a stream (100 MiB from the 100 connections one client may
+// hold). The client sends all the windows allow; the heap it makes the
+// server hold is logged.
+func TestHTTP2ReceiveBuffersBounded(t *testing.T) {
+	const conns = 20
+	cfg := testConfig()
+	cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient = 10000, DefaultMaxConnsPerClient
+	r := startTLS(t, cfg, longTimeouts())
+	before := liveHeap()
+	sent := 0
+	for range conns {
+		s := dialStalledH2(t, r.addr, "", 0)
+		s.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		// The server's SETTINGS (the stream's window), then its
+		// WINDOW_UPDATE of the connection.
+		streamWin, connWin := uint32(0), uint32(65535)
+		for gotSettings, gotConn := false, false; !gotSettings || !gotConn; {
+			f, err := s.fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("reading the server's SETTINGS and window: %v", err)
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if f.IsAck() {
+					continue
+				}
+				streamWin = 65535
+				if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
+					streamWin = v
+				}
+				gotSettings = true
+				s.fr.WriteSettingsAck()
+			case *http2.WindowUpdateFrame:
+				if f.StreamID == 0 {
+					connWin += f.Increment
+					gotConn = true
+				}
+			}
+		}
+		if streamWin > MaxReceivePerConn || connWin > MaxReceivePerConn {
+			t.Errorf("the server grants a window of %d bytes a stream and %d a connection, want at most %d each", streamWin, connWin, MaxReceivePerConn)
+		}
+		s.buf.Reset()
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", "/counter/k/daily.json?days=365"}} {
+			s.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		if err := s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: s.buf.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 16<<10)
+		for left := int(min(streamWin, connWin)); left > 0; left -= len(chunk) {
+			if left < len(chunk) {
+				chunk = chunk[:left]
+			}
+			if err := s.fr.WriteData(1, false, chunk); err != nil {
+				t.Fatal(err)
+			}
+			sent += len(chunk)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the server reads what was sent
+	grew := int64(liveHeap()) - int64(before)
+	t.Logf("%d connections, one stalled stream each: %.1f MB of bodies sent, live heap grew %.1f MB", conns, float64(sent)/(1<<20), float64(grew)/(1<<20))
+}
