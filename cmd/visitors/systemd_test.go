@@ -372,7 +372,7 @@ func TestSystemdSocketActivation(t *testing.T) {
 		t.Fatalf("GET over plain HTTP on fd 4's socket: %v", err)
 	}
 	resp.Body.Close()
-	if want := "https://" + testDomain + "/counter/systemd.svg"; resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
+	if want := fmt.Sprintf("https://%s:%d/counter/systemd.svg", testDomain, mustPort(t, p.https)); resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
 		t.Errorf("GET http://%s/counter/systemd.svg = %d to %q, want 308 to %q", testDomain, resp.StatusCode, resp.Header.Get("Location"), want)
 	}
 

@@ -80,7 +80,7 @@ func TestHTTPSFromACME(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		want := "https://" + testDomain + "/counter/tls.svg?label=a"
+		want := fmt.Sprintf("https://%s:%d/counter/tls.svg?label=a", testDomain, mustPort(t, p.Addr)) // HTTPS's port, not 443 here
 		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusPermanentRedirect || got != want {
 			t.Errorf("GET http://%s/counter/tls.svg = %d to %q, want %d to %q", testDomain, resp.StatusCode, got, http.StatusPermanentRedirect, want)
 		}
@@ -182,7 +182,7 @@ func TestHTTPSCertFilesReload(t *testing.T) {
 	roots.AddCert(c.leaf)
 	deadline := time.Now().Add(30 * time.Second)
 	for strings.Count(p.Stdout(), "do not load") == logged {
-		mustServedCert(t, p.Addr, roots) // the files are looked at in a handshake
+		mustServedCert(t, p.Addr, roots) // the served pair stays good while the files are looked at
 		if time.Now().After(deadline) {
 			t.Fatalf("no error logged within 30s of a mismatched pair; log:\n%s", p.Stdout())
 		}

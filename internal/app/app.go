@@ -138,9 +138,12 @@ type service struct {
 // bad start soonest: the TLS files and the admin address, which log
 // nothing, then the store, the observers and the servers.
 func (s *service) start() error {
-	tlsConf, redirect, err := s.cfg.TLS.setup(s.cfg.Data, s.log) // before the store: a bad file stops the start at once
+	tlsConf, redirect, stopCerts, err := s.cfg.TLS.setup(s.cfg.Data, s.log) // before the store: a bad file stops the start at once
 	if err != nil {
 		return err
+	}
+	if stopCerts != nil {
+		s.undo = append(s.undo, stopCerts)
 	}
 	adm, err := listenAdmin(s.cfg) // before the store too: a refused address stops the start before anything is opened or logged
 	if err != nil {
@@ -166,7 +169,7 @@ func (s *service) start() error {
 		}
 	}
 	if redirect != nil && s.cfg.TLS.HTTPAddr != "" {
-		return s.addRedirect(redirect)
+		return s.addRedirect(redirect, s.cfg.TLS.HTTPSPort)
 	}
 	return nil
 }
@@ -256,7 +259,7 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 	}
 	s.conns = newGate(pub, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
 	s.opened = append(s.opened, s.conns) // closing the gate closes pub, and ends its watch
-	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
+	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, StreamMaxAge: cfg.MaxStreamAge, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
 		wc.API = s.ownerAPI()
 	}
@@ -284,7 +287,9 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 // With tlsConf, the http.Server has all four, as before: the gate sees
 // connections, not HTTP/2's streams (a client can starve one stream of
 // flow-control credit, or keep an idle connection busy with PINGs,
-// without a phase the gate could tell).
+// without a phase the gate could tell). HTTP/2's streams are bounded
+// per connection (MaxStreamsPerConn) and, with the gate's numbers, per
+// client and in all (streamBound).
 func publicServer(h http.Handler, g *connGate, to Timeouts, tlsConf *tls.Config, clock *coarse.Clock) *http.Server {
 	srv := &http.Server{
 		Handler:        h,
@@ -294,6 +299,17 @@ func publicServer(h http.Handler, g *connGate, to Timeouts, tlsConf *tls.Config,
 	}
 	if tlsConf != nil {
 		srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout = to.ReadHeader, to.Read, to.Write, to.Idle
+		// HTTP/2: at most MaxStreamsPerConn streams a connection, the
+		// gate's bounds on the requests in flight (streamBound), at most
+		// MaxReceivePerConn of request bodies buffered a connection, and
+		// a connection that takes no byte for to.Write is closed.
+		srv.HTTP2 = &http.HTTP2Config{
+			MaxConcurrentStreams:          MaxStreamsPerConn,
+			MaxReceiveBufferPerConnection: MaxReceivePerConn,
+			MaxReceiveBufferPerStream:     MaxReceivePerConn,
+			WriteByteTimeout:              to.Write,
+		}
+		srv.Handler = newStreamBound(h, g.max, g.perClient, g.trusted)
 		return srv
 	}
 	g.write = to.Write
@@ -419,16 +435,26 @@ func (s *service) addAdmin(adm net.Listener) error {
 }
 
 // addRedirect listens on -http-addr and adds the plain-HTTP server of
-// HTTPS: its redirects, and the ACME HTTP-01 challenges.
-func (s *service) addRedirect(h http.Handler) error {
+// HTTPS: its redirects, to port (0: the public listener's), and the ACME
+// HTTP-01 challenges. Its listener has a gate of its own with the
+// public listener's bounds, -max-conns and -max-conns-per-client: a
+// client cannot hold the process's file descriptors through it.
+func (s *service) addRedirect(redirect func(port int) http.Handler, port int) error {
 	cfg := s.cfg
-	hl, err := Listen(cfg.TLS.HTTPAddr)
+	l, err := Listen(cfg.TLS.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on -http-addr %s: %w", cfg.TLS.HTTPAddr, err)
 	}
+	hl := newGate(l, cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient, &cfg.Fair.TrustedProxies)
 	s.opened = append(s.opened, hl)
+	if port == 0 {
+		if a, ok := s.conns.Addr().(*net.TCPAddr); ok {
+			port = a.Port
+		}
+	}
 	s.add(&http.Server{
-		Handler:           h,
+		Handler:           redirect(port),
+		ConnState:         hl.connState,
 		ReadHeaderTimeout: s.to.ReadHeader,
 		ReadTimeout:       s.to.Read,
 		WriteTimeout:      s.to.Write,
@@ -436,7 +462,7 @@ func (s *service) addRedirect(h http.Handler) error {
 		MaxHeaderBytes:    s.to.MaxHeaderBytes,
 		ErrorLog:          zerologStd(s.log),
 	}, hl)
-	s.log.Info().Str("http_addr", hl.Addr().String()).Bool("acme_http_01", len(cfg.TLS.Domains) > 0).Msg("plain HTTP listening: redirects to HTTPS")
+	s.log.Info().Str("http_addr", hl.Addr().String()).Bool("acme_http_01", len(cfg.TLS.Domains) > 0).Int("https_port", port).Msg("plain HTTP listening: redirects to HTTPS")
 	return nil
 }
 

@@ -55,7 +55,7 @@ func TestParseFlags(t *testing.T) {
 	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: zerolog.InfoLevel, MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
 		Store: StoreEmbedded, Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
 		Metrics: true, FlightRecorder: false, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
-		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
+		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 2500, MaxStreamAge: 30 * time.Minute,
 		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"},
 		API:   APIConfig{ImportMaxBytes: 256 << 20, AuthFailures: client.Rate{Events: 5, Per: time.Minute}},
 		TLS:   TLSConfig{HTTPAddr: ":80", CA: certs.LetsEncrypt}}
@@ -72,7 +72,7 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) {
 				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: zerolog.Disabled, MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
 					Store: StoreMemory, Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
-					Metrics: true, FlightRecorder: false, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 10000,
+					Metrics: true, FlightRecorder: false, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 2500, MaxStreamAge: 30 * time.Minute,
 					Redis: def.Redis, API: def.API, TLS: def.TLS}
 			})},
 		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,
@@ -88,6 +88,7 @@ func TestParseFlags(t *testing.T) {
 			with(func(c *Config) {
 				c.Fair = Fair{ClientRate: client.Rate{Events: 5, Per: time.Minute}, ClientBurst: 3, RepeatWindow: 30 * time.Minute, MaxConns: 7, CountBots: true,
 					CamoKeyRate: client.Rate{Events: 5, Per: time.Second}}
+				c.MaxStreams = 3 // half of -max-conns 7
 				c.Fair.TrustedProxies.Set("10.0.0.0/8,2001:db8::/32,192.0.2.1/32")
 				c.Fair.CamoRanges.Set("127.0.0.0/8,::1/128")
 			})},
@@ -200,6 +201,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"token twice", []string{"-admin-token-file", short}, map[string]string{"VISITORS_ADMIN_TOKEN": testRoot}, "not both"},
 		{"import max bytes", []string{"-import-max-bytes", "0"}, nil, "-import-max-bytes 0: want a number of bytes, at least 1"},
 		{"auth failures", []string{"-api-auth-failures", "5"}, nil, "-api-auth-failures 5: want N/s"},
+		{"https port", []string{"-tls-cert", "c.pem", "-tls-key", "k.pem", "-https-port", "65536"}, nil, "-https-port 65536: want a port number, 0 to 65535"},
+		{"https port without https", []string{"-https-port", "8443"}, nil, "-https-port needs -tls-domains or -tls-cert"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

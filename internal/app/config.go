@@ -49,7 +49,8 @@ type Config struct {
 	TraceEvery           time.Duration    // at most one slow-request snapshot per this long
 	TraceKeep            int              // snapshots kept in TraceDir, the newest
 	Fair                 Fair             // the fairness rules of the keyed counters
-	MaxStreams           int              // live streams open at once
+	MaxStreams           int              // live streams open at once; at most half of Fair.MaxConns (see check)
+	MaxStreamAge         time.Duration    // how long a live stream lasts before the server ends it
 	PublicTop            bool             // serve /top.json, the most visited counters
 	AdminAllowRemote     bool             // let -admin-addr listen on an address that is not loopback
 	API                  APIConfig        // the owner API
@@ -159,6 +160,15 @@ type TestHooks struct {
 	WrapStore func(store.Store) store.Store
 }
 
+// streamRoom returns the most live streams -max-conns maxConns leaves
+// room for: half of it, at least 1; 0 if maxConns is 0, no limit.
+func streamRoom(maxConns int) int {
+	if maxConns <= 0 {
+		return 0
+	}
+	return max(1, maxConns/2)
+}
+
 // MinSlowRequest is the least -slow-request: the resolution of the clock
 // that times requests.
 const MinSlowRequest = time.Millisecond
@@ -212,8 +222,10 @@ var serveForms = map[string]form{
 	"trace-every":               positiveDur,
 	"trace-keep":                wholeAtLeast1,
 	"max-streams":               wholeAtLeast1,
+	"max-stream-age":            positiveDur,
 	"import-max-bytes":          bytesAtLeast1,
 	"api-auth-failures":         rateForm,
+	"https-port":                {"a port number, 0 to 65535 (0: -addr's)", func(v any) bool { return v.(int) >= 0 && v.(int) <= 65535 }},
 }
 
 // ParseFlags parses the command-line args, with getenv supplying the
@@ -247,7 +259,8 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
 	c.Fair.flags(fs)
 	fs.BoolVar(&c.PublicTop, "public-top", false, "serve /top.json and the landing page's most visited counters (off: keys may be private)")
-	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once; past it 503")
+	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once, at most half of -max-conns (lowered to it by default); past it 503")
+	fs.DurationVar(&c.MaxStreamAge, "max-stream-age", web.DefaultStreamMaxAge, "how long a live stream lasts (less up to a tenth) before the server ends it, and the browser reconnects")
 	fs.BoolVar(&c.AdminAllowRemote, "admin-allow-remote", false, "let -admin-addr listen on an address that is not loopback (pprof and /debug/vars show keys, names and flags; a warning is logged)")
 	fs.StringVar(&c.API.TokenFile, "admin-token-file", "", "`file` holding the owner API's root token (or set "+EnvPrefix+"ADMIN_TOKEN); without one /api/ is 404")
 	fs.Int64Var(&c.API.ImportMaxBytes, "import-max-bytes", api.DefaultImportMaxBytes, "largest body of POST /api/v1/import, in `bytes`; past it 413")
@@ -261,7 +274,8 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 	if err := cl.parseNone(args, forms, getenv, stdout); err != nil {
 		return c, err
 	}
-	if err := c.check(getenv, setOnCommandLine(fs, "tls-domains"), setOnCommandLine(fs, "addr")); err != nil {
+	streamsSet := setOnCommandLine(fs, "max-streams") || getenv(envName("max-streams")) != ""
+	if err := c.check(getenv, setOnCommandLine(fs, "tls-domains"), setOnCommandLine(fs, "addr"), streamsSet); err != nil {
 		return c, usage(err)
 	}
 	return c, nil
@@ -269,10 +283,17 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 
 // check refuses flags that contradict each other or name what cannot
 // be read, and completes c: the -addr of HTTPS unless addrSet, the root
-// token's hash. Each flag's own range is its form's (serveForms).
-func (c *Config) check(getenv func(string) string, domainsSet, addrSet bool) error {
+// token's hash, -max-streams within -max-conns's room unless
+// streamsSet. Each flag's own range is its form's (serveForms).
+func (c *Config) check(getenv func(string) string, domainsSet, addrSet, streamsSet bool) error {
 	if err := c.TLS.check(c.Data, domainsSet); err != nil {
 		return err
+	}
+	if room := streamRoom(c.Fair.MaxConns); room > 0 && c.MaxStreams > room {
+		if streamsSet {
+			return fmt.Errorf("-max-streams %d: at most half of -max-conns %d (%d): each live stream holds a connection, and the other half is left to ordinary requests", c.MaxStreams, c.Fair.MaxConns, room)
+		}
+		c.MaxStreams = room
 	}
 	if c.TLS.On() && getenv(envName("addr")) == "" && !addrSet {
 		c.Addr = DefaultTLSAddr

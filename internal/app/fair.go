@@ -26,8 +26,8 @@ type Fair struct {
 	RepeatWindow      time.Duration  // a visitor's repeat views of a key within it are not counted (refreshes); 0: all are
 	Unique            bool           // count unique visitors
 	CountBots         bool           // count crawlers' visits too
-	MaxConns          int            // open public connections; past it they wait in the accept queue; 0: no limit
-	MaxConnsPerClient int            // open public connections per client address; past it 429; 0: no limit
+	MaxConns          int            // open public connections (and HTTP/2 requests in flight); past it they wait in the accept queue (503); 0: no limit
+	MaxConnsPerClient int            // open public connections (and HTTP/2 requests in flight) per client address; past it 429; 0: no limit
 }
 
 // flags defines the flags of f on fs, with their defaults.
@@ -47,8 +47,8 @@ func (f *Fair) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&f.RepeatWindow, "repeat-window", DefaultRepeatWindow, "a visitor's repeat views of a counter within this long count once toward its total: a refresh (the same client address and User-Agent, the same counter, the same UTC day) is not counted (0: every view counts)")
 	fs.BoolVar(&f.Unique, "unique", true, "count unique visitors per counter and UTC day")
 	fs.BoolVar(&f.CountBots, "count-bots", false, "count the visits of crawlers, link-preview fetchers and HTTP libraries (curl, Go-http-client, …) too")
-	fs.IntVar(&f.MaxConns, "max-conns", 10000, "most open public connections; more wait in the kernel's accept queue, and from 3/4 of it an idle keep-alive connection is closed after 2s (0: no limit)")
-	fs.IntVar(&f.MaxConnsPerClient, "max-conns-per-client", DefaultMaxConnsPerClient, "most open public connections from one client address (IPv6 /64; -trusted-proxies exempt); past it a connection is answered 429 and closed (0: no limit)")
+	fs.IntVar(&f.MaxConns, "max-conns", 10000, "most open public connections; more wait in the kernel's accept queue, and from 3/4 of it an idle keep-alive connection is closed after 2s; over HTTP/2 also the most requests in flight, past it 503 (0: no limit)")
+	fs.IntVar(&f.MaxConnsPerClient, "max-conns-per-client", DefaultMaxConnsPerClient, "most open public connections from one client address (IPv6 /64; -trusted-proxies exempt); past it a connection is answered 429 and closed; over HTTP/2 also the most requests in flight from one address, past it 429 (0: no limit)")
 }
 
 // DefaultRepeatWindow is -repeat-window's default: a reader's reloads of

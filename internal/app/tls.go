@@ -28,6 +28,9 @@ type TLSConfig struct {
 	CARoot   string   // PEM file of the roots the ACME server's HTTPS is checked against; "": the system's
 	CertFile string   // -tls-cert: a PEM certificate chain, reloaded on change
 	KeyFile  string   // -tls-key: its PEM private key
+	// HTTPSPort is -https-port: the port HTTPAddr's redirects name; 0:
+	// the public listener's.
+	HTTPSPort int
 }
 
 // DefaultTLSAddr is -addr's default when HTTPS is on.
@@ -45,6 +48,7 @@ func (t *TLSConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&t.CARoot, "acme-ca-root", "", "with -tls-domains: PEM `file` of the root certificates to check the ACME server's HTTPS against instead of the system's (a test CA's)")
 	fs.StringVar(&t.CertFile, "tls-cert", "", "serve HTTPS on -addr (default then "+DefaultTLSAddr+") with this PEM certificate chain `file`, read again when it changes (needs -tls-key)")
 	fs.StringVar(&t.KeyFile, "tls-key", "", "PEM private key `file` of -tls-cert")
+	fs.IntVar(&t.HTTPSPort, "https-port", 0, "the HTTPS `port` that -http-addr's redirects name, when a port forwarding puts HTTPS elsewhere than -addr's port (0: -addr's; 443 is left out of the URL)")
 }
 
 // check parses -tls-domains, given if domainsSet even if empty, and
@@ -68,41 +72,54 @@ func (t *TLSConfig) check(data string, domainsSet bool) error {
 		return errors.New("-acme-ca, -acme-email and -acme-ca-root need -tls-domains, the names to get certificates for")
 	case len(t.Domains) > 0 && data == "":
 		return errors.New("-tls-domains needs -data, the directory where certificates are kept")
+	case t.HTTPSPort != 0 && !t.On():
+		return errors.New("-https-port needs -tls-domains or -tls-cert: it is the port of HTTPS that -http-addr's redirects name")
 	}
 	return nil
 }
 
-// setup returns the public listener's TLS configuration and the handler
-// of the plain-HTTP listener, or nil, nil if TLS is off. It reads the
-// files it is given now, so that a bad one stops the start.
-func (t TLSConfig) setup(data string, log zerolog.Logger) (*tls.Config, http.Handler, error) {
+// setup returns the public listener's TLS configuration, what makes
+// the handler of the plain-HTTP listener for HTTPS on a port, and what
+// stops watching the certificate files (nil with ACME), or nil, nil,
+// nil if TLS is off. It reads the files it is given now, so that a bad
+// one stops the start.
+//
+// The plain-HTTP listener redirects a host to HTTPS only if HTTPS
+// serves it: with files, a name the certificate served now covers
+// (others get 421); with ACME, a name of -tls-domains (others are sent
+// to the first).
+func (t TLSConfig) setup(data string, log zerolog.Logger) (*tls.Config, func(port int) http.Handler, func(), error) {
 	switch {
 	case t.CertFile != "":
 		f, err := certs.LoadFiles(t.CertFile, t.KeyFile, log)
 		if err != nil {
-			return nil, nil, usage(fmt.Errorf("-tls-cert: %w", err))
+			return nil, nil, nil, usage(fmt.Errorf("-tls-cert: %w", err))
 		}
-		return &tls.Config{GetCertificate: f.GetCertificate}, certs.Redirect(nil), nil
+		redirect := func(port int) http.Handler { return certs.Redirect{Serves: f.Covers, Port: port} }
+		return &tls.Config{GetCertificate: f.GetCertificate}, redirect, f.Close, nil
 	case len(t.Domains) > 0:
 		c := certs.ACME{Domains: t.Domains, Dir: filepath.Join(data, "acme"), CA: t.CA, Email: t.Email}
 		if t.CARoot != "" {
 			pem, err := os.ReadFile(t.CARoot)
 			if err != nil {
-				return nil, nil, usage(fmt.Errorf("-acme-ca-root: %w", err))
+				return nil, nil, nil, usage(fmt.Errorf("-acme-ca-root: %w", err))
 			}
 			c.Roots = x509.NewCertPool()
 			if !c.Roots.AppendCertsFromPEM(pem) {
-				return nil, nil, usage(fmt.Errorf("-acme-ca-root %s: no PEM certificate in it", t.CARoot))
+				return nil, nil, nil, usage(fmt.Errorf("-acme-ca-root %s: no PEM certificate in it", t.CARoot))
 			}
 		}
 		m, err := certs.NewACME(c)
 		if err != nil {
-			return nil, nil, usage(err)
+			return nil, nil, nil, usage(err)
 		}
 		conf := &tls.Config{GetCertificate: m.GetCertificate, NextProtos: []string{"h2", "http/1.1", acme.ALPNProto}}
-		return conf, certs.HTTPHandler(m, certs.Redirect(t.Domains)), nil
+		redirect := func(port int) http.Handler {
+			return certs.HTTPHandler(m, certs.Redirect{Serves: certs.Names(t.Domains), Fallback: t.Domains[0], Port: port})
+		}
+		return conf, redirect, nil, nil
 	}
-	return nil, nil, nil
+	return nil, nil, nil, nil
 }
 
 // serve serves l with s: over TLS, HTTP/2 included, if s has a

@@ -206,12 +206,18 @@ func TestHTTPSWithAdminAndRedirect(t *testing.T) {
 	// a request is accepted by the kernel and never answered: a redirect
 	// takes milliseconds, and ten seconds is the wait for none.
 	plain := &http.Client{Timeout: 10 * time.Second, CheckRedirect: client.CheckRedirect}
-	resp, err = plain.Get("http://" + httpAddr + "/counter/a.svg?x=1")
+	req, err := http.NewRequest("GET", "http://"+httpAddr+"/counter/a.svg?x=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "x" // the certificate's name
+	resp, err = plain.Do(req)
 	if err != nil {
 		t.Fatalf("GET on -http-addr: %v", err)
 	}
 	resp.Body.Close()
-	if want := "https://127.0.0.1/counter/a.svg?x=1"; resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
+	_, port, _ := net.SplitHostPort(r.addr)
+	if want := "https://x:" + port + "/counter/a.svg?x=1"; resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
 		t.Errorf("GET on -http-addr = %d to %q, want %d to %q", resp.StatusCode, resp.Header.Get("Location"), http.StatusPermanentRedirect, want)
 	}
 	if code, _ := mustGetBody(t, "http://"+r.adminAddr+"/healthz"); code != 200 {

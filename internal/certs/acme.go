@@ -122,46 +122,6 @@ func checkDomain(d string) error {
 	return nil
 }
 
-// Redirect returns the handler of the plain-HTTP listener: it sends a
-// GET or HEAD to the same path over HTTPS, with 308, to the host asked
-// for if hosts is empty or holds it, or else to hosts[0]. It answers
-// other methods 400: a form posted over plain HTTP was already seen in
-// the clear.
-func Redirect(hosts []string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			http.Error(w, "Use HTTPS", http.StatusBadRequest)
-			return
-		}
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		host = strings.ToLower(strings.TrimSuffix(host, "."))
-		switch {
-		case len(hosts) > 0 && !contains(hosts, host):
-			host = hosts[0]
-		case len(hosts) == 0 && checkDomain(host) != nil && net.ParseIP(host) == nil:
-			http.Error(w, "Use HTTPS, with the name of this server", http.StatusBadRequest)
-			return
-		}
-		if strings.Contains(host, ":") { // IPv6
-			host = "[" + host + "]"
-		}
-		w.Header().Set("Connection", "close")
-		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
-	})
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // HTTPHandler returns m's handler of the HTTP-01 challenge, with
 // fallback for every other request. It asks m's host policy about the
 // host without its port: autocert's would refuse visitors.test:8080 when

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,18 +47,18 @@ func TestParseDomains(t *testing.T) {
 	}
 }
 
-// TestFilesConcurrent replaces the pair while handshakes ask for it, for
-// the race detector: every answer is one of the pairs written, never nil.
+// TestFilesConcurrent replaces the pair while handshakes ask for it and
+// the files are looked at every millisecond, for the race detector:
+// every answer is one of the pairs written, never nil.
 func TestFilesConcurrent(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	mustWritePair(t, certFile, keyFile)
-	f, err := LoadFiles(certFile, keyFile, zerolog.Nop())
+	f, err := loadFiles(certFile, keyFile, zerolog.Nop(), time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var clock atomic.Int64
-	f.now = func() time.Time { return time.Unix(clock.Add(int64(ReloadEvery)), 0) } // every handshake looks
+	defer f.Close()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for range 4 {

@@ -83,6 +83,10 @@ type Config struct {
 	// StreamsPerClient the most from one client address; 0 means
 	// DefaultMaxStreams and DefaultStreamsPerClient.
 	MaxStreams, StreamsPerClient int
+	// StreamMaxAge is how long a live stream lasts before the server
+	// ends it, telling the client to reconnect; 0 means
+	// DefaultStreamMaxAge.
+	StreamMaxAge time.Duration
 	// PublicTop serves /top.json, the most visited counters. Off by
 	// default: keys may be private.
 	PublicTop bool

@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,9 +14,19 @@ import (
 )
 
 // Limits and timing of the live streams, /counter/{key}/stream.
+//
+// Over HTTP/1.1 each stream holds a connection for as long as it is
+// open: DefaultMaxStreams is a quarter of the public listener's default
+// -max-conns, and internal/app keeps -max-streams at most half of
+// -max-conns, so that streams leave connections to ordinary requests.
+// A stream ends after DefaultStreamMaxAge (less up to a tenth, so that
+// streams opened together do not end together) with a retry field
+// that EventSource waits out before it reconnects: no client holds a
+// slot for good, and a crowd of streams reconnects spread out.
 const (
-	DefaultMaxStreams       = 10000            // open streams in all
+	DefaultMaxStreams       = 2500             // open streams in all
 	DefaultStreamsPerClient = 4                // open streams from one client address
+	DefaultStreamMaxAge     = 30 * time.Minute // how long a stream lasts before the server ends it
 	streamInterval          = time.Second      // at most one event a second per stream
 	streamHeartbeat         = 15 * time.Second // a comment keeps proxies from closing an idle stream
 	streamRetry             = 5 * time.Second  // how long EventSource waits before it reconnects
@@ -40,6 +51,7 @@ var (
 // streamTimes are the stream's timing, which tests shorten.
 type streamTimes struct {
 	interval, heartbeat, retry time.Duration
+	maxAge                     time.Duration // set from Config.StreamMaxAge
 }
 
 // newHub returns the hub of c's streams.
@@ -54,6 +66,10 @@ func newHub(c Config) (*live.Hub, streamTimes) {
 	t := streamTimes{interval: streamInterval, heartbeat: streamHeartbeat, retry: streamRetry}
 	if c.streamTimes != nil {
 		t = *c.streamTimes
+	}
+	t.maxAge = c.StreamMaxAge
+	if t.maxAge <= 0 {
+		t.maxAge = DefaultStreamMaxAge
 	}
 	return live.New(live.Options{Get: c.Store.Get, Max: max, PerClient: per, Interval: t.interval}), t
 }
@@ -74,8 +90,9 @@ func (s *Server) Streams() int { return s.hub.Streams() }
 
 // handleStream serves /counter/{key}/stream: Server-Sent Events with the
 // key's counts, at once and then whenever they change, at most once per
-// interval, with a comment every heartbeat. Reading a stream counts
-// nothing.
+// interval, with a comment every heartbeat, until the stream's age
+// (maxAge less up to a tenth) ends it with a retry field. Reading a
+// stream counts nothing.
 func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 	key, ok := strings.CutSuffix(r.URL.Path[len("/counter/"):], "/stream")
 	if !ok {
@@ -129,6 +146,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 
 	heartbeat := time.NewTicker(s.times.heartbeat)
 	defer heartbeat.Stop()
+	age := time.NewTimer(s.times.maxAge - rand.N(s.times.maxAge/10+1))
+	defer age.Stop()
 	hold := time.NewTimer(0) // runs while a change waits out the interval
 	<-hold.C
 	var pending bool
@@ -160,6 +179,14 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 			sent = time.Now()
 		case <-heartbeat.C:
 			b = append(b[:0], ": heartbeat\n\n"...)
+		case <-age.C:
+			// The stream is old enough: the client reconnects after
+			// retry and up to as long again, and gets a fresh slot.
+			b = append(b[:0], "retry: "...)
+			b = strconv.AppendInt(b, (s.times.retry + rand.N(s.times.retry+1)).Milliseconds(), 10)
+			b = append(b, "\n\n"...)
+			s.streamWrite(w, rc, b)
+			return http.StatusOK
 		}
 		if !s.streamWrite(w, rc, b) {
 			return http.StatusOK

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -274,5 +275,46 @@ func TestStreamLimitPerForwardedClient(t *testing.T) {
 	}
 	if n := s.Streams(); n != 5 {
 		t.Errorf("Streams() = %d, want 5", n)
+	}
+}
+
+// TestStreamMaxAge: a stream ends once its age is between nine tenths
+// of StreamMaxAge and StreamMaxAge, with a last event that holds only a
+// retry field, between retry and twice retry, which EventSource waits
+// before it reconnects; its slot is free then. A stream that never
+// ended held its slot, and a connection, for as long as its client
+// liked.
+func TestStreamMaxAge(t *testing.T) {
+	const maxAge, retry = 400 * time.Millisecond, 2 * time.Second
+	const slack = 2 * time.Second // a busy shared machine's scheduler
+	s, hs, _ := mustStreamServer(t, Config{StreamMaxAge: maxAge}, streamTimes{interval: time.Hour, heartbeat: time.Hour, retry: retry})
+	start := time.Now()
+	resp, er := mustOpen(t, hs.URL+"/counter/k/stream")
+	nextCounts(t, er)
+	var last webtest.Event
+	for {
+		ev, err := er.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the stream ended with %v after %v, want it to end cleanly at about %v", err, time.Since(start).Round(time.Millisecond), maxAge)
+		}
+		last = ev
+	}
+	resp.Body.Close()
+	if age := time.Since(start); age < maxAge*9/10 || age > maxAge+slack {
+		t.Errorf("the stream ended after %v, want between %v and %v", age.Round(time.Millisecond), maxAge*9/10, maxAge+slack)
+	}
+	ms, err := strconv.Atoi(last.Retry)
+	if err != nil || last.Data != "" || time.Duration(ms)*time.Millisecond < retry || time.Duration(ms)*time.Millisecond > 2*retry {
+		t.Errorf("the stream's last event = %+v, want only a retry field between %v and %v", last, retry, 2*retry)
+	}
+	deadline := time.Now().Add(slack)
+	for s.Streams() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams open %v after the stream ended, want 0", s.Streams(), slack)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
