@@ -16,6 +16,7 @@ import (
 
 	"visitors/internal/api"
 	"visitors/internal/client"
+	"visitors/internal/compat"
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore"
 	"visitors/internal/web"
@@ -51,6 +52,7 @@ type Config struct {
 	Fair                 Fair             // the fairness rules of the keyed counters
 	MaxStreams           int              // live streams open at once
 	PublicTop            bool             // serve /top.json, the most visited counters
+	Compat               compat.Services  // the closed services whose URLs are answered
 	AdminAllowRemote     bool             // let -admin-addr listen on an address that is not loopback
 	API                  APIConfig        // the owner API
 	TLS                  TLSConfig        // HTTPS on the public listener
@@ -247,6 +249,8 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
 	c.Fair.flags(fs)
 	fs.BoolVar(&c.PublicTop, "public-top", false, "serve /top.json and the landing page's most visited counters (off: keys may be private)")
+	c.Compat = compat.AllServices
+	fs.Var(&c.Compat, "compat", "the URLs of closed counter services to answer, counting into keys of their own (docs/migrate.md): all, none, or a comma-separated `list` of hits, countapi, visitor-badge and ghpvc")
 	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once; past it 503")
 	fs.BoolVar(&c.AdminAllowRemote, "admin-allow-remote", false, "let -admin-addr listen on an address that is not loopback (pprof and /debug/vars show keys, names and flags; a warning is logged)")
 	fs.StringVar(&c.API.TokenFile, "admin-token-file", "", "`file` holding the owner API's root token (or set "+EnvPrefix+"ADMIN_TOKEN); without one /api/ is 404")
