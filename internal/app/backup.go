@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
 	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore"
@@ -124,7 +123,7 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 		// changes nothing.
 		var d bytes.Buffer
 		if err := dump.FromCSV(in, &d); err != nil {
-			return fmt.Errorf("import: %w: %w; the store was not changed", store.ErrInvalidDump, err)
+			return fmt.Errorf("import: invalid CSV: %w; the store was not changed", err)
 		}
 		in = &d
 	}
