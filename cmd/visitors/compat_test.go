@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"visitors/internal/servertest"
+	"visitors/internal/store"
 )
 
 // The tests in this file prove issue 37 on the real binary: the URLs of
@@ -287,5 +289,72 @@ func TestCompatFlag(t *testing.T) {
 	cmd := command(t, bin, "-compat", "hits,nothing")
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), `unknown service "nothing"`) {
 		t.Errorf("-compat hits,nothing = %v %q, want a refusal naming the service", err, out)
+	}
+}
+
+// TestCompatOnEveryBackend: counts carried over as CSV through the owner
+// API, then counted on through every service, come back from every
+// backend that keeps them (embedded, Redis standalone and cluster)
+// after a restart, keys at their longest and in odd UTF-8 included; the
+// memory store, which cannot import, counts the same URLs.
+func TestCompatOnEveryBackend(t *testing.T) {
+	longest := strings.Repeat("n", store.MaxKeyBytes-len("ghpvc/"))
+	csv := "key,total\n" +
+		"countapi/mysite.com/visits,41\n" +
+		"ghpvc/" + longest + ",9\n" +
+		"ghpvc/~C3~A9,99\n" +
+		"visitor-badge/octo.repo,7\n" +
+		keyHITS + ",120\n"
+	visits := []struct{ path, key string }{
+		{"/hit/mysite.com/visits", "countapi/mysite.com/visits"},
+		{"/ghpvc/?username=" + longest, "ghpvc/" + longest},
+		{"/ghpvc/?username=%C3%A9", "ghpvc/~C3~A9"},
+		{"/badge?page_id=octo.repo", "visitor-badge/octo.repo"},
+		{"/api/count/incr/badge.svg?" + urlHITS, keyHITS},
+	}
+	want := map[string]uint64{"countapi/mysite.com/visits": 42, "ghpvc/" + longest: 10, "ghpvc/~C3~A9": 100, "visitor-badge/octo.repo": 8, keyHITS: 121}
+	for _, backend := range []string{"memory", "embedded", "redis", "cluster"} {
+		t.Run(backend, func(t *testing.T) {
+			var args []string
+			switch backend {
+			case "memory":
+				args = []string{"-store", "memory"}
+			case "embedded":
+				args = []string{"-data", t.TempDir()}
+			default:
+				args = redisArgs(t, backend == "cluster")
+			}
+			args = append(args, "-log-level", "off", "-trusted-proxies", "127.0.0.1")
+			env := []string{"VISITORS_ADMIN_TOKEN=" + apiRoot}
+			p := servertest.Start(t, bin, env, args...)
+			if backend != "memory" {
+				if r := apiDo(t, p, "POST", "/api/v1/import?format=csv", apiRoot, csv); r.code != 200 {
+					t.Fatalf("CSV import = %d %s", r.code, r.body)
+				}
+			}
+			for i, v := range visits {
+				if code, _, body := fetch(t, p.URL(v.path), browserUA, fmt.Sprintf("198.51.100.%d", i+1)); code != 200 {
+					t.Fatalf("GET %s = %d %q", v.path, code, body)
+				}
+			}
+			check := func(p *servertest.Proc, when string) {
+				for key, n := range want {
+					if backend == "memory" {
+						n = 1
+					}
+					if got := mustCounts(t, p, key).Total; got != n {
+						t.Errorf("%s: %s total %d, want %d", when, key, got, n)
+					}
+				}
+			}
+			check(p, "before a restart")
+			if backend == "memory" {
+				return
+			}
+			if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			check(servertest.Start(t, bin, env, args...), "after a restart")
+		})
 	}
 }
