@@ -40,7 +40,7 @@ func writeBadge(w http.ResponseWriter, code int, b *badge.Badge) {
 	h["Content-Type"] = ctSVG
 	setNoCache(h)
 	w.WriteHeader(code)
-	w.Write(badge.AppendSVG(nil, b))
+	w.Write(badge.AppendSVG(make([]byte, 0, 2048), b)) // one allocation: a badge is under 2 KiB without a logo
 }
 
 // failBadge answers e as a badge that says what went wrong, with the

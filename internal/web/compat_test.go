@@ -60,3 +60,28 @@ func TestCompatLeavesTheBudgets(t *testing.T) {
 		t.Errorf("a 404 allocates %v with compat, %v without", with, base)
 	}
 }
+
+// compatTargets are one URL of each closed service, for the benchmarks:
+// what a visit through them costs beside /counter/{key}.svg.
+var compatTargets = []struct{ name, target string }{
+	{"counter", "/counter/octocat/hello-world.svg"},
+	{"hits", "/api/count/incr/badge.svg?url=https%3A%2F%2Fgithub.com%2Foctocat%2Fhello-world&title=hits&count_bg=%2379C83D"},
+	{"countapi", "/hit/mysite.com/visits"},
+	{"visitor-badge", "/badge?page_id=octocat.hello-world&left_text=visitors"},
+	{"ghpvc", "/ghpvc/?username=octocat&abbreviated=true&base=1200"},
+}
+
+// BenchmarkCompat prices a counted visit through each closed service's
+// URL, with the metrics as the service runs them; compare with
+// benchstat -col /service.
+func BenchmarkCompat(b *testing.B) {
+	for _, tt := range compatTargets {
+		b.Run("service="+tt.name, func(b *testing.B) { benchServeObs(b, tt.target, obsMetrics) })
+	}
+}
+
+func BenchmarkCompatParallel(b *testing.B) {
+	for _, tt := range compatTargets {
+		b.Run("service="+tt.name, func(b *testing.B) { benchServeParallelObs(b, tt.target, obsMetrics) })
+	}
+}
