@@ -34,6 +34,7 @@ const (
 	urlHITS   = "url=https%3A%2F%2Fgithub.com%2Focto%2Frepo"
 	ctSVG     = "image/svg+xml; charset=utf-8"
 	ctJSONAPI = "application/json"
+	ctJS      = "application/javascript; charset=utf-8"
 )
 
 // TestCompatURLForms: each URL form answers with the original's status,
@@ -71,6 +72,9 @@ func TestCompatURLForms(t *testing.T) {
 		{"countapi hit again", "/hit/mysite.com/visits", 200, ctJSONAPI, `\{"value":2\}\n`, keyCount, 2, true, ""},
 		{"countapi get", "/get/mysite.com/visits", 200, ctJSONAPI, `\{"value":2\}\n`, keyCount, 2, false, ""},
 		{"countapi get missing", "/get/mysite.com/nothing", 404, ctJSONAPI, `\{"value":null\}\n`, "countapi/mysite.com/nothing", 0, false, ""},
+		{"countapi jsonp", "/hit/mysite.com/visits?callback=cb", 200, ctJS, `/\*\*/cb\(\{"value":3\}\);\n`, keyCount, 3, true, ""},
+		{"countapi jsonp missing", "/get/mysite.com/nothing?callback=my.cb_1", 200, ctJS, `/\*\*/my\.cb_1\(\{"status":404,"value":null\}\);\n`, "countapi/mysite.com/nothing", 0, false, ""},
+		{"countapi jsonp hostile callback", "/hit/mysite.com/visits?callback=alert(document.cookie)", 400, ctJSONAPI, `\{"error":"callback must be a JavaScript name.*"\}\n`, keyCount, 3, false, ""},
 		{"countapi default namespace", "/hit/visits", 200, ctJSONAPI, `\{"value":1\}\n`, keyDefNS, 1, true, ""},
 		{"countapi three segments", "/hit/a/b/c", 404, ctJSONAPI, `\{"error":"not found: .*"\}\n`, "", 0, false, ""},
 		{"countapi key too long", "/hit/ns/" + strings.Repeat("k", 130), 400, ctJSONAPI, `\{"error":"the counter's key, once escaped, would be longer than 128 bytes.*"\}\n`, "", 0, false, ""},

@@ -76,6 +76,28 @@ func writeJSON(w http.ResponseWriter, code int, v any) int {
 	return code
 }
 
+// ctJS is the content type of a JSONP answer.
+var ctJS = []string{"application/javascript; charset=utf-8"}
+
+// writeJSONP answers v as a call of callback, a name validCallback took,
+// always with a 200, as JSONP must for a script tag to run it. The
+// leading empty comment keeps the first bytes out of the caller's hands.
+func writeJSONP(w http.ResponseWriter, callback string, v any) int {
+	h := w.Header()
+	h["Content-Type"] = ctJS
+	setNoCache(h)
+	b, _ := json.Marshal(v)
+	out := make([]byte, 0, len(b)+len(callback)+10)
+	out = append(out, "/**/"...)
+	out = append(out, callback...)
+	out = append(out, '(')
+	out = append(out, b...)
+	out = append(out, ");\n"...)
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
+	return http.StatusOK
+}
+
 // parseLabel returns the label asked for by q's parameter name, or def
 // if it is absent; a label that is not valid UTF-8 or is longer than
 // badge.MaxLabelRunes is refused.

@@ -167,7 +167,7 @@ func (h *Handler) Serve(c Counter, w http.ResponseWriter, r *http.Request) int {
 	case HITS:
 		return serveHITS(c, w, r, q, err)
 	case CountAPI:
-		return serveCountAPI(c, w, r)
+		return serveCountAPI(c, w, r, q, err)
 	case VisitorBadge:
 		return serveVisitorBadge(c, w, r, q, err)
 	}

@@ -164,3 +164,32 @@ func TestMatch(t *testing.T) {
 		t.Errorf("Match allocates %v times, want 0", n)
 	}
 }
+
+func TestValidCallback(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"cb", true},
+		{"jQuery123_456", true},
+		{"my.ns.cb", true},
+		{"$", true},
+		{"_x9", true},
+		{strings.Repeat("a", 64), true},
+		{strings.Repeat("a", 65), false},
+		{"", false},
+		{"9cb", false},
+		{".cb", false},
+		{"alert(1)", false},
+		{"cb;alert(1)", false},
+		{"cb<script>", false},
+		{"cb\n", false},
+		{"é", false},
+		{"a-b", false},
+	}
+	for _, tt := range tests {
+		if got := validCallback(tt.name); got != tt.want {
+			t.Errorf("validCallback(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -85,8 +86,27 @@ const countAPIDefault = "default"
 // (a visit) and /get/{namespace}/{key} (no visit), and /hit/{key} and
 // /get/{key} in the namespace "default", with {"value":N} as JSON. /get
 // of a key never counted is CountAPI's 404 {"value":null}. An error is
-// CountAPI's {"error":"…"}, with its status.
-func serveCountAPI(c Counter, w http.ResponseWriter, r *http.Request) int {
+// CountAPI's {"error":"…"}, with its status. With ?callback=NAME the
+// answer is JSONP, as CountAPI's script tags asked for it: always a
+// 200, NAME({"value":N}), with the status of an answer that is not a
+// 200 in the object, "status".
+func serveCountAPI(c Counter, w http.ResponseWriter, r *http.Request, q map[string][]string, qerr error) int {
+	callback, jsonp := first(q, "callback")
+	if qerr != nil {
+		return writeJSON(w, http.StatusBadRequest, jsonError{Error: errQuery.Msg})
+	}
+	if jsonp && !validCallback(callback) {
+		return writeJSON(w, http.StatusBadRequest, jsonError{Error: msgCallback})
+	}
+	answer := func(code int, v countAPIAnswer) int {
+		if !jsonp {
+			return writeJSON(w, code, v)
+		}
+		if code != http.StatusOK {
+			v.Status = code
+		}
+		return writeJSONP(w, callback, v)
+	}
 	hit := strings.HasPrefix(r.URL.Path, pathHit)
 	rest := r.URL.Path[len(pathHit):] // pathGet is as long
 	ns, name, two := strings.Cut(rest, "/")
@@ -94,33 +114,67 @@ func serveCountAPI(c Counter, w http.ResponseWriter, r *http.Request) int {
 		ns, name = countAPIDefault, rest
 	}
 	if ns == "" || name == "" || strings.Contains(name, "/") {
-		return writeJSON(w, http.StatusNotFound, jsonError{"not found: the paths are /hit/{namespace}/{key}, /get/{namespace}/{key}, /hit/{key} and /get/{key}"})
+		return answer(http.StatusNotFound, countAPIAnswer{Error: "not found: the paths are /hit/{namespace}/{key}, /get/{namespace}/{key}, /hit/{key} and /get/{key}"})
 	}
 	key, ok := Key(CountAPI, ns, name)
 	if !ok {
-		return writeJSON(w, http.StatusBadRequest, jsonError{msgKeyTooLong})
+		return answer(http.StatusBadRequest, countAPIAnswer{Error: msgKeyTooLong})
 	}
 	o, e := c.Count(w, r, key, hit && r.Method != http.MethodHead)
 	if e != nil {
 		e.SetHeader(w.Header())
-		return writeJSON(w, e.Code, jsonError{e.Msg})
+		return answer(e.Code, countAPIAnswer{Error: e.Msg})
 	}
 	if !hit && o.Counts.Total == 0 {
-		return writeJSON(w, http.StatusNotFound, struct {
-			Value *uint64 `json:"value"`
-		}{})
+		return answer(http.StatusNotFound, countAPIAnswer{Value: nil})
 	}
-	return visited(writeJSON(w, http.StatusOK, jsonValue{o.Counts.Total}), &o)
+	n := o.Counts.Total
+	return visited(answer(http.StatusOK, countAPIAnswer{Value: &n}), &o)
 }
 
-// jsonValue is CountAPI's answer.
-type jsonValue struct {
-	Value uint64 `json:"value"`
+// countAPIAnswer is CountAPI's answer: {"value":N}, {"value":null}, or
+// {"error":"…"}; Status only in JSONP.
+type countAPIAnswer struct {
+	Status int     `json:"status,omitempty"`
+	Value  *uint64 `json:"value"`
+	Error  string  `json:"error,omitempty"`
 }
 
-// jsonError is CountAPI's answer to an error.
+// MarshalJSON writes an error without its value, as CountAPI did.
+func (a countAPIAnswer) MarshalJSON() ([]byte, error) {
+	if a.Error != "" {
+		return json.Marshal(struct {
+			Status int    `json:"status,omitempty"`
+			Error  string `json:"error"`
+		}{a.Status, a.Error})
+	}
+	type plain countAPIAnswer
+	return json.Marshal(plain(a))
+}
+
+// jsonError is an error's answer outside CountAPI's shapes.
 type jsonError struct {
 	Error string `json:"error"`
+}
+
+// msgCallback refuses a JSONP callback that is not a plain name.
+const msgCallback = "callback must be a JavaScript name: 1-64 of A-Z a-z 0-9 _ $ and ., not starting with a digit or ."
+
+// validCallback reports whether name is one JSONP may call: 1-64 bytes
+// of A-Z a-z 0-9 _ $ and '.', starting with a letter, _ or $; nothing
+// else is written into the script.
+func validCallback(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '$'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '.')) {
+			return false
+		}
+	}
+	return true
 }
 
 // visitor-badge's defaults.

@@ -254,6 +254,7 @@ var sessions = []session{
 				sh(`curl -s ` + browser + ` localhost:8080/hit/mysite.com/visits`),
 				sh(`curl -s ` + browser + ` localhost:8080/hit/mysite.com/visits`),
 				sh(`curl -s localhost:8080/get/mysite.com/visits`),
+				sh(`curl -s ` + browser + ` 'localhost:8080/hit/mysite.com/visits?callback=showCount'`),
 				sh(`curl -si localhost:8080/get/mysite.com/nothing-yet | tr -d '\r' | grep -E '^(HTTP|Content-Type|\{)'`),
 			}},
 			{name: "migrate-badges", steps: []step{
