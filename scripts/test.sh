@@ -58,7 +58,7 @@ go run ./scripts/crosscheck darwin/arm64 windows/amd64 linux/arm64
 step "staticcheck"
 go run "$STATICCHECK" ./...
 
-# Every example in README.md and docs/{api,configuration,deploy}.md is
+# Every example in README.md and docs/{api,configuration,deploy,migrate}.md is
 # run against the real binary, and the flags table is its -h: a doc that
 # no longer shows what the binary prints fails here, with the diff.
 step "the docs show what the binary prints (scripts/gendocs -check)"

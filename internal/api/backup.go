@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"visitors/internal/httperr"
 	"visitors/internal/store"
+	"visitors/internal/store/dump"
 )
 
 var errNoBackup = &httperr.HTTPError{Code: http.StatusNotImplemented, Msg: "this store cannot export or import while it serves (-store memory); use the embedded or the Redis store"}
@@ -59,18 +61,30 @@ func (h *Handler) export(c *call) error {
 	return nil
 }
 
-// importDump serves POST /api/v1/import[?replace=true], root only: a
-// dump of "visitors export", checked whole before anything changes (a
-// refused dump is 400 and changes nothing), of at most ImportMaxBytes
-// (413); one that would take the store past -max-keys is 409 and
-// changes nothing. Any Content-Type is taken.
+// importDump serves POST /api/v1/import[?replace=true][&format=csv],
+// root only: a dump of "visitors export", or with format=csv rows of
+// key,total and key,date,count (dump.FromCSV; added, never replacing),
+// checked whole before anything changes (a refused dump is 400 and
+// changes nothing), of at most ImportMaxBytes (413); one that would
+// take the store past -max-keys is 409 and changes nothing. Any
+// Content-Type is taken.
 func (h *Handler) importDump(c *call) error {
-	if err := c.rootOnly("replace"); err != nil {
+	if err := c.rootOnly("replace", "format"); err != nil {
 		return err
 	}
 	replace, err := c.boolParam("replace")
 	if err != nil {
 		return err
+	}
+	format, _ := c.param1("format")
+	switch format {
+	case "", "json":
+	case "csv":
+		if replace {
+			return badRequest("format=csv adds counts and cannot replace: a CSV holds no /hi counter and only the keys it names")
+		}
+	default:
+		return badRequest("parameter format: want json or csv")
 	}
 	if h.backup == nil {
 		return errNoBackup
@@ -86,7 +100,22 @@ func (h *Handler) importDump(c *call) error {
 	keysBefore := h.c.Store.Keys()
 	body := &countingReader{r: http.MaxBytesReader(c.w, c.r.Body, h.c.ImportMaxBytes)}
 	start := h.c.Now()
-	err = h.backup.Import(ctx, body, replace)
+	var in io.Reader = body
+	if format == "csv" {
+		var d bytes.Buffer
+		if err := dump.FromCSV(dump.ContextReader(ctx, body), &d); err != nil {
+			var mbe *http.MaxBytesError
+			if body.tooLarge || errors.As(err, &mbe) {
+				return tooLarge
+			}
+			if ctx.Err() != nil {
+				return h.storeError(ctx.Err(), "import")
+			}
+			return badRequest("the CSV was refused, nothing changed: %v", err)
+		}
+		in = &d
+	}
+	err = h.backup.Import(ctx, in, replace)
 	var mbe *http.MaxBytesError
 	switch {
 	case body.tooLarge || errors.As(err, &mbe): // however the store wrapped the read's error

@@ -24,6 +24,7 @@ import (
 	"visitors/internal/api"
 	"visitors/internal/buildinfo"
 	"visitors/internal/coarse"
+	"visitors/internal/compat"
 	"visitors/internal/flightrec"
 	"visitors/internal/logsink"
 	"visitors/internal/metrics"
@@ -262,6 +263,9 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, StreamMaxAge: cfg.MaxStreamAge, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
 		wc.API = s.ownerAPI()
+	}
+	if cfg.Compat != 0 {
+		wc.Compat = compat.New(cfg.Compat)
 	}
 	s.public = web.New(wc)
 	srv := publicServer(s.public, s.conns, s.to, tlsConf, s.clock)

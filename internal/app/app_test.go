@@ -25,6 +25,7 @@ import (
 	"visitors/internal/camo"
 	"visitors/internal/certs"
 	"visitors/internal/client"
+	"visitors/internal/compat"
 	"visitors/internal/servertest"
 	"visitors/internal/store"
 	"visitors/internal/store/boltstore"
@@ -55,7 +56,7 @@ func TestParseFlags(t *testing.T) {
 	def := Config{Addr: ":8080", AdminAddr: "127.0.0.1:6060", LogLevel: zerolog.InfoLevel, MaxKeys: 1_000_000, ShutdownTimeout: 10 * time.Second,
 		Store: StoreEmbedded, Data: "./data", Durability: store.Batch, FlushInterval: 100 * time.Millisecond,
 		Metrics: true, FlightRecorder: false, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20,
-		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 2500, MaxStreamAge: 30 * time.Minute,
+		SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 2500, MaxStreamAge: 30 * time.Minute, Compat: compat.AllServices,
 		Redis: RedisConfig{URL: "redis://127.0.0.1:6379/0", Prefix: "visitors:"},
 		API:   APIConfig{ImportMaxBytes: 256 << 20, AuthFailures: client.Rate{Events: 5, Per: time.Minute}},
 		TLS:   TLSConfig{HTTPAddr: ":80", CA: certs.LetsEncrypt}}
@@ -67,12 +68,14 @@ func TestParseFlags(t *testing.T) {
 		want Config
 	}{
 		{"defaults", nil, nil, def},
+		{"compat services", []string{"-compat", "ghpvc,countapi"}, nil, with(func(c *Config) { c.Compat = 1<<compat.CountAPI | 1<<compat.GHPVC })},
+		{"compat none from env", nil, map[string]string{"VISITORS_COMPAT": "none"}, with(func(c *Config) { c.Compat = 0 })},
 		{"flags", []string{"-addr", ":9", "-admin-addr", "", "-log-level", "off", "-max-keys", "5", "-shutdown-timeout", "1s", "-block-profile-rate", "100", "-mutex-profile-fraction", "10",
 			"-store", "memory", "-data", "/var/lib/v", "-durability", "sync", "-flush-interval", "1s"}, nil,
 			with(func(c *Config) {
 				*c = Config{Addr: ":9", AdminAddr: "", LogLevel: zerolog.Disabled, MaxKeys: 5, ShutdownTimeout: time.Second, BlockProfileRate: 100, MutexProfileFraction: 10,
 					Store: StoreMemory, Data: "/var/lib/v", Durability: store.Sync, FlushInterval: time.Second,
-					Metrics: true, FlightRecorder: false, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 2500, MaxStreamAge: 30 * time.Minute,
+					Metrics: true, FlightRecorder: false, FlightRecorderWindow: 10 * time.Second, FlightRecorderBytes: 32 << 20, SlowRequest: 250 * time.Millisecond, TraceEvery: time.Minute, TraceKeep: 10, Fair: defFair, MaxStreams: 2500, MaxStreamAge: 30 * time.Minute, Compat: compat.AllServices,
 					Redis: def.Redis, API: def.API, TLS: def.TLS}
 			})},
 		{"redis flags", []string{"-store", "redis", "-redis-url", "rediss://u@r:6380/2", "-redis-cluster", "a:1, b:2,", "-redis-prefix", "p:"}, nil,

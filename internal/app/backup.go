@@ -1,12 +1,15 @@
 package app
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"visitors/internal/store/boltstore"
+	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore"
 )
 
@@ -46,10 +49,12 @@ const (
 export writes every count, totals and daily counts, as JSON to stdout.
 `
 	importUsage = `Usage:
-  visitors import [-data dir | -store redis ...] [-replace] [file]
+  visitors import [-data dir | -store redis ...] [-replace] [-format json|csv] [file]
 
 import reads counts from a JSON export, from file or else stdin, and adds
-them to the store's, or with -replace replaces every count.
+them to the store's, or with -replace replaces every count. With -format
+csv it reads rows of key,total and key,date,count instead (counts carried
+over from another counter: docs/migrate.md), and adds them.
 `
 	checkUsage = `Usage:
   visitors check [-data dir]
@@ -89,9 +94,16 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 	cl, b := backupCommand("import", importUsage, getenv)
 	replace := cl.fs.Bool("replace", false, "replace every count instead of adding to them")
 	maxKeys := cl.fs.Int("max-keys", 1_000_000, "most distinct names the store may hold after the import; past it the import is refused (0: no limit)")
+	format := cl.fs.String("format", "json", "what the file holds: json (a visitors export) or csv (rows of key,total and key,date,count; adds, never with -replace)")
 	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
 	if err != nil {
 		return err
+	}
+	switch {
+	case *format != "json" && *format != "csv":
+		return cl.refuse(fmt.Errorf("-format %q: want json or csv", *format))
+	case *format == "csv" && *replace:
+		return cl.refuse(errors.New("-format csv adds counts and cannot -replace: a CSV holds no /hi counter and only the keys it names"))
 	}
 	in := stdin
 	switch len(rest) {
@@ -105,6 +117,15 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 		in = f
 	default:
 		return cl.refuse(fmt.Errorf("unexpected argument %q", rest[1]))
+	}
+	if *format == "csv" {
+		// Checked whole before the store is opened: a CSV refused
+		// changes nothing.
+		var d bytes.Buffer
+		if err := dump.FromCSV(in, &d); err != nil {
+			return fmt.Errorf("import: invalid CSV: %w; the store was not changed", err)
+		}
+		in = &d
 	}
 	switch b.kind {
 	case StoreEmbedded:

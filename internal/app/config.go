@@ -16,6 +16,7 @@ import (
 
 	"visitors/internal/api"
 	"visitors/internal/client"
+	"visitors/internal/compat"
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore"
 	"visitors/internal/web"
@@ -52,6 +53,7 @@ type Config struct {
 	MaxStreams           int              // live streams open at once; at most half of Fair.MaxConns (see check)
 	MaxStreamAge         time.Duration    // how long a live stream lasts before the server ends it
 	PublicTop            bool             // serve /top.json, the most visited counters
+	Compat               compat.Services  // the closed services whose URLs are answered
 	AdminAllowRemote     bool             // let -admin-addr listen on an address that is not loopback
 	API                  APIConfig        // the owner API
 	TLS                  TLSConfig        // HTTPS on the public listener
@@ -259,6 +261,8 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 	fs.IntVar(&c.TraceKeep, "trace-keep", 10, "how many snapshots to keep in -trace-dir, the newest")
 	c.Fair.flags(fs)
 	fs.BoolVar(&c.PublicTop, "public-top", false, "serve /top.json and the landing page's most visited counters (off: keys may be private)")
+	c.Compat = compat.AllServices
+	fs.Var(&c.Compat, "compat", "the URLs of closed counter services to answer, counting into keys of their own (docs/migrate.md): all, none, or a comma-separated `list` of hits, countapi, visitor-badge and ghpvc")
 	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once, at most half of -max-conns (lowered to it by default); past it 503")
 	fs.DurationVar(&c.MaxStreamAge, "max-stream-age", web.DefaultStreamMaxAge, "how long a live stream lasts (less up to a tenth) before the server ends it, and the browser reconnects")
 	fs.BoolVar(&c.AdminAllowRemote, "admin-allow-remote", false, "let -admin-addr listen on an address that is not loopback (pprof and /debug/vars show keys, names and flags; a warning is logged)")

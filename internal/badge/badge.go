@@ -12,6 +12,11 @@ import (
 	"unicode/utf8"
 )
 
+// MaxLabelRunes is the longest label a badge parameter may ask for, in
+// characters: the counter badges' label and the labels of the URLs of
+// closed services (internal/compat) alike.
+const MaxLabelRunes = 64
+
 // Style is a badge's look.
 type Style uint8
 

@@ -28,11 +28,12 @@ const (
 	API                      // /api/v1/…: the owner API, when a root token is configured
 	Stream                   // /counter/{key}/stream: counted when it ends, not timed
 	Top                      // /top.json
+	Compat                   // the URLs of closed counter services (internal/compat)
 	Other                    // anything else: 404s
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "counter_json", "daily", "graph", "landing", "api", "stream", "top", "other"}
+var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "counter_json", "daily", "graph", "landing", "api", "stream", "top", "compat", "other"}
 
 // String returns r's label value.
 func (r Route) String() string { return routeNames[r] }

@@ -19,8 +19,8 @@ import (
 
 // Limits of the counter API.
 const (
-	MaxKeyBytes   = store.MaxKeyBytes // a counter key
-	MaxLabelRunes = 64                // a badge label, in characters
+	MaxKeyBytes   = store.MaxKeyBytes   // a counter key
+	MaxLabelRunes = badge.MaxLabelRunes // a badge label, in characters
 	defaultDays   = 30
 )
 

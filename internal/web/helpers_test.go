@@ -19,6 +19,7 @@ import (
 	"visitors/internal/camo"
 	"visitors/internal/client"
 	"visitors/internal/coarse"
+	"visitors/internal/compat"
 	"visitors/internal/flightrec"
 	"visitors/internal/logsink"
 	"visitors/internal/metrics"
@@ -52,6 +53,7 @@ func mustServerObserved(tb testing.TB, out io.Writer, observed bool) (*Server, *
 		Store:    st,
 		Log:      zerolog.New(sink).With().Timestamp().Logger(),
 		Hostname: "testhost",
+		Compat:   compat.New(compat.AllServices), // on, as the service runs by default: the budgets hold with it
 	}
 	if observed { // as the service runs by default
 		clock := coarse.Start(time.Millisecond)

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"visitors/internal/client"
+	"visitors/internal/compat"
 	"visitors/internal/httperr"
 	"visitors/internal/live"
 	"visitors/internal/metrics"
@@ -93,6 +94,11 @@ type Config struct {
 	// API, if set, serves every path under /api/ (the owner API, whatever
 	// the method); nil leaves /api/ to the 404 of any unknown path.
 	API http.Handler
+	// Compat, if set, answers the URLs of the closed counter services it
+	// was made with (HITS, CountAPI, visitor-badge, the profile views
+	// counter), counting through this server's one counting path; nil
+	// leaves their paths to the 404 of any unknown path.
+	Compat *compat.Handler
 
 	streamTimes *streamTimes // tests shorten the streams' timing
 }
@@ -112,6 +118,7 @@ type Server struct {
 	times    streamTimes
 	top      *top.Board      // nil unless PublicTop
 	api      http.Handler    // nil: no /api/
+	compat   *compat.Handler // nil: no URLs of closed services
 	cal      *tally.Calendar // top's calendar, or nil
 
 	untrusted     atomic.Uint64              // requests with forwarding headers from an untrusted peer
@@ -135,7 +142,7 @@ type scratch struct {
 // process ends. A server that may hold live streams must be told of
 // shutdown with [Server.Shutdown].
 func New(c Config) *Server {
-	s := &Server{log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, api: c.API}
+	s := &Server{log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, api: c.API, compat: c.Compat}
 	s.hub, s.times = newHub(c)
 	s.top, s.cal = newBoard(c)
 	if s.now == nil {
@@ -195,6 +202,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h, route = (*Server).handleStream, metrics.Stream
 		case strings.HasPrefix(r.URL.Path, "/counter/"):
 			h, route = (*Server).handleCounter, counterRoute(r.URL.Path)
+		case s.compat != nil && s.compat.Match(r.URL.Path): // before /api/: HITS's paths are under it
+			h, route = (*Server).handleCompat, metrics.Compat
 		case s.api != nil && strings.HasPrefix(r.URL.Path, "/api/"):
 			h, route = (*Server).handleAPI, metrics.API
 		}
@@ -291,7 +300,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // counts reports whether a request to route is a visit to count.
 func counts(route metrics.Route) bool {
-	return route == metrics.Hi || route == metrics.Hello || route == metrics.CounterSVG || route == metrics.CounterJSON
+	return route == metrics.Hi || route == metrics.Hello || route == metrics.CounterSVG || route == metrics.CounterJSON || route == metrics.Compat
 }
 
 // handleHi serves /hi?color=C: the global visitor number.

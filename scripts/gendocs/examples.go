@@ -260,6 +260,37 @@ var sessions = []session{
 		},
 	},
 	{
+		name: "migrate", env: []string{rootEnv}, args: []string{},
+		examples: []example{
+			{name: "migrate-server", kind: "server"},
+			{name: "migrate-countapi", steps: []step{
+				sh(`curl -s ` + browser + ` localhost:8080/hit/mysite.com/visits`),
+				sh(`curl -s ` + browser + ` localhost:8080/hit/mysite.com/visits`),
+				sh(`curl -s localhost:8080/get/mysite.com/visits`),
+				sh(`curl -s ` + browser + ` 'localhost:8080/hit/mysite.com/visits?callback=showCount'`),
+				sh(`curl -si localhost:8080/get/mysite.com/nothing-yet | tr -d '\r' | grep -E '^(HTTP|Content-Type|\{)'`),
+			}},
+			{name: "migrate-badges", steps: []step{
+				sh(`curl -s ` + browser + ` 'localhost:8080/api/count/incr/badge.svg?url=https%3A%2F%2Fgithub.com%2Foctocat%2Fhello-world&title=hits' | grep -o 'aria-label="[^"]*"'`),
+				sh(`curl -s ` + browser + ` 'localhost:8080/badge?page_id=octocat.hello-world&left_text=visitors' | grep -o 'aria-label="[^"]*"'`),
+				sh(`curl -s ` + browser + ` 'localhost:8080/ghpvc/?username=octocat&base=1200&abbreviated=true' | grep -o 'aria-label="[^"]*"'`),
+				sh(`curl -s 'localhost:8080/counter/hits/https~3A~2F~2Fgithub.com~2Foctocat~2Fhello-world.json?count=false'`),
+			}},
+			{name: "migrate-csv", steps: []step{
+				sh(`printf 'key,total\ncountapi/mysite.com/visits,1234\nghpvc/octocat,5678\nhits/https~3A~2F~2Fgithub.com~2Foctocat~2Fhello-world,910\n' > counts.csv`),
+				sh(`visitors import -data ./data -format csv counts.csv && visitors export -data ./data`),
+			}},
+			{name: "migrate-csv-refused", steps: []step{
+				sh(`printf 'key,total\nghpvc/octocat,5678\ncountapi/mysite.com/visits,-1\n' > bad.csv`),
+				sh(`visitors import -data ./data -format csv bad.csv`),
+			}},
+			{name: "migrate-csv-api", steps: []step{
+				sh(`curl -s -X POST 'localhost:8080/api/v1/import?format=csv' ` + root + ` --data-binary @counts.csv`),
+				sh(`curl -s ` + browser + ` localhost:8080/hit/mysite.com/visits`),
+			}},
+		},
+	},
+	{
 		name: "cli",
 		examples: []example{
 			{name: "flags", kind: "flags"},

@@ -1,5 +1,5 @@
 // Command gendocs runs every example that README.md and
-// docs/{api,configuration,deploy}.md show against the real visitors
+// docs/{api,configuration,deploy,migrate}.md show against the real visitors
 // binary, and writes what the binary printed into the docs, between the
 // markers
 //
@@ -61,7 +61,7 @@ import (
 
 // docs are the files whose examples are generated, relative to the
 // module's root.
-var docs = []string{"README.md", "docs/api.md", "docs/configuration.md", "docs/deploy.md"}
+var docs = []string{"README.md", "docs/api.md", "docs/configuration.md", "docs/deploy.md", "docs/migrate.md"}
 
 // buildCmd is the release build the docs show (docs/deploy.md); the
 // generator builds the binary it runs with it.

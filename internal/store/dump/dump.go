@@ -306,11 +306,8 @@ var (
 // checkKey refuses a key's dump that the store could not hold as the
 // service would have written it.
 func checkKey(kd *Key) error {
-	if !store.ValidKey([]byte(kd.Key)) {
-		return fmt.Errorf("key %q: not a key the service accepts (at most %d bytes of valid UTF-8)", kd.Key, store.MaxKeyBytes)
-	}
-	if store.KeyIsRoute(kd.Key) {
-		return fmt.Errorf("key %q: not a key the service accepts: %s", kd.Key, store.MsgRoute)
+	if err := checkKeyName(kd.Key); err != nil {
+		return err
 	}
 	if kd.Total > store.MaxTotal {
 		return fmt.Errorf("key %q: total %d is above the most a counter holds, %d", kd.Key, kd.Total, uint64(store.MaxTotal))
@@ -320,12 +317,8 @@ func checkKey(kd *Key) error {
 		if n > store.MaxDay {
 			return fmt.Errorf("key %q: day %s: count %d is above the most a day holds, %d", kd.Key, date, n, uint64(store.MaxDay))
 		}
-		t, err := time.Parse(DateLayout, date)
-		if err != nil || t.Format(DateLayout) != date {
-			return fmt.Errorf("key %q: day %q: want YYYY-MM-DD", kd.Key, date)
-		}
-		if t.Before(firstDate) || t.After(lastDate) {
-			return fmt.Errorf("key %q: day %s: outside %s..%s", kd.Key, date, firstDate.Format(DateLayout), lastDate.Format(DateLayout))
+		if err := checkDate(date); err != nil {
+			return fmt.Errorf("key %q: %w", kd.Key, err)
 		}
 		if sum+n < sum {
 			return fmt.Errorf("key %q: the days' counts overflow", kd.Key)

@@ -1,0 +1,97 @@
+package compat
+
+import (
+	"fmt"
+
+	"visitors/internal/store"
+)
+
+// Namespaces of the keys each service counts into: a service's counters
+// are the keys under its namespace, and /counter/{key} shows them too.
+const (
+	nsHITS         = "hits/"
+	nsCountAPI     = "countapi/"
+	nsVisitorBadge = "visitor-badge/"
+	nsGHPVC        = "ghpvc/"
+)
+
+// msgKeyTooLong is the client's message for a key past the store's
+// limit, from its constant.
+var msgKeyTooLong = fmt.Sprintf("the counter's key, once escaped, would be longer than %d bytes: shorten the name", store.MaxKeyBytes)
+
+// appendSegment appends name to dst as one segment of a key: the bytes
+// A-Z a-z 0-9 . _ - stand for themselves, and every other byte,
+// '~' and '/' included, is written ~XX, its value in upper-case hex. A
+// segment that would be "." or ".." has its dots escaped, and one that
+// is a route name (daily, graph, stream: store.KeyIsRoute) its first
+// letter, so that every segment is one a public key may end with. As
+// each ~XX reads back as one byte whatever it stands for, two distinct
+// names never make the same segment.
+func appendSegment(dst []byte, name string) []byte {
+	start := len(dst)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if plain(c) {
+			dst = append(dst, c)
+			continue
+		}
+		dst = appendEscaped(dst, c)
+	}
+	seg := dst[start:]
+	switch {
+	case string(seg) == "." || string(seg) == "..":
+		dst = dst[:start]
+		for range len(seg) {
+			dst = appendEscaped(dst, '.')
+		}
+	case store.KeyIsRoute(seg):
+		first := seg[0]
+		rest := append([]byte(nil), seg[1:]...)
+		dst = appendEscaped(dst[:start], first)
+		dst = append(dst, rest...)
+	}
+	return dst
+}
+
+// plain reports whether c stands for itself in a key's segment.
+func plain(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// appendEscaped appends c as ~XX.
+func appendEscaped(dst []byte, c byte) []byte {
+	return append(dst, '~', upperHex[c>>4], upperHex[c&0xf])
+}
+
+// Key returns the key a service's URL counts into: the namespace of
+// the service, then each part as one escaped segment (appendSegment),
+// joined by '/'. It is the one spelling docs/migrate.md documents:
+//
+//	HITS           /api/count/incr/badge.svg?url=U  hits/<U>
+//	CountAPI       /hit/NS/KEY                       countapi/<NS>/<KEY>
+//	visitor-badge  /badge?page_id=ID                 visitor-badge/<ID>
+//	ghpvc          /ghpvc/?username=NAME             ghpvc/<NAME>
+//
+// It returns false if a part is empty or the key would be longer than
+// [store.MaxKeyBytes]. Every key it returns is a [store.ValidPublicKey].
+func Key(s Service, parts ...string) ([]byte, bool) {
+	k := []byte(namespaces[s])
+	for i, p := range parts {
+		if p == "" {
+			return nil, false
+		}
+		if i > 0 {
+			k = append(k, '/')
+		}
+		k = appendSegment(k, p)
+		if len(k) > store.MaxKeyBytes {
+			return nil, false
+		}
+	}
+	return k, true
+}
+
+// namespaces are the services' namespaces, by [Service].
+var namespaces = [numServices]string{HITS: nsHITS, CountAPI: nsCountAPI, VisitorBadge: nsVisitorBadge, GHPVC: nsGHPVC}
