@@ -63,6 +63,8 @@ type Writer struct {
 	_       [56]byte
 	asleep  atomic.Bool // the drain goroutine waits for wake, not for its poll
 	_       [63]byte
+	closing atomic.Bool  // Close has begun: WriteWait takes no line from here on
+	waiters atomic.Int64 // WriteWaits running: the drain goroutine's last look waits for them
 	slots   []slot
 	mask    uint64
 
@@ -138,13 +140,18 @@ var ErrClosed = errors.New("logsink: write after close")
 // WriteWait queues a copy of p as Write does, but when the ring is full
 // it waits for the drain goroutine to free a slot instead of dropping
 // the line: the line is never lost. It may be called concurrently with
-// Write; it fails only after Close, with [ErrClosed].
+// Write; it fails only once Close has begun, with [ErrClosed]: a line
+// it took is written by Close.
 func (w *Writer) WriteWait(p []byte) (int, error) {
+	// Counted before closing is read (both sequentially consistent): the
+	// drain goroutine, having set closing, sees this WriteWait and takes
+	// its last look only once it has returned, so that a line put is a
+	// line written.
+	w.waiters.Add(1)
+	defer w.waiters.Add(-1)
 	for {
-		select {
-		case <-w.done: // no drain goroutine would ever write it
+		if w.closing.Load() { // no drain goroutine would write it: refused, not lost
 			return 0, ErrClosed
-		default:
 		}
 		if w.put(p) {
 			return len(p), nil
@@ -261,8 +268,14 @@ func (w *Writer) drain() {
 }
 
 // last writes what is left at Close: every line queued from tail on and
-// the drops not yet reported, flushed.
+// the drops not yet reported, flushed. It first waits, draining, for the
+// WriteWaits running to return: each has put its line, or will refuse it.
 func (w *Writer) last(tail uint64) {
+	w.closing.Store(true)
+	for w.waiters.Load() != 0 {
+		tail = w.drainReady(tail)
+		time.Sleep(waitRetry)
+	}
 	w.drainReady(tail)
 	w.reportDrops()
 	w.flush()
