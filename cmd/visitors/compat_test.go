@@ -189,11 +189,13 @@ func TestCompatBotsAreNotCounted(t *testing.T) {
 // TestCompatRateLimit: one client's 200 quick visits through each
 // service count at most -client-burst + -client-rate × elapsed (the
 // defaults, 20 and 10/s), every answer a 200, the refused ones marked
-// Visitors-Counted: false.
+// Visitors-Counted: false. Repeats are off (-repeat-window 0): with the
+// default window one client's views of one key count once, before any
+// rate applies.
 func TestCompatRateLimit(t *testing.T) {
 	const burst, rate = 20, 10.0
 	for service, form := range compatForms {
-		p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off", "-trusted-proxies", "127.0.0.1")
+		p := servertest.Start(t, bin, nil, "-store", "memory", "-log-level", "off", "-trusted-proxies", "127.0.0.1", "-repeat-window", "0")
 		path := fmt.Sprintf(form, "burst")
 		start := time.Now()
 		var refused, bad atomic.Int64
