@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -250,4 +251,105 @@ func serveHi(t *testing.T, g *connGate, to Timeouts, tlsConf *tls.Config) {
 		closeWithin(t, srv)
 		clock.Stop()
 	})
+}
+
+// fromConn is a connection whose peer is addr: the far end of a pipe
+// already closed, so that a 429 written to it fails at once.
+type fromConn struct {
+	net.Conn
+	addr *net.TCPAddr
+}
+
+func (c fromConn) RemoteAddr() net.Addr { return c.addr }
+
+// queueListener hands out its connections in order, then net.ErrClosed.
+type queueListener struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *queueListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.conns) == 0 {
+		return nil, net.ErrClosed
+	}
+	c := l.conns[0]
+	l.conns = l.conns[1:]
+	return c, nil
+}
+func (l *queueListener) Close() error   { return nil }
+func (l *queueListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv6loopback} }
+
+// mustFrom returns a connection from addr (an address, with a zone or
+// not).
+func mustFrom(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	ap, err := netip.ParseAddr(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, far := net.Pipe()
+	far.Close()
+	t.Cleanup(func() { c.Close() })
+	return fromConn{Conn: c, addr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ap, 40000))}
+}
+
+// TestGateCountsIPv6ByPrefix64: -max-conns-per-client counts an IPv6
+// client by its /64, since one subscriber commonly holds a whole /64
+// (and picks a new address per connection): with a bound of 2, a third
+// connection from another address of the same /64 (with a zone or not)
+// is refused, one from the next /64 is admitted, and one of the /64's
+// closing lets a new one in. An IPv4 client and its IPv4-mapped IPv6
+// form are one client. The gate is driven directly, with connections
+// that only claim their peer address, so no IPv6 route is needed.
+func TestGateCountsIPv6ByPrefix64(t *testing.T) {
+	tests := []struct {
+		name                 string
+		first, second, third string // one client: the third is refused
+		other                string // another client, admitted
+	}{
+		{"IPv6 /64", "2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2:abcd::5", "2001:db8:1:3::1"},
+		{"link-local with zones", "fe80::1%eth0", "fe80::2%eth1", "fe80::3", "fe80:0:0:1::1"},
+		{"IPv4 and IPv4-mapped", "192.0.2.1", "::ffff:192.0.2.1", "192.0.2.1", "192.0.2.2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first := mustFrom(t, tt.first)
+			l := &queueListener{conns: []net.Conn{first, mustFrom(t, tt.second), mustFrom(t, tt.third), mustFrom(t, tt.other)}}
+			g := newGate(l, 0, 2, nil)
+			var got []net.Conn
+			for {
+				c, err := g.Accept()
+				if err != nil {
+					break
+				}
+				got = append(got, c)
+			}
+			var peers []string
+			for _, c := range got {
+				peers = append(peers, peerOf(c))
+			}
+			if len(got) != 3 || g.Refused() != 1 || peerOf(got[2]) != tt.other {
+				t.Fatalf("-max-conns-per-client 2 admitted %v, refused %d; want %s, %s and %s admitted, %s refused",
+					peers, g.Refused(), tt.first, tt.second, tt.other, tt.third)
+			}
+			got[0].Close() // the first of the client's two leaves: room for one more
+			l.conns = []net.Conn{mustFrom(t, tt.third), mustFrom(t, tt.third)}
+			if c, err := g.Accept(); err != nil || peerOf(c) != tt.third {
+				t.Errorf("after one of its two closed, a connection from %s: %v, %v; want admitted", tt.third, c, err)
+			}
+			if _, err := g.Accept(); err == nil || g.Refused() != 2 {
+				t.Errorf("then another from %s: admitted, %d refused; want refused, 2", tt.third, g.Refused())
+			}
+		})
+	}
+}
+
+// peerOf returns c's peer address as written, or "" if c is nil.
+func peerOf(c net.Conn) string {
+	if c == nil {
+		return ""
+	}
+	return c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().String()
 }

@@ -202,3 +202,35 @@ func TestObserveSeesCountedListedVisits(t *testing.T) {
 		t.Errorf("Observe saw %v, want %v", seen, want)
 	}
 }
+
+// TestNoCamoRangesNoCamo: with no camo ranges (an empty -camo-ranges:
+// nil or an empty Ranges), camo's User-Agent gets no camo treatment
+// from any address: its repeat view is a repeat, it is a unique
+// visitor, and -camo-key-rate's bound does not apply.
+func TestNoCamoRangesNoCamo(t *testing.T) {
+	var empty client.Ranges
+	if err := empty.Set(""); err != nil {
+		t.Fatal(err)
+	}
+	const camoUA = "github-camo (876de43e)"
+	addrs := []string{"140.82.115.1", "2a0a:a440::1", "127.0.0.1", "::1", "0.0.0.0"}
+	for _, tt := range []struct {
+		name   string
+		ranges *client.Ranges
+	}{{"nil", nil}, {"empty", &empty}} {
+		t.Run(tt.name, func(t *testing.T) {
+			camoKeys := client.NewLimiter(client.LimiterOptions{Visits: client.Rate{Events: 1, Per: time.Hour}, Burst: 1})
+			r, _ := mustRecorder(t, Rules{Camo: tt.ranges, CamoKeys: camoKeys, Repeats: unique.NewRepeats(time.Hour, 0)})
+			for i, a := range addrs {
+				v := Visit{Key: []byte("readme"), Count: true, Unique: true, Client: netip.MustParseAddr(a), UserAgent: camoUA}
+				o, err := r.Record(ctx, &v)
+				if err != nil || !o.Counted || o.Counts.Total != uint64(i+1) || o.Unique != uint64(i+1) {
+					t.Errorf("camo's User-Agent from %s = %+v, %v; want counted as an ordinary visitor: total %d, unique %d", a, o, err, i+1, i+1)
+				}
+				if o, err := r.Record(ctx, &v); err != nil || o.Counted || o.NotCounted != Repeat {
+					t.Errorf("its repeat from %s = %+v, %v; want refused as a repeat", a, o, err)
+				}
+			}
+		})
+	}
+}

@@ -52,6 +52,7 @@ func (s suite) runDump(t *testing.T) {
 	t.Run("RoundTrip", s.roundTrip)
 	t.Run("ExportStopsWhenCanceled", s.exportStopsWhenCanceled)
 	t.Run("ImportStopsWhenCanceled", s.importStopsWhenCanceled)
+	t.Run("MergeKeepsLocks", s.mergeKeepsLocks)
 }
 
 // backup opens a store for c and returns it as a [store.Backup], or
@@ -361,4 +362,74 @@ func (s suite) roundTrip(t *testing.T) {
 		}
 		mustClose(t, st2)
 	}
+}
+
+// mergeKeepsLocks imports a dump, adding, into a store: a key either
+// side locks is locked after it, in memory and once reopened (on disk),
+// and counts no visit; a key neither locks counts on. The dump's lock
+// of a key the store did not hold, and the store's lock of a key the
+// dump does not hold, are kept too.
+func (s suite) mergeKeepsLocks(t *testing.T) {
+	clock := dumpClock()
+	c := Config{Dir: t.TempDir(), Now: clock.Now}
+	st, b := s.backup(t, c)
+	defer func() { mustClose(t, st) }()
+	tests := []struct {
+		key                  string
+		inStore, storeLocked bool
+		inDump, dumpLocked   bool
+	}{
+		{"both", true, true, true, true},
+		{"store-only", true, true, true, false},
+		{"dump-only", true, false, true, true},
+		{"neither", true, false, true, false},
+		{"new-locked", false, false, true, true},
+		{"new", false, false, true, false},
+		{"not-in-dump-locked", true, true, false, false},
+		{"not-in-dump", true, false, false, false},
+	}
+	var d strings.Builder
+	d.WriteString(`{"format":"visitors-export-1","hits":0,"keys":[`)
+	sep := ""
+	for _, tt := range tests {
+		if tt.inStore {
+			mustSet(t, st, []byte(tt.key), 10)
+			mustLock(t, st, []byte(tt.key), tt.storeLocked)
+		}
+		if tt.inDump {
+			fmt.Fprintf(&d, "%s\n{\"key\":%q,\"total\":5,\"locked\":%v}", sep, tt.key, tt.dumpLocked)
+			sep = ","
+		}
+	}
+	d.WriteString("\n]}\n")
+	if err := b.Import(ctx, strings.NewReader(d.String()), false); err != nil {
+		t.Fatalf("Import (adding): %v\n%s", err, d.String())
+	}
+	s.reopenAndCheck(t, &st, c, "after the import", func(when string) {
+		for _, tt := range tests {
+			locked := tt.storeLocked || tt.dumpLocked
+			var want uint64
+			if tt.inStore {
+				want += 10
+			}
+			if tt.inDump {
+				want += 5
+			}
+			k := []byte(tt.key)
+			if got := mustGet(t, st, k); got.Locked != locked || got.Total != want {
+				t.Errorf("%s: %q (locked in the store %v, in the dump %v): locked %v, total %d; want locked %v, total %d",
+					when, tt.key, tt.storeLocked, tt.dumpLocked, got.Locked, got.Total, locked, want)
+			}
+			got, err := st.Incr(ctx, k)
+			if err != nil {
+				t.Fatalf("%s: Incr(%q): %v", when, tt.key, err)
+			}
+			if locked && (!got.Locked || got.Total != want) {
+				t.Errorf("%s: a visit to %q, locked, = total %d, locked %v; want %d, locked, counted nothing", when, tt.key, got.Total, got.Locked, want)
+			}
+			if !locked {
+				mustSet(t, st, k, want) // the next check's total again
+			}
+		}
+	})
 }
