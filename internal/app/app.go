@@ -157,6 +157,9 @@ func (s *service) start() error {
 	if err := s.observe(); err != nil {
 		return err
 	}
+	if err := s.firstToken(); err != nil {
+		return err
+	}
 	if err := s.addPublic(tlsConf); err != nil {
 		return err
 	}
@@ -258,7 +261,8 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 	s.opened = append(s.opened, s.conns) // closing the gate closes pub, and ends its watch
 	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
-		wc.API = s.ownerAPI()
+		a := s.ownerAPI()
+		wc.API, wc.Dashboard = a, s.dashboard(a)
 	}
 	s.public = web.New(wc)
 	srv := publicServer(s.public, s.conns, s.to, tlsConf, s.clock)

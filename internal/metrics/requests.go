@@ -29,10 +29,11 @@ const (
 	Stream                   // /counter/{key}/stream: counted when it ends, not timed
 	Top                      // /top.json
 	Other                    // anything else: 404s
+	Dashboard                // /dashboard and below: the owners' dashboard, when a root token is configured
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "counter_json", "daily", "graph", "landing", "api", "stream", "top", "other"}
+var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "counter_json", "daily", "graph", "landing", "api", "stream", "top", "other", "dashboard"}
 
 // String returns r's label value.
 func (r Route) String() string { return routeNames[r] }

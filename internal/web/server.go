@@ -89,6 +89,10 @@ type Config struct {
 	// API, if set, serves every path under /api/ (the owner API, whatever
 	// the method); nil leaves /api/ to the 404 of any unknown path.
 	API http.Handler
+	// Dashboard, if set, serves /dashboard and every path under
+	// /dashboard/ (the owners' dashboard, whatever the method); nil
+	// leaves them to the 404 of any unknown path.
+	Dashboard http.Handler
 
 	streamTimes *streamTimes // tests shorten the streams' timing
 }
@@ -108,6 +112,7 @@ type Server struct {
 	times    streamTimes
 	top      *top.Board      // nil unless PublicTop
 	api      http.Handler    // nil: no /api/
+	dash     http.Handler    // nil: no /dashboard
 	cal      *tally.Calendar // top's calendar, or nil
 
 	untrusted     atomic.Uint64              // requests with forwarding headers from an untrusted peer
@@ -131,7 +136,7 @@ type scratch struct {
 // process ends. A server that may hold live streams must be told of
 // shutdown with [Server.Shutdown].
 func New(c Config) *Server {
-	s := &Server{log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, api: c.API}
+	s := &Server{log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, api: c.API, dash: c.Dashboard}
 	s.hub, s.times = newHub(c)
 	s.top, s.cal = newBoard(c)
 	if s.now == nil {
@@ -193,6 +198,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h, route = (*Server).handleCounter, counterRoute(r.URL.Path)
 		case s.api != nil && strings.HasPrefix(r.URL.Path, "/api/"):
 			h, route = (*Server).handleAPI, metrics.API
+		case s.dash != nil && (r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/")):
+			h, route = (*Server).handleDashboard, metrics.Dashboard
 		}
 	}
 	var start int64
@@ -204,7 +211,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case h == nil:
 		code = s.fail(w, r, svg, errNotFound) // whatever the method
-	case r.Method != http.MethodGet && r.Method != http.MethodHead && route != metrics.API:
+	case r.Method != http.MethodGet && r.Method != http.MethodHead && route != metrics.API && route != metrics.Dashboard:
 		w.Header()["Allow"] = allowGetHead
 		code = s.fail(w, r, svg, errMethod)
 	default:
@@ -257,6 +264,14 @@ func (s *Server) UntrustedForwarded() (n uint64, first netip.Addr) {
 func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) int {
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 	s.api.ServeHTTP(sw, r)
+	return sw.code
+}
+
+// handleDashboard serves the owners' dashboard and returns the status
+// it answered.
+func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) int {
+	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	s.dash.ServeHTTP(sw, r)
 	return sw.code
 }
 
