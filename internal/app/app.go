@@ -59,7 +59,7 @@ var DefaultTimeouts = Timeouts{
 
 // Main parses args, then runs the service until ctx is done; with
 // -version, it prints what the binary was built from and returns; with
-// export, import, check or health, it runs that subcommand. Logs go to
+// export, import, check, health or token, it runs that subcommand. Logs go to
 // stdout as JSON lines, and so does the usage asked for with -h (then
 // Main returns flag.ErrHelp). A command line it refuses is a
 // [UsageError]: one line, for stderr.
@@ -74,6 +74,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 			return Check(args[1:], getenv, stdout)
 		case "health":
 			return Health(ctx, args[1:], getenv, stdout)
+		case "token":
+			return Token(args[1:], getenv, stdout)
 		case "-version", "--version":
 			if len(args) > 1 {
 				return &UsageError{Err: fmt.Errorf("%s takes no argument, not %q", args[0], args[1]), Help: "visitors"}

@@ -185,8 +185,9 @@ const serveUsage = `Usage:
                                     read counts from a JSON export (stdin if no file)
   visitors check [-data dir]        verify the embedded store without changing it
   visitors health [-admin-addr a]   ask the running service's /healthz (a container's health check)
+  visitors token -name N -prefix P  make an owner token for the keys under P (or -backup), for /dashboard
   visitors -version                 print the version and the VCS revision
-  visitors COMMAND -h               the flags of export, import, check or health
+  visitors COMMAND -h               the flags of export, import, check, health or token
 
 visitors counts visitors. Each flag can also be set by the environment
 variable named beside it.
