@@ -65,7 +65,9 @@ func Graph(b *bytes.Buffer, key string, d store.Daily, unique []uint64) {
 	b.WriteString(graphStyle)
 	b.WriteString(`<rect class="bg" width="100%" height="100%" rx="4" fill="#fff" stroke="#d0d7de"/>`)
 	b.WriteString(`<g class="text" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" font-size="11" fill="#24292f">`)
-	fmt.Fprintf(b, `<text x="%d" y="19" font-weight="bold">%s</text>`, graphLeft, html.EscapeString(title))
+	if unique == nil { // with unique, the legend takes the title's place: the page names the key
+		fmt.Fprintf(b, `<text x="%d" y="19" font-weight="bold">%s</text>`, graphLeft, html.EscapeString(title))
+	}
 	// Axis: zero and the peak.
 	base := float64(graphTop) + plotH
 	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d0d7de"/>`, graphLeft, base, graphW-graphRight, base)
@@ -106,7 +108,7 @@ func graphUnique(b *bytes.Buffer, unique []uint64, peak uint64, base, plotH, slo
 	}
 	fmt.Fprintf(b, `<text x="10" y="%.1f" transform="rotate(-90 10 %.1f)" text-anchor="middle" class="muted" fill="#57606a">visits</text>`, base-plotH/2, base-plotH/2)
 	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="muted" fill="#57606a">UTC day</text>`, graphLeft+(graphW-graphLeft-graphRight)/2, graphH-8)
-	fmt.Fprintf(b, `<rect x="%d" y="10" width="10" height="10" fill="#2da44e"/><text x="%d" y="19">visits</text>`, graphW-graphRight-170, graphW-graphRight-156)
-	fmt.Fprintf(b, `<line x1="%d" y1="15" x2="%d" y2="15" stroke="#0969da" stroke-width="2"/><text x="%d" y="19">unique visitors</text>`, graphW-graphRight-105, graphW-graphRight-93, graphW-graphRight-89)
+	fmt.Fprintf(b, `<rect x="%d" y="10" width="10" height="10" fill="#2da44e"/><text x="%d" y="19">visits</text>`, graphLeft, graphLeft+14)
+	fmt.Fprintf(b, `<line x1="%d" y1="15" x2="%d" y2="15" stroke="#0969da" stroke-width="2"/><text x="%d" y="19">unique visitors</text>`, graphLeft+60, graphLeft+72, graphLeft+76)
 
 }
