@@ -77,6 +77,9 @@ type Config struct {
 	// MaxSessions is the most sessions held; zero means
 	// DefaultMaxSessions.
 	MaxSessions int
+	// RankTTL is how long a ranking by count is reused; zero means
+	// DefaultRankTTL, < 0 none.
+	RankTTL time.Duration
 	// Rand makes session ids, CSRF tokens and share links; nil means
 	// crypto/rand.
 	Rand io.Reader
@@ -88,6 +91,7 @@ type Handler struct {
 	sessions *sessions
 	pages    *template.Template
 	static   http.Handler
+	rankings *rankings
 }
 
 // New returns a Handler for c.
@@ -104,12 +108,16 @@ func New(c Config) *Handler {
 	if c.Rand == nil {
 		c.Rand = rand.Reader
 	}
+	if c.RankTTL == 0 {
+		c.RankTTL = DefaultRankTTL
+	}
 	sub, _ := fs.Sub(staticFS, "static")
 	return &Handler{
 		c:        c,
 		sessions: newSessions(c.Rand, c.Idle, c.MaxAge, c.MaxSessions),
 		pages:    template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")),
 		static:   http.StripPrefix("/dashboard/static/", http.FileServerFS(sub)),
+		rankings: &rankings{ttl: c.RankTTL, m: make(map[rankKey]*ranking)},
 	}
 }
 

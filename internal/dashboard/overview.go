@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"visitors/internal/httperr"
 	"visitors/internal/store"
@@ -59,7 +60,8 @@ type Overview struct {
 	Next      string // the next page's URL, "" for none
 	Prev      string
 	Page      int
-	BackupOne bool // a backup token: export only
+	BackupOne bool   // a backup token: export only
+	RankedAt  string // when the ranking of a sort by count was made
 }
 
 // overview serves GET /dashboard: the counters the token may see.
@@ -109,7 +111,9 @@ func (h *Handler) overview(rq *request) {
 		if o.Sort == ByName {
 			es, o.Next, err = h.byName(ctx, prefix, q)
 		} else {
-			es, o.Page, err = h.ranked(ctx, prefix, o.Sort, q)
+			var at time.Time
+			es, o.Page, at, err = h.ranked(ctx, prefix, o.Sort, q)
+			o.RankedAt = at.UTC().Format("15:04:05 UTC")
 			base := "/dashboard?sort=" + string(o.Sort) + "&prefix=" + url.QueryEscape(o.Prefix) + "&page="
 			if len(es) == PageSize && o.Page+1 < MaxRankedPages {
 				o.Next = base + strconv.Itoa(o.Page+1)
@@ -126,7 +130,7 @@ func (h *Handler) overview(rq *request) {
 			o.Next = "/dashboard?sort=name&prefix=" + url.QueryEscape(o.Prefix) + "&after=" + url.QueryEscape(o.Next)
 		}
 	}
-	if o.Rows, err = h.rows(ctx, es); err != nil {
+	if o.Rows, err = h.rows(ctx, es, o.Sort != ByName); err != nil {
 		h.fail(rq.w, rq.r, rq, err)
 		return
 	}
@@ -152,39 +156,50 @@ func (h *Handler) byName(ctx context.Context, prefix string, q url.Values) ([]st
 }
 
 // ranked returns the page q names of the keys under prefix, largest
-// count by first (ties in key order), and the page's number. It reads
-// every key in scope, MaxList at a time, keeping the (page+1)*PageSize
-// largest in a heap: O(keys * log(kept)) time, O(kept) memory.
-func (h *Handler) ranked(ctx context.Context, prefix string, by Sort, q url.Values) ([]store.Entry, int, error) {
+// count by first (ties in key order), the page's number and when the
+// ranking was made: a ranking is reused for Config.RankTTL (rankings).
+// The counts shown are read again (rows).
+func (h *Handler) ranked(ctx context.Context, prefix string, by Sort, q url.Values) ([]store.Entry, int, time.Time, error) {
 	page := 0
 	if v := q.Get("page"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n >= MaxRankedPages {
-			return nil, 0, &httperr.HTTPError{Code: http.StatusBadRequest, Msg: fmt.Sprintf("page: want a whole number from 0 to %d", MaxRankedPages-1)}
+			return nil, 0, time.Time{}, &httperr.HTTPError{Code: http.StatusBadRequest, Msg: fmt.Sprintf("page: want a whole number from 0 to %d", MaxRankedPages-1)}
 		}
 		page = n
 	}
-	top := Rank(by, (page+1)*PageSize)
+	all, at, err := h.rankings.get(ctx, rankKey{prefix, by}, h.c.API.Now(), func(ctx context.Context) ([]store.Entry, error) {
+		return h.rank(ctx, prefix, by)
+	})
+	if err != nil {
+		return nil, 0, at, err
+	}
+	lo := min(page*PageSize, len(all))
+	return all[lo:min(lo+PageSize, len(all))], page, at, nil
+}
+
+// rank reads every key under prefix, MaxList at a time, and returns the
+// MaxRankedPages*PageSize largest by by, largest first: O(keys *
+// log(kept)) time, O(kept) memory.
+func (h *Handler) rank(ctx context.Context, prefix string, by Sort) ([]store.Entry, error) {
+	top := Rank(by, MaxRankedPages*PageSize)
 	var after []byte
 	for {
 		es, err := h.c.Store.List(ctx, []byte(prefix), after, store.MaxList)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		for i := range es {
 			top.Offer(&es[i])
 		}
 		if len(es) < store.MaxList {
-			break
+			return top.Sorted(), nil
 		}
 		after = es[len(es)-1].Key
 		if err := ctx.Err(); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
-	all := top.Sorted()
-	lo := min(page*PageSize, len(all))
-	return all[lo:min(lo+PageSize, len(all))], page, nil
 }
 
 // Ranking keeps the n largest entries it is offered by a count. It is
@@ -261,11 +276,19 @@ func (h *entryHeap) Pop() any {
 }
 
 // rows returns the overview's rows of es: unique visitors today and a
-// sparkline of the last SparkDays days each.
-func (h *Handler) rows(ctx context.Context, es []store.Entry) ([]Row, error) {
+// sparkline of the last SparkDays days each; with fresh, the counts are
+// read again (a ranking may be some seconds old).
+func (h *Handler) rows(ctx context.Context, es []store.Entry, fresh bool) ([]Row, error) {
 	now := h.c.API.Now()
 	rows := make([]Row, len(es))
 	for i, e := range es {
+		if fresh {
+			c, err := h.c.Store.Get(ctx, e.Key)
+			if err != nil {
+				return nil, err
+			}
+			e.Counts = c
+		}
 		d, err := h.c.Store.Days(ctx, e.Key, SparkDays)
 		if err != nil {
 			return nil, err
