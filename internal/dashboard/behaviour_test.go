@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -339,5 +340,23 @@ func TestOddKeys(t *testing.T) {
 	}
 	if a := b.post("/dashboard/action", url.Values{"key": {"k"}, "do": {"set"}, "value": {"-1"}}); a.code != 400 {
 		t.Errorf("a negative start = %d, want 400", a.code)
+	}
+}
+
+// TestSecureCookieUnderTLS: under TLS the session cookie is Secure.
+func TestSecureCookieUnderTLS(t *testing.T) {
+	e := newEnv(t, memory(t))
+	e.srv.Close()
+	tls := httptest.NewTLSServer(e.srv.Config.Handler)
+	t.Cleanup(tls.Close)
+	c := tls.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.PostForm(tls.URL+"/dashboard/login", url.Values{"token": {root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if sc := resp.Header.Get("Set-Cookie"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(sc, "; Secure") {
+		t.Errorf("under TLS: %d, Set-Cookie %q, want Secure", resp.StatusCode, sc)
 	}
 }
