@@ -250,7 +250,7 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 	fs.BoolVar(&c.PublicTop, "public-top", false, "serve /top.json and the landing page's most visited counters (off: keys may be private)")
 	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once; past it 503")
 	fs.BoolVar(&c.AdminAllowRemote, "admin-allow-remote", false, "let -admin-addr listen on an address that is not loopback (pprof and /debug/vars show keys, names and flags; a warning is logged)")
-	fs.StringVar(&c.API.TokenFile, "admin-token-file", "", "`file` holding the owner API's root token (or set "+EnvPrefix+"ADMIN_TOKEN); without one /api/ is 404")
+	fs.StringVar(&c.API.TokenFile, "admin-token-file", "", "`file` holding the owner API's and /dashboard's root token (or set "+EnvPrefix+"ADMIN_TOKEN); without one the embedded store uses -data's root-token, made at its first start, and the others serve no /api/ (404)")
 	fs.Int64Var(&c.API.ImportMaxBytes, "import-max-bytes", api.DefaultImportMaxBytes, "largest body of POST /api/v1/import, in `bytes`; past it 413")
 	c.API.AuthFailures = api.DefaultFailures
 	fs.Var(&c.API.AuthFailures, "api-auth-failures", "failed owner-API authentications per client, as N/s, N/m, N/h or N/d; past it 429 (0: no limit)")

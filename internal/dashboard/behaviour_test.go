@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -8,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"visitors/internal/api"
 	"visitors/internal/dashboard"
+	"visitors/internal/store"
 )
 
 // TestEveryBackend drives the dashboard on every store: sign in, see
@@ -358,5 +362,34 @@ func TestSecureCookieUnderTLS(t *testing.T) {
 	resp.Body.Close()
 	if sc := resp.Header.Get("Set-Cookie"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(sc, "; Secure") {
 		t.Errorf("under TLS: %d, Set-Cookie %q, want Secure", resp.StatusCode, sc)
+	}
+}
+
+// TestOpenCreationTokenSeesItsKey: a counter's open-creation token (an
+// exact token) sees and steers its one counter, and no other, not even
+// one its key is a prefix of.
+func TestOpenCreationTokenSeesItsKey(t *testing.T) {
+	e := newEnv(t, memory(t))
+	ctx := t.Context()
+	secret, id, err := api.NewSecret(rand.Reader, "key-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Create(ctx, []byte("mine"), store.Token{ID: id, Name: "mine", Prefix: "mine", Exact: true, Hash: sha256.Sum256([]byte(secret))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Set(ctx, []byte("mine/too"), 4); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser(t)
+	b.signIn(secret)
+	if a := b.get("/dashboard"); !strings.Contains(a.body, ">mine</a>") || strings.Contains(a.body, "mine/too") {
+		t.Errorf("an exact token's overview: %s", a.body)
+	}
+	if a := b.post("/dashboard/action", url.Values{"key": {"mine"}, "do": {"set"}, "value": {"1000"}}); a.code != 200 || mustGet(t, e.st, "mine").Total != 1000 {
+		t.Errorf("set its key = %d", a.code)
+	}
+	if a := b.post("/dashboard/action", url.Values{"key": {"mine/too"}, "do": {"set"}, "value": {"1"}}); a.code != 403 || mustGet(t, e.st, "mine/too").Total != 4 {
+		t.Errorf("set another key = %d", a.code)
 	}
 }
