@@ -393,3 +393,36 @@ func TestOpenCreationTokenSeesItsKey(t *testing.T) {
 		t.Errorf("set another key = %d", a.code)
 	}
 }
+
+// TestCrossSitePostsAreRefused: a form another site posts, a sign-in
+// with a valid token included, is refused before anything is looked at;
+// the same form from the dashboard's own pages is taken.
+func TestCrossSitePostsAreRefused(t *testing.T) {
+	e := newEnv(t, memory(t))
+	for _, hdr := range [][2]string{{"Sec-Fetch-Site", "cross-site"}, {"Origin", "https://evil.example"}} {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/dashboard/login", strings.NewReader(url.Values{"token": {root}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set(hdr[0], hdr[1])
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 || resp.Header.Get("Set-Cookie") != "" {
+			t.Errorf("a sign-in with %s: %s = %d, cookie %q, want 403 and none", hdr[0], hdr[1], resp.StatusCode, resp.Header.Get("Set-Cookie"))
+		}
+	}
+	b := e.browser(t)
+	req, _ := http.NewRequest("POST", e.srv.URL+"/dashboard/login", strings.NewReader(url.Values{"token": {root}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Origin", e.srv.URL)
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("a same-origin sign-in = %d, want 303", resp.StatusCode)
+	}
+}

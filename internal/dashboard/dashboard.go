@@ -92,6 +92,7 @@ type Handler struct {
 	pages    *template.Template
 	static   http.Handler
 	rankings *rankings
+	cross    *http.CrossOriginProtection // refuses a cross-site POST, the sign-in's too
 }
 
 // New returns a Handler for c.
@@ -118,6 +119,7 @@ func New(c Config) *Handler {
 		pages:    template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")),
 		static:   http.StripPrefix("/dashboard/static/", http.FileServerFS(sub)),
 		rankings: &rankings{ttl: c.RankTTL, m: make(map[rankKey]*ranking)},
+		cross:    http.NewCrossOriginProtection(),
 	}
 }
 
@@ -143,6 +145,10 @@ func securityHeaders(h http.Header) {
 // ServeHTTP answers a request for /dashboard or below.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	if err := h.cross.Check(r); err != nil { // a form posted from another site: before any session or token is looked at
+		h.fail(w, r, nil, &httperr.HTTPError{Code: http.StatusForbidden, Msg: "a form from another site may not post here"})
+		return
+	}
 	p := r.URL.EscapedPath()
 	switch {
 	case strings.HasPrefix(p, "/dashboard/static/"):
