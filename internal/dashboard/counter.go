@@ -41,7 +41,6 @@ type CounterPage struct {
 	SharedAt   time.Time // when it was made
 	ShareLink  string    // the link just made, shown this once
 	Done       string    // what the last action did
-	Dashboard  bool      // a signed-in page, not a share
 	ShareGraph string
 }
 
@@ -108,7 +107,7 @@ func (h *Handler) counterPage(rq *request, key string, code int, done, shareLink
 		days = 30
 	}
 	cp := &CounterPage{Key: key, URL: CounterURL(key), Total: c.Total, Today: c.Today, Locked: c.Locked, Days: days,
-		Uniques: h.c.Uniques != nil, Done: done, ShareLink: shareLink, Dashboard: true,
+		Uniques: h.c.Uniques != nil, Done: done, ShareLink: shareLink,
 		GraphURL: "/dashboard/graph.svg?key=" + url.QueryEscape(key) + "&days=" + strconv.Itoa(days)}
 	if h.c.Uniques != nil {
 		cp.Unique = h.c.Uniques.Today([]byte(key), h.c.API.Now())

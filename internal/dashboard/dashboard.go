@@ -26,6 +26,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/rand"
 	"embed"
 	"errors"
@@ -353,11 +354,16 @@ func (h *Handler) logout(rq *request) {
 	h.signInPage(rq.w, rq.r, http.StatusOK, "You are signed out.")
 }
 
-// fail answers err (an *httperr.HTTPError, or a cause for a 500-free
-// 503) as an error page; rq may be nil.
+// fail answers err as an error page: an *httperr.HTTPError as it says,
+// any other error (a store's) as a 503 whose cause goes to the log; rq
+// may be nil.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, rq *request, err error) {
 	var he *httperr.HTTPError
-	if !errors.As(err, &he) {
+	switch {
+	case errors.As(err, &he):
+	case errors.Is(err, context.Canceled): // the client went away: nothing to log
+		he = &httperr.HTTPError{Code: 499, Msg: "request canceled"}
+	default:
 		he = &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "the counter store is unavailable; try again", Err: err}
 	}
 	if he.Err != nil {
