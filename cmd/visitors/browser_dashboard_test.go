@@ -78,7 +78,8 @@ func apiCounts(t *testing.T, p *servertest.Proc, key string) apiCounter {
 // TestDashboardInChromium drives the dashboard of the real binary in
 // real Chromium: sign in, see the counters, watch a visit arrive live,
 // set a start value, lock, share and revoke the share, sign out; a
-// key-scoped token sees only its keys. The API says what each step did.
+// key-scoped token sees only its keys, and its session ends when it is
+// revoked. The API says what each step did.
 func TestDashboardInChromium(t *testing.T) {
 	t.Parallel() // most of it waits for Chromium
 	p := servertest.Start(t, bin, apiEnv, "-store", "memory", "-log-level", "info")
@@ -158,7 +159,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// A token for octo/ sees octo/ alone.
 	r := apiDo(t, p, "POST", "/api/v1/tokens", apiRoot, `{"name":"octo","prefix":"octo/"}`)
-	var made struct{ Token string }
+	var made struct{ Token, ID string }
 	if err := json.Unmarshal([]byte(r.body), &made); err != nil || r.code != http.StatusCreated {
 		t.Fatalf("make a token = %d %s", r.code, r.body)
 	}
@@ -169,6 +170,17 @@ func TestDashboardInChromium(t *testing.T) {
 	)
 	if overview := text("counters"); !strings.Contains(overview, "octo/a") || !strings.Contains(overview, "octo/b") || strings.Contains(overview, "other") {
 		t.Errorf("a token for octo/ sees %q", overview)
+	}
+	// Revoked, the token's session ends at its next request.
+	if r := apiDo(t, p, "DELETE", "/api/v1/tokens/"+made.ID, apiRoot, ""); r.code != 200 {
+		t.Fatalf("revoke = %d %s", r.code, r.body)
+	}
+	cdp(t, ctx, "the revoked token's session ends",
+		chromedp.Navigate(p.URL("/dashboard")),
+		chromedp.WaitVisible(chromedp.ID("token")),
+	)
+	if msg := cdpGet(t, ctx, "the notice", chromedp.Text(chromedp.CSS(".error"))); !strings.Contains(msg, "revoked") {
+		t.Errorf("after the revocation the page says %q", msg)
 	}
 	if strings.Contains(p.Stdout(), apiRoot) || strings.Contains(p.Stdout(), made.Token) {
 		t.Errorf("the log holds a token")

@@ -37,7 +37,11 @@ func (s *service) dashboard(a *api.Handler) *dashboard.Handler {
 // own: without a root token they serve no API and no dashboard.
 func (s *service) firstToken() error {
 	cfg := &s.cfg
-	if cfg.API.RootHash != nil || cfg.Store != StoreEmbedded || cfg.Data == "" {
+	if cfg.API.RootHash != nil {
+		return nil
+	}
+	if cfg.Store != StoreEmbedded || cfg.Data == "" {
+		s.log.Info().Msg("no root token: the owner API and /dashboard are off; give one with -admin-token-file or " + EnvPrefix + "ADMIN_TOKEN to turn them on")
 		return nil
 	}
 	path := filepath.Join(cfg.Data, RootTokenFile)
