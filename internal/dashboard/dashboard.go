@@ -11,9 +11,12 @@
 // the session's token again ([api.Handler.Lookup]), so a revoked token
 // ends its sessions at once; every change is a call of the API itself,
 // in process, with the session's token (callAPI), so that scopes, checks
-// and audit lines are the API's. Reading the overview, which the API
-// has no call for (sorting by count, sparklines), reads the store's
-// Editor role under the scope [api.Principal] says.
+// and audit lines are the API's. What the API has no call for reads or
+// writes the store's roles directly, under the scope [api.Principal]
+// says, and audits through [api.Handler.Audit]: the overview (sorting by
+// count, sparklines) reads the Editor role; share links, exact tokens
+// whose secret the API never takes, are kept through the TokenStore
+// role.
 //
 // Sessions are held in memory ([DefaultMaxSessions]): a restart signs
 // everyone out, and each instance has its own. The session id is 32
@@ -22,7 +25,9 @@
 // after [DefaultIdle] unused and [DefaultMaxAge] in all. Every state
 // change carries the session's CSRF token; every answer carries a
 // strict Content-Security-Policy: the pages run no inline script or
-// style.
+// style. A POST from another site (Sec-Fetch-Site, or Origin) is refused
+// before anything else, the sign-in's too (http.CrossOriginProtection):
+// no site signs a browser in to a session of its choosing.
 package dashboard
 
 import (
