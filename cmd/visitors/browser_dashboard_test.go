@@ -108,6 +108,15 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("the style sheet did not apply: font %q", font)
 	}
 
+	// Readable at 360 px: no page is wider than the screen.
+	for _, page := range []string{"/dashboard", "/dashboard/counter/octo%2Fa", "/dashboard/tokens"} {
+		cdp(t, ctx, "at 360 px: "+page, chromedp.EmulateViewport(360, 800), chromedp.Navigate(p.URL(page)), chromedp.WaitVisible(chromedp.CSS("main")))
+		if w := cdpGet(t, ctx, "the page's width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 360 {
+			t.Errorf("at 360 px %s is %d px wide", page, w)
+		}
+	}
+	cdp(t, ctx, "back at 1280 px", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(p.URL("/dashboard")), chromedp.WaitVisible(chromedp.ID("counters")))
+
 	cdp(t, ctx, "open a counter and see it live",
 		chromedp.Click(chromedp.CSS(`a[href="/dashboard/counter/octo%2Fa"]`)),
 		chromedp.WaitVisible(chromedp.ID("live")), // the script ran, and its stream opened
