@@ -22,7 +22,7 @@ import (
 func TestEveryBackend(t *testing.T) {
 	for _, be := range backends(t) {
 		t.Run(be.name, func(t *testing.T) {
-			e := newEnv(t, be.open(t))
+			e := newEnv(t, be.open(t, t.TempDir()))
 			ctx := t.Context()
 			for _, k := range []string{"octo/a", "octo/b", "other"} {
 				if _, err := e.st.Set(ctx, []byte(k), 5); err != nil {
@@ -322,28 +322,42 @@ func TestKeysAreEscaped(t *testing.T) {
 	}
 }
 
-// TestOddKeys: the empty key, dot keys, a key with a slash and odd
-// UTF-8 each have a page that names them, and take a start value.
+// TestOddKeys: the empty key, dot keys, a key with a slash or a
+// percent sign, odd UTF-8 and the longest key each take a start value
+// on the dashboard and have a page that shows it, on every backend, and
+// after a restart of a durable one; a key too long and a negative start
+// are refused.
 func TestOddKeys(t *testing.T) {
-	e := newEnv(t, memory(t))
-	b := e.browser(t)
-	b.signIn(root)
-	for _, key := range []string{"", ".", "..", "a/b", "a%2Fb", "é 日本 🙂", strings.Repeat("x", 128)} {
-		if a := b.post("/dashboard/action", url.Values{"key": {key}, "do": {"set"}, "value": {"1000"}}); a.code != 200 {
-			t.Errorf("set %q = %d", key, a.code)
-		}
-		if c := mustGet(t, e.st, key); c.Total != 1000 {
-			t.Errorf("%q total = %d", key, c.Total)
-		}
-		if a := b.get(dashboard.CounterURL(key)); a.code != 200 || !strings.Contains(a.body, `id="total">1000<`) {
-			t.Errorf("page of %q (%s) = %d", key, dashboard.CounterURL(key), a.code)
-		}
-	}
-	if a := b.post("/dashboard/action", url.Values{"key": {strings.Repeat("x", 129)}, "do": {"set"}, "value": {"1"}}); a.code != 400 {
-		t.Errorf("a key too long = %d, want 400", a.code)
-	}
-	if a := b.post("/dashboard/action", url.Values{"key": {"k"}, "do": {"set"}, "value": {"-1"}}); a.code != 400 {
-		t.Errorf("a negative start = %d, want 400", a.code)
+	keys := []string{"", ".", "..", "a/b", "a%2Fb", "é 日本 🙂", "\x00\t", strings.Repeat("x", store.MaxKeyBytes)}
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			where := t.TempDir()
+			e := newEnv(t, be.open(t, where))
+			b := e.browser(t)
+			b.signIn(root)
+			for _, key := range keys {
+				if a := b.post("/dashboard/action", url.Values{"key": {key}, "do": {"set"}, "value": {"1000"}}); a.code != 200 {
+					t.Errorf("set %q = %d", key, a.code)
+				}
+			}
+			if a := b.post("/dashboard/action", url.Values{"key": {strings.Repeat("x", store.MaxKeyBytes+1)}, "do": {"set"}, "value": {"1"}}); a.code != 400 {
+				t.Errorf("a key too long = %d, want 400", a.code)
+			}
+			if a := b.post("/dashboard/action", url.Values{"key": {"k"}, "do": {"set"}, "value": {"-1"}}); a.code != 400 {
+				t.Errorf("a negative start = %d, want 400", a.code)
+			}
+			if be.durable {
+				e.close()
+				e = newEnv(t, be.open(t, where))
+				b = e.browser(t)
+				b.signIn(root)
+			}
+			for _, key := range keys {
+				if a := b.get(dashboard.CounterURL(key)); a.code != 200 || !strings.Contains(a.body, `id="total">1000<`) {
+					t.Errorf("page of %q (%s) = %d", key, dashboard.CounterURL(key), a.code)
+				}
+			}
+		})
 	}
 }
 

@@ -71,12 +71,18 @@ type env struct {
 	srv   *httptest.Server
 	log   *lockedBuffer
 	clock *clock
+
+	closeOnce sync.Once
 }
 
-// backend opens a store for a test.
+// backend opens a store for a test: open(t, where) opens the store in
+// where (a directory, or a Redis prefix made from it) anew, so that a
+// second open of the same where is a restart; durable says whether the
+// counts come back after one.
 type backend struct {
-	name string
-	open func(t *testing.T) store.Store
+	name    string
+	durable bool
+	open    func(t *testing.T, where string) store.Store
 }
 
 var (
@@ -84,8 +90,6 @@ var (
 	redisServer  *redistest.Server
 	redisCluster *redistest.Cluster
 	redisErr     error
-	redisN       int
-	redisMu      sync.Mutex
 )
 
 // backends are every store the dashboard must act alike on: memory,
@@ -102,30 +106,28 @@ func backends(t *testing.T) []backend {
 	if redisErr != nil {
 		t.Fatalf("start redis: %v", redisErr)
 	}
-	prefix := func() string {
-		redisMu.Lock()
-		defer redisMu.Unlock()
-		redisN++
-		return fmt.Sprintf("dash%d:", redisN)
+	prefix := func(where string) string {
+		h := sha256.Sum256([]byte(where))
+		return fmt.Sprintf("dash%x:", h[:6])
 	}
 	return []backend{
-		{"memory", func(t *testing.T) store.Store { return memstore.New(memstore.Options{}) }},
-		{"embedded", func(t *testing.T) store.Store {
-			st, err := boltstore.Open(boltstore.Options{Dir: t.TempDir()})
+		{"memory", false, func(t *testing.T, _ string) store.Store { return memstore.New(memstore.Options{}) }},
+		{"embedded", true, func(t *testing.T, where string) store.Store {
+			st, err := boltstore.Open(boltstore.Options{Dir: where})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return st
 		}},
-		{"redis", func(t *testing.T) store.Store {
-			st, err := redisstore.Open(redisstore.Options{URL: "redis://" + redisServer.Addr, Prefix: prefix(), FlushInterval: 5 * time.Millisecond})
+		{"redis", true, func(t *testing.T, where string) store.Store {
+			st, err := redisstore.Open(redisstore.Options{URL: "redis://" + redisServer.Addr, Prefix: prefix(where), FlushInterval: 5 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return st
 		}},
-		{"cluster", func(t *testing.T) store.Store {
-			st, err := redisstore.Open(redisstore.Options{Cluster: redisCluster.Addrs(), Prefix: prefix(), FlushInterval: 5 * time.Millisecond})
+		{"cluster", true, func(t *testing.T, where string) store.Store {
+			st, err := redisstore.Open(redisstore.Options{Cluster: redisCluster.Addrs(), Prefix: prefix(where), FlushInterval: 5 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,11 +151,16 @@ func newEnv(t *testing.T, st store.Store) *env {
 	mux.Handle("/dashboard/", d)
 	mux.Handle("/api/", e.api)
 	e.srv = httptest.NewServer(mux)
-	t.Cleanup(func() {
-		e.srv.Close()
-		st.Close()
-	})
+	t.Cleanup(e.close)
 	return e
+}
+
+// close stops e's server and closes its store, once.
+func (e *env) close() {
+	e.closeOnce.Do(func() {
+		e.srv.Close()
+		e.st.Close()
+	})
 }
 
 // browser is one client with its own cookies, which does not follow
