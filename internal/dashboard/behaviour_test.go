@@ -3,9 +3,11 @@ package dashboard_test
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +50,7 @@ func TestEveryBackend(t *testing.T) {
 				{"reset", "", func() bool { c := mustGet(t, e.st, "octo/a"); return c.Total == 0 }},
 			}
 			for _, s := range steps {
-				a := b.post("/dashboard/action", url.Values{"key": {"octo/a"}, "do": {s.do}, "value": {s.value}})
+				a := b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey("octo/a")}, "do": {s.do}, "value": {s.value}})
 				if a.code != 200 || !s.want() {
 					t.Errorf("%s %s = %d, store %+v: %s", s.do, s.value, a.code, mustGet(t, e.st, "octo/a"), a.body)
 				}
@@ -58,7 +60,7 @@ func TestEveryBackend(t *testing.T) {
 			}
 
 			// A share link reads the counter without a session, until revoked.
-			a = b.post("/dashboard/action", url.Values{"key": {"octo/b"}, "do": {"share"}})
+			a = b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey("octo/b")}, "do": {"share"}})
 			link := between(a.body, `id="share-link" value="`, `"`)
 			if a.code != 200 || !strings.Contains(link, "/dashboard/share/") {
 				t.Fatalf("share = %d, link %q", a.code, link)
@@ -74,7 +76,7 @@ func TestEveryBackend(t *testing.T) {
 			if a := anon.get(path[:len(path)-3] + "abc"); a.code != 404 {
 				t.Errorf("a wrong share secret = %d, want 404", a.code)
 			}
-			b.post("/dashboard/action", url.Values{"key": {"octo/b"}, "do": {"unshare"}})
+			b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey("octo/b")}, "do": {"unshare"}})
 			if a := anon.get(path); a.code != 404 {
 				t.Errorf("a revoked share link = %d, want 404", a.code)
 			}
@@ -83,7 +85,7 @@ func TestEveryBackend(t *testing.T) {
 			if a := b.get("/dashboard/delete?key=octo%2Fb"); a.code != 200 || !strings.Contains(a.body, `id="confirm-delete"`) {
 				t.Errorf("the delete confirmation = %d", a.code)
 			}
-			if a := b.post("/dashboard/action", url.Values{"key": {"octo/b"}, "do": {"delete"}}); a.code != 200 {
+			if a := b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey("octo/b")}, "do": {"delete"}}); a.code != 200 {
 				t.Errorf("delete = %d %s", a.code, a.body)
 			}
 			if es, _ := e.st.List(ctx, []byte("octo/b"), nil, 1); len(es) > 0 && string(es[0].Key) == "octo/b" {
@@ -101,7 +103,7 @@ func TestEveryBackend(t *testing.T) {
 			if a := s.get(dashboard.CounterURL("other")); a.code != 403 {
 				t.Errorf("a token for octo/ on other's page = %d, want 403", a.code)
 			}
-			if a := s.post("/dashboard/action", url.Values{"key": {"other"}, "do": {"set"}, "value": {"9"}}); a.code != 403 || mustGet(t, e.st, "other").Total != 5 {
+			if a := s.post("/dashboard/action", url.Values{"key": {dashboard.FormKey("other")}, "do": {"set"}, "value": {"9"}}); a.code != 403 || mustGet(t, e.st, "other").Total != 5 {
 				t.Errorf("a token for octo/ setting other = %d, total %d", a.code, mustGet(t, e.st, "other").Total)
 			}
 			if a := s.get("/dashboard/tokens"); a.code != 403 {
@@ -131,7 +133,7 @@ func between(s, from, to string) string {
 // revoked token and a cookie from another session change nothing.
 func TestRefusals(t *testing.T) {
 	e := newEnv(t, memory(t))
-	set := url.Values{"key": {"k"}, "do": {"set"}, "value": {"1000"}}
+	set := url.Values{"key": {dashboard.FormKey("k")}, "do": {"set"}, "value": {"1000"}}
 	b := e.browser(t)
 	b.signIn(root)
 	b.get("/dashboard")
@@ -317,10 +319,12 @@ func TestKeysAreEscaped(t *testing.T) {
 			t.Errorf("%s = %d, the key unescaped or missing: %s", path, a.code, a.body)
 		}
 	}
-	if a := b.post("/dashboard/action", url.Values{"key": {key}, "do": {"set"}, "value": {"1000"}}); a.code != 200 || mustGet(t, e.st, key).Total != 1000 {
+	if a := b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey(key)}, "do": {"set"}, "value": {"1000"}}); a.code != 200 || mustGet(t, e.st, key).Total != 1000 {
 		t.Errorf("set on the key = %d", a.code)
 	}
 }
+
+var formKeyRE = regexp.MustCompile(`<input type="hidden" name="key" value="([^"]*)">`)
 
 // TestOddKeys: the empty key, dot keys, a key with a slash or a
 // percent sign, odd UTF-8 and the longest key each take a start value
@@ -336,14 +340,23 @@ func TestOddKeys(t *testing.T) {
 			b := e.browser(t)
 			b.signIn(root)
 			for _, key := range keys {
-				if a := b.post("/dashboard/action", url.Values{"key": {key}, "do": {"set"}, "value": {"1000"}}); a.code != 200 {
+				// As a browser does: the key the page's form holds.
+				page := b.get(dashboard.CounterURL(key))
+				m := formKeyRE.FindStringSubmatch(page.body)
+				if page.code != 200 || m == nil {
+					t.Fatalf("page of %q = %d, no form key", key, page.code)
+				}
+				if a := b.post("/dashboard/action", url.Values{"key": {html.UnescapeString(m[1])}, "do": {"set"}, "value": {"1000"}}); a.code != 200 {
 					t.Errorf("set %q = %d", key, a.code)
 				}
+				if c := mustGet(t, e.st, key); c.Total != 1000 {
+					t.Errorf("set %q through its page's form: total %d", key, c.Total)
+				}
 			}
-			if a := b.post("/dashboard/action", url.Values{"key": {strings.Repeat("x", store.MaxKeyBytes+1)}, "do": {"set"}, "value": {"1"}}); a.code != 400 {
+			if a := b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey(strings.Repeat("x", store.MaxKeyBytes+1))}, "do": {"set"}, "value": {"1"}}); a.code != 400 {
 				t.Errorf("a key too long = %d, want 400", a.code)
 			}
-			if a := b.post("/dashboard/action", url.Values{"key": {"k"}, "do": {"set"}, "value": {"-1"}}); a.code != 400 {
+			if a := b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey("k")}, "do": {"set"}, "value": {"-1"}}); a.code != 400 {
 				t.Errorf("a negative start = %d, want 400", a.code)
 			}
 			if be.durable {
@@ -400,10 +413,10 @@ func TestOpenCreationTokenSeesItsKey(t *testing.T) {
 	if a := b.get("/dashboard"); !strings.Contains(a.body, ">mine</a>") || strings.Contains(a.body, "mine/too") {
 		t.Errorf("an exact token's overview: %s", a.body)
 	}
-	if a := b.post("/dashboard/action", url.Values{"key": {"mine"}, "do": {"set"}, "value": {"1000"}}); a.code != 200 || mustGet(t, e.st, "mine").Total != 1000 {
+	if a := b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey("mine")}, "do": {"set"}, "value": {"1000"}}); a.code != 200 || mustGet(t, e.st, "mine").Total != 1000 {
 		t.Errorf("set its key = %d", a.code)
 	}
-	if a := b.post("/dashboard/action", url.Values{"key": {"mine/too"}, "do": {"set"}, "value": {"1"}}); a.code != 403 || mustGet(t, e.st, "mine/too").Total != 4 {
+	if a := b.post("/dashboard/action", url.Values{"key": {dashboard.FormKey("mine/too")}, "do": {"set"}, "value": {"1"}}); a.code != 403 || mustGet(t, e.st, "mine/too").Total != 4 {
 		t.Errorf("set another key = %d", a.code)
 	}
 }

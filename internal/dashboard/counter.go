@@ -218,7 +218,12 @@ func (h *Handler) confirmDelete(rq *request) {
 // key's share link (share, unshare).
 func (h *Handler) action(rq *request) {
 	f := rq.r.PostForm
-	key, err := h.keyOf(rq, f.Get("key"), f.Has("key"))
+	k, err := url.QueryUnescape(f.Get("key"))
+	if err != nil {
+		h.fail(rq.w, rq.r, rq, &httperr.HTTPError{Code: http.StatusBadRequest, Msg: "the form's key is not query-escaped"})
+		return
+	}
+	key, err := h.keyOf(rq, k, f.Has("key"))
 	if err != nil {
 		h.fail(rq.w, rq.r, rq, err)
 		return
