@@ -103,6 +103,9 @@ func TestTokenCommand(t *testing.T) {
 	cfg := testConfig()
 	cfg.Store, cfg.Data = StoreEmbedded, data
 	r := mustStart(t, cfg, DefaultTimeouts, io.Discard)
+	if err := Main(t.Context(), []string{"token", "-data", data, "-name", "ci", "-prefix", "x"}, getenv, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "stop it first") {
+		t.Errorf("token while the service holds the store = %v, want a refusal that says to stop it", err)
+	}
 	jarless := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := jarless.PostForm("http://"+r.addr+"/dashboard/login", url.Values{"token": {secret}})
 	if err != nil {

@@ -51,6 +51,9 @@ func Token(args []string, getenv func(string) string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("token: -store %s: want embedded or redis", b.kind) // not past its form
 	}
+	if err != nil && b.kind == StoreEmbedded {
+		return fmt.Errorf("token: open the store: %w (a running service holds its lock: stop it first, or make the token on /dashboard's Tokens page)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("token: open the store: %w", err)
 	}
