@@ -198,3 +198,38 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("no audit line of the sign-in")
 	}
 }
+
+// TestTokenCommandOnRedis: "visitors token" makes a token in Redis
+// while the service runs on it, and the service takes it at once, on
+// the dashboard and the API, within its prefix alone.
+func TestTokenCommandOnRedis(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
+			args := redisArgs(t, cluster)
+			p := servertest.Start(t, bin, apiEnv, append(args, "-log-level", "warn")...)
+			out, err := command(t, bin, append([]string{"token", "-name", "ci", "-prefix", "ci/"}, args...)...).Output()
+			if err != nil {
+				t.Fatalf("visitors token: %v", err)
+			}
+			secret, _, _ := strings.Cut(string(out), "\n")
+			if !strings.HasPrefix(secret, "vt_") {
+				t.Fatalf("visitors token printed %q", out)
+			}
+			if r := apiDo(t, p, "PUT", "/api/v1/counters/ci/a", secret, `{"total":7}`); r.code != 200 {
+				t.Errorf("the new token on ci/a = %d %s", r.code, r.body)
+			}
+			if r := apiDo(t, p, "PUT", "/api/v1/counters/other", secret, `{"total":7}`); r.code != 403 {
+				t.Errorf("the new token on other = %d, want 403", r.code)
+			}
+			noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := noFollow.PostForm(p.URL("/dashboard/login"), map[string][]string{"token": {secret}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther {
+				t.Errorf("sign-in with the new token = %d, want 303", resp.StatusCode)
+			}
+		})
+	}
+}
