@@ -31,8 +31,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -415,13 +413,9 @@ var (
 // that the answer tells nothing of it), 401 for a missing token, and
 // for a wrong or revoked one, which counts as a failed attempt.
 func (h *Handler) authenticate(r *http.Request) (*principal, error) {
-	now := h.c.Now()
-	var id netip.Addr
-	if h.failures != nil {
-		id = client.Identify(r.RemoteAddr, r.Header, h.c.Trusted)
-		if _, ok := h.failures.Visit(id, now, true); !ok {
-			return nil, tooManyFailures(h.failures.CreateRefused(id, now))
-		}
+	id, now, err := h.admit(r)
+	if err != nil {
+		return nil, err
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
@@ -432,6 +426,26 @@ func (h *Handler) authenticate(r *http.Request) (*principal, error) {
 	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return nil, errNoToken
 	}
+	return h.verify(r, id, now, secret)
+}
+
+// admit returns r's client and the time, or the 429 of a client past
+// its failed attempts.
+func (h *Handler) admit(r *http.Request) (netip.Addr, time.Time, error) {
+	now := h.c.Now()
+	var id netip.Addr
+	if h.failures != nil {
+		id = client.Identify(r.RemoteAddr, r.Header, h.c.Trusted)
+		if _, ok := h.failures.Visit(id, now, true); !ok {
+			return id, now, tooManyFailures(h.failures.CreateRefused(id, now))
+		}
+	}
+	return id, now, nil
+}
+
+// verify returns who secret, sent by client id at now, is, or the 401
+// of a wrong or revoked one, which counts as a failed attempt.
+func (h *Handler) verify(r *http.Request, id netip.Addr, now time.Time, secret string) (*principal, error) {
 	sum := sha256.Sum256([]byte(secret))
 	who, err := h.lookupToken(r.Context(), secret, &sum)
 	if err != nil {
@@ -540,18 +554,9 @@ func tooManyFailures(retry time.Duration) *httperr.HTTPError {
 	return &httperr.HTTPError{Code: http.StatusTooManyRequests, Msg: "too many failed attempts from your address; try again later", Header: httperr.RetryAfter(max(retry, time.Second))}
 }
 
-// newSecret returns a new token secret and, if id is empty, a new id:
-// the secret is TokenPrefix, the id, a dot and 32 random bytes in
-// base64url, so that a call finds its token by id.
+// newSecret is [NewSecret] with the Handler's source of randomness.
 func (h *Handler) newSecret(id string) (secret, _ string, err error) {
-	var b [32 + 8]byte
-	if _, err := io.ReadFull(h.c.Rand, b[:]); err != nil {
-		return "", "", fmt.Errorf("random token: %w", err)
-	}
-	if id == "" {
-		id = hex.EncodeToString(b[32:])
-	}
-	return TokenPrefix + id + "." + base64.RawURLEncoding.EncodeToString(b[:32]), id, nil
+	return NewSecret(h.c.Rand, id)
 }
 
 // storeError is the 503 of a store's failure; the cause goes to the log.

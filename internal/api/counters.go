@@ -273,11 +273,8 @@ func (h *Handler) listCounters(c *call) error {
 	if c.who.exact {
 		return &httperr.HTTPError{Code: http.StatusForbidden, Msg: "this token acts on the key " + quote(c.who.prefix) + " alone: read it with GET /api/v1/counters/{key}"}
 	}
-	switch {
-	case strings.HasPrefix(prefix, c.who.prefix):
-	case strings.HasPrefix(c.who.prefix, prefix):
-		prefix = c.who.prefix
-	default:
+	prefix, ok := c.who.Principal().ListPrefix(prefix)
+	if !ok {
 		return &httperr.HTTPError{Code: http.StatusForbidden, Msg: "the prefix is outside this token's prefix " + quote(c.who.prefix)}
 	}
 	es, err := h.list(c, []byte(prefix), []byte(after), hasAfter, limit)

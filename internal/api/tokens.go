@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
 	"net/http"
 	"time"
 
@@ -57,6 +56,7 @@ func (h *Handler) createToken(c *call) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	backup := false
 	if raw, ok := m["scope"]; ok {
 		if err := field(raw, "scope", "a string", &scope); err != nil || scope != ScopeBackup {
 			return badRequest("field \"scope\": want \"backup\", or no scope")
@@ -64,14 +64,14 @@ func (h *Handler) createToken(c *call) error {
 		if _, ok := m["prefix"]; ok {
 			return badRequest("a backup token acts on no key; send no \"prefix\"")
 		}
-		prefix = store.BackupPrefix
+		backup = true
 	} else if err := field(m["prefix"], "prefix", "a string", &prefix); err != nil {
 		return badRequest("field \"prefix\": want a non-empty string: the keys the token may act on start with it")
 	}
-	if prefix == "" {
+	if prefix == "" && !backup {
 		return badRequest("field \"prefix\": want a non-empty string; the empty prefix, every key, is the root token's alone")
 	}
-	if scope == "" && !store.ValidKey([]byte(prefix)) {
+	if !backup && !store.ValidKey([]byte(prefix)) {
 		return badRequest("field \"prefix\": at most %d bytes of valid UTF-8", store.MaxKeyBytes)
 	}
 	ctx := c.r.Context()
@@ -88,16 +88,15 @@ func (h *Handler) createToken(c *call) error {
 	if made >= MaxTokens {
 		return &httperr.HTTPError{Code: http.StatusConflict, Msg: "the store holds the most tokens it may; revoke one first"}
 	}
-	secret, id, err := h.newSecret("")
+	t, secret, err := MakeToken(h.c.Rand, name, prefix, backup, h.c.Now())
 	if err != nil {
-		return &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "no token could be made; try again", Err: err}
+		return err
 	}
-	t := store.Token{ID: id, Name: name, Prefix: prefix, Hash: sha256.Sum256([]byte(secret)), Created: h.c.Now().UTC().Truncate(time.Second)}
 	if err := h.c.Store.PutToken(ctx, t); err != nil {
 		return h.storeError(err, "store the token")
 	}
 	h.audit(c, "create token", "").Dict("after", tokenLog(t)).Msg("api change")
-	nt := NewToken{ID: id, Token: secret, Name: name, Prefix: prefix, Created: t.Created}
+	nt := NewToken{ID: t.ID, Token: secret, Name: name, Prefix: t.Prefix, Created: t.Created}
 	if t.Backup() {
 		nt.Prefix, nt.Scope = "", ScopeBackup
 	}
@@ -159,12 +158,18 @@ func (h *Handler) deleteToken(c *call) error {
 
 // audit starts the log line of a change: who, the call, the key.
 func (h *Handler) audit(c *call, what, key string) *zerolog.Event {
-	e := h.auditLog().Info().Str("audit", what).Str("token", c.who.name)
-	if c.who.id != "" {
-		e = e.Str("token_id", c.who.id)
+	return h.auditLine(c.who, c.r.Method+" "+c.r.URL.Path, what, key, what == "set" || what == "delete" || what == "add" || what == "create")
+}
+
+// auditLine starts the log line of a change who made through call: who,
+// the call and, with hasKey, the key.
+func (h *Handler) auditLine(who *principal, call, what, key string, hasKey bool) *zerolog.Event {
+	e := h.auditLog().Info().Str("audit", what).Str("token", who.name)
+	if who.id != "" {
+		e = e.Str("token_id", who.id)
 	}
-	e = e.Str("call", c.r.Method+" "+c.r.URL.Path)
-	if what == "set" || what == "delete" || what == "add" || what == "create" {
+	e = e.Str("call", call)
+	if hasKey {
 		e = e.Str("key", key)
 	}
 	return e

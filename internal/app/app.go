@@ -60,7 +60,7 @@ var DefaultTimeouts = Timeouts{
 
 // Main parses args, then runs the service until ctx is done; with
 // -version, it prints what the binary was built from and returns; with
-// export, import, check or health, it runs that subcommand. Logs go to
+// export, import, check, health or token, it runs that subcommand. Logs go to
 // stdout as JSON lines, and so does the usage asked for with -h (then
 // Main returns flag.ErrHelp). A command line it refuses is a
 // [UsageError]: one line, for stderr.
@@ -75,6 +75,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 			return Check(args[1:], getenv, stdout)
 		case "health":
 			return Health(ctx, args[1:], getenv, stdout)
+		case "token":
+			return Token(args[1:], getenv, stdout)
 		case "-version", "--version":
 			if len(args) > 1 {
 				return &UsageError{Err: fmt.Errorf("%s takes no argument, not %q", args[0], args[1]), Help: "visitors"}
@@ -159,6 +161,9 @@ func (s *service) start() error {
 		return err
 	}
 	if err := s.observe(); err != nil {
+		return err
+	}
+	if err := s.firstToken(); err != nil {
 		return err
 	}
 	if err := s.addPublic(tlsConf); err != nil {
@@ -262,7 +267,8 @@ func (s *service) addPublic(tlsConf *tls.Config) error {
 	s.opened = append(s.opened, s.conns) // closing the gate closes pub, and ends its watch
 	wc := web.Config{Store: s.st, Log: s.log, Hostname: hostname(), Requests: s.requests, Rules: s.rules, MaxStreams: cfg.MaxStreams, StreamMaxAge: cfg.MaxStreamAge, PublicTop: cfg.PublicTop}
 	if cfg.API.RootHash != nil {
-		wc.API = s.ownerAPI()
+		a := s.ownerAPI()
+		wc.API, wc.Dashboard = a, s.dashboard(a)
 	}
 	if cfg.Compat != 0 {
 		wc.Compat = compat.New(cfg.Compat)

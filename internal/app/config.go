@@ -197,8 +197,9 @@ const serveUsage = `Usage:
                                     read counts from a JSON export (stdin if no file)
   visitors check [-data dir]        verify the embedded store without changing it
   visitors health [-admin-addr a]   ask the running service's /healthz (a container's health check)
+  visitors token -name N -prefix P  make an owner token for the keys under P (or -backup), for /dashboard
   visitors -version                 print the version and the VCS revision
-  visitors COMMAND -h               the flags of export, import, check or health
+  visitors COMMAND -h               the flags of export, import, check, health or token
 
 visitors counts visitors. Each flag can also be set by the environment
 variable named beside it.
@@ -266,7 +267,7 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 	fs.IntVar(&c.MaxStreams, "max-streams", web.DefaultMaxStreams, "most live streams (/counter/{key}/stream) open at once, at most half of -max-conns (lowered to it by default); past it 503")
 	fs.DurationVar(&c.MaxStreamAge, "max-stream-age", web.DefaultStreamMaxAge, "how long a live stream lasts (less up to a tenth) before the server ends it, and the browser reconnects")
 	fs.BoolVar(&c.AdminAllowRemote, "admin-allow-remote", false, "let -admin-addr listen on an address that is not loopback (pprof and /debug/vars show keys, names and flags; a warning is logged)")
-	fs.StringVar(&c.API.TokenFile, "admin-token-file", "", "`file` holding the owner API's root token (or set "+EnvPrefix+"ADMIN_TOKEN); without one /api/ is 404")
+	fs.StringVar(&c.API.TokenFile, "admin-token-file", "", "`file` holding the owner API's and /dashboard's root token (or set "+EnvPrefix+"ADMIN_TOKEN); without one the embedded store uses -data's root-token, made at its first start, and the others serve no /api/ (404)")
 	fs.Int64Var(&c.API.ImportMaxBytes, "import-max-bytes", api.DefaultImportMaxBytes, "largest body of POST /api/v1/import, in `bytes`; past it 413")
 	c.API.AuthFailures = api.DefaultFailures
 	fs.Var(&c.API.AuthFailures, "api-auth-failures", "failed owner-API authentications per client, as N/s, N/m, N/h or N/d; past it 429 (0: no limit)")

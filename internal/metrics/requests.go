@@ -30,10 +30,11 @@ const (
 	Top                      // /top.json
 	Compat                   // the URLs of closed counter services (internal/compat)
 	Other                    // anything else: 404s
+	Dashboard                // /dashboard and below: the owners' dashboard, when a root token is configured
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "counter_json", "daily", "graph", "landing", "api", "stream", "top", "compat", "other"}
+var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "counter_json", "daily", "graph", "landing", "api", "stream", "top", "compat", "other", "dashboard"}
 
 // String returns r's label value.
 func (r Route) String() string { return routeNames[r] }

@@ -1,10 +1,13 @@
 package web
 
 import (
+	"bytes"
 	"encoding/xml"
 	"regexp"
 	"strings"
 	"testing"
+
+	"visitors/internal/store"
 )
 
 // TestGraphFollowsDarkTheme: graph.svg carries a style sheet whose
@@ -62,5 +65,27 @@ func TestGraphFollowsDarkTheme(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGraphWithUniqueVisitors: with unique visitors, Graph draws them
+// as a line over the bars, with a legend and named axes; without, the
+// public graph has none of these.
+func TestGraphWithUniqueVisitors(t *testing.T) {
+	d := store.Daily{Last: store.Day(20000).Time(), Counts: []uint64{4, 0, 9}}
+	var with, without bytes.Buffer
+	Graph(&with, "k", d, []uint64{2, 0, 5})
+	Graph(&without, "k", d, nil)
+	for _, want := range []string{`<polyline fill="none" stroke="#0969da"`, ">unique visitors</text>", ">UTC day</text>", ">visits</text>"} {
+		if !strings.Contains(with.String(), want) {
+			t.Errorf("Graph with unique lacks %q", want)
+		}
+		if strings.Contains(without.String(), want) {
+			t.Errorf("Graph without unique holds %q", want)
+		}
+	}
+	// The line's points: x at each slot's middle, y from the shared peak (9).
+	if !strings.Contains(with.String(), `points="114.7,110.9 256.0,134.0 397.3,76.2"`) {
+		t.Errorf("unexpected unique line: %s", with.String())
 	}
 }

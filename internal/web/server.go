@@ -99,6 +99,10 @@ type Config struct {
 	// counter), counting through this server's one counting path; nil
 	// leaves their paths to the 404 of any unknown path.
 	Compat *compat.Handler
+	// Dashboard, if set, serves /dashboard and every path under
+	// /dashboard/ (the owners' dashboard, whatever the method); nil
+	// leaves them to the 404 of any unknown path.
+	Dashboard http.Handler
 
 	streamTimes *streamTimes // tests shorten the streams' timing
 }
@@ -119,6 +123,7 @@ type Server struct {
 	top      *top.Board      // nil unless PublicTop
 	api      http.Handler    // nil: no /api/
 	compat   *compat.Handler // nil: no URLs of closed services
+	dash     http.Handler    // nil: no /dashboard
 	cal      *tally.Calendar // top's calendar, or nil
 
 	untrusted     atomic.Uint64              // requests with forwarding headers from an untrusted peer
@@ -142,7 +147,7 @@ type scratch struct {
 // process ends. A server that may hold live streams must be told of
 // shutdown with [Server.Shutdown].
 func New(c Config) *Server {
-	s := &Server{log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, api: c.API, compat: c.Compat}
+	s := &Server{log: c.Log, hostname: c.Hostname, now: c.Now, req: c.Requests, api: c.API, compat: c.Compat, dash: c.Dashboard}
 	s.hub, s.times = newHub(c)
 	s.top, s.cal = newBoard(c)
 	if s.now == nil {
@@ -206,6 +211,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h, route = (*Server).handleCompat, metrics.Compat
 		case s.api != nil && strings.HasPrefix(r.URL.Path, "/api/"):
 			h, route = (*Server).handleAPI, metrics.API
+		case s.dash != nil && (r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/")):
+			h, route = (*Server).handleDashboard, metrics.Dashboard
 		}
 	}
 	var start int64
@@ -217,7 +224,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case h == nil:
 		code = s.fail(w, r, svg, errNotFound) // whatever the method
-	case r.Method != http.MethodGet && r.Method != http.MethodHead && route != metrics.API:
+	case r.Method != http.MethodGet && r.Method != http.MethodHead && route != metrics.API && route != metrics.Dashboard:
 		w.Header()["Allow"] = allowGetHead
 		code = s.fail(w, r, svg, errMethod)
 	default:
@@ -270,6 +277,14 @@ func (s *Server) UntrustedForwarded() (n uint64, first netip.Addr) {
 func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) int {
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 	s.api.ServeHTTP(sw, r)
+	return sw.code
+}
+
+// handleDashboard serves the owners' dashboard and returns the status
+// it answered.
+func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) int {
+	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	s.dash.ServeHTTP(sw, r)
 	return sw.code
 }
 

@@ -69,6 +69,7 @@ const buildCmd = `go build -ldflags "-X visitors/internal/buildinfo.Version=v1.0
 
 func main() {
 	check := flag.Bool("check", false, "write nothing: fail with a diff when a doc differs from what the binary prints")
+	flag.StringVar(&shotsMode, "shots", "yes", "the dashboard's screenshots in docs/ (never with -check): yes, no, or only (no examples)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./scripts/gendocs [-check]\n")
 		flag.PrintDefaults()
@@ -92,6 +93,9 @@ func moduleRoot() (string, error) {
 	}
 	return filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
 }
+
+// shotsMode is -shots: whether run makes the dashboard's screenshots.
+var shotsMode = "yes"
 
 // run regenerates the docs under root; with check it writes none and
 // returns an error, after printing the diffs to w, if any differs. It
@@ -117,6 +121,14 @@ func run(root string, check bool, w io.Writer) error {
 		return fmt.Errorf("%s: %v\n%s", buildCmd, err, out)
 	}
 	fmt.Fprintf(os.Stderr, "gendocs: built visitors in %.1fs\n", time.Since(start).Seconds())
+	if !check && shotsMode != "no" {
+		if err := shots(root, filepath.Join(bin, "visitors"), tmp, w); err != nil {
+			return err
+		}
+		if shotsMode == "only" {
+			return nil
+		}
+	}
 	var fresh map[string]string
 	for try := 0; ; try++ {
 		day := time.Now().UTC().Format(time.DateOnly)
