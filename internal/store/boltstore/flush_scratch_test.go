@@ -34,6 +34,9 @@ func TestLargePassLetsItsRoomGo(t *testing.T) {
 	if c := cap(s.days); c > maxScratch {
 		t.Errorf("after a pass of %d keys with a day held each the flusher keeps room for %d days, want at most %d", keys, c, maxScratch)
 	}
+	if c := cap(s.taken); c > maxScratch {
+		t.Errorf("after a pass of %d keys the flusher keeps room for %d journal entries, want at most %d", keys, c, maxScratch)
+	}
 	if c := mustGet(t, s, []byte("k0")); c.Total != 2 || c.Today != 1 {
 		t.Errorf("k0 = %+v, want total 2, today 1", c)
 	}
