@@ -117,7 +117,7 @@ func (h *Handler) counterPage(rq *request, key string, code int, done, shareLink
 	}
 	if store.ValidPublicKey(key) {
 		cp.Public = true
-		base := origin(rq.r) + "/counter/" + key
+		base := h.origin(rq.r) + "/counter/" + key
 		cp.BadgeURL = base + ".svg"
 		cp.BadgeMD = "![visitors](" + base + ".svg)"
 		cp.BadgeHTML = `<img src="` + base + `.svg" alt="visitors">`
@@ -152,10 +152,10 @@ func validSpan(days int) bool {
 }
 
 // origin returns the scheme and host r was sent to, for the badge's
-// snippets.
-func origin(r *http.Request) string {
+// snippets and the share links.
+func (h *Handler) origin(r *http.Request) string {
 	scheme := "http"
-	if r.TLS != nil {
+	if h.https(r) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
@@ -303,7 +303,7 @@ func (h *Handler) makeShare(rq *request, key string) (string, error) {
 		return "", err
 	}
 	h.c.API.Audit(rq.who, "POST /dashboard/action", "share", key).Str("share_id", id).Msg("dashboard change")
-	return origin(rq.r) + "/dashboard/share/" + full, nil
+	return h.origin(rq.r) + "/dashboard/share/" + full, nil
 }
 
 // share serves GET /dashboard/share/{id}.{secret} and its graph,

@@ -131,11 +131,12 @@ func (ss *session) validCSRF(token string) bool {
 	return token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(ss.csrf)) == 1
 }
 
-// cookie returns the session cookie of id for r: HttpOnly,
-// SameSite=Strict, Secure under TLS, for /dashboard alone, ending with
-// the session's absolute limit (maxAge > 0) or at once (maxAge < 0).
-func cookie(r *http.Request, id string, maxAge time.Duration) *http.Cookie {
-	c := &http.Cookie{Name: CookieName, Value: id, Path: "/dashboard", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+// cookie returns the session cookie of id: HttpOnly, SameSite=Strict,
+// Secure if the browser speaks HTTPS (Handler.https), for /dashboard
+// alone, ending with the session's absolute limit (maxAge > 0) or at
+// once (maxAge < 0).
+func cookie(secure bool, id string, maxAge time.Duration) *http.Cookie {
+	c := &http.Cookie{Name: CookieName, Value: id, Path: "/dashboard", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure}
 	if maxAge < 0 {
 		c.MaxAge = -1
 	} else {
