@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"visitors/internal/api"
 	"visitors/internal/httperr"
 	"visitors/internal/store"
 	"visitors/internal/web"
@@ -297,6 +298,9 @@ func (h *Handler) makeShare(rq *request, key string) (string, error) {
 		return "", &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "no link could be made; try again", Err: err}
 	}
 	id := ShareID(key)
+	if err := h.shareRoom(rq, id); err != nil {
+		return "", err
+	}
 	full := id + "." + secret
 	t := store.Token{ID: id, Name: "share link", Prefix: key, Exact: true, Hash: sha256.Sum256([]byte(full)), Created: h.c.API.Now().UTC().Truncate(time.Second)}
 	if err := h.c.Store.PutToken(rq.r.Context(), t); err != nil {
@@ -304,6 +308,33 @@ func (h *Handler) makeShare(rq *request, key string) (string, error) {
 	}
 	h.c.API.Audit(rq.who, "POST /dashboard/action", "share", key).Str("share_id", id).Msg("dashboard change")
 	return h.origin(rq.r) + "/dashboard/share/" + full, nil
+}
+
+// MaxShares is the most share links the keys of one token's scope
+// have at once: each is a stored token, which every read of the tokens
+// reads, and a key needs no counter to be shared.
+const MaxShares = api.MaxTokens
+
+// shareRoom returns the 409 of a new share link (id) past MaxShares in
+// rq's scope; a link that replaces one of the same key always has room.
+func (h *Handler) shareRoom(rq *request, id string) error {
+	ts, err := h.c.Store.Tokens(rq.r.Context())
+	if err != nil {
+		return err
+	}
+	n := 0
+	for i := range ts {
+		if ts[i].ID == id {
+			return nil
+		}
+		if strings.HasPrefix(ts[i].ID, shareIDPrefix) && ts[i].Exact && rq.who.May(ts[i].Prefix) {
+			n++
+		}
+	}
+	if n >= MaxShares {
+		return &httperr.HTTPError{Code: http.StatusConflict, Msg: fmt.Sprintf("the keys you may act on have %d share links, the most they may: revoke one first", n)}
+	}
+	return nil
 }
 
 // share serves GET /dashboard/share/{id}.{secret} and its graph,
