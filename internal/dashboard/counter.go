@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -53,14 +52,12 @@ type Span struct {
 }
 
 // shareIDPrefix starts the id of a share link's token.
-const shareIDPrefix = "share-"
+const shareIDPrefix = api.ShareIDPrefix
 
 // ShareID returns the id of key's share link token: one per key, so the
-// page finds it with one read, and a new link replaces the last.
-func ShareID(key string) string {
-	sum := sha256.Sum256([]byte("share\x00" + key))
-	return shareIDPrefix + hex.EncodeToString(sum[:16])
-}
+// page finds it with one read, and a new link replaces the last; the
+// API revokes it when it deletes key (api.ShareID).
+func ShareID(key string) string { return api.ShareID(key) }
 
 // keyOf returns the key rq's query or form names in field, which the
 // token must cover.
