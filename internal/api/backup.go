@@ -161,10 +161,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// revokeOrphans revokes the open-creation tokens whose key is gone, as
-// an import that replaces leaves them (deleting a counter through the
-// API revokes its own), so that no one keeps a hold on a key someone may
-// create anew. It returns how many it revoked; a failure is logged.
+// revokeOrphans revokes the open-creation tokens and the share links
+// whose key is gone, as an import that replaces leaves them (deleting a
+// counter through the API revokes its own), so that no one keeps a hold
+// on a key someone may create anew, nor a view of it. It returns how many it revoked; a failure is logged.
 func (h *Handler) revokeOrphans(ctx context.Context) int {
 	tokens, err := h.c.Store.Tokens(ctx)
 	if err != nil {
@@ -173,7 +173,7 @@ func (h *Handler) revokeOrphans(ctx context.Context) int {
 	}
 	n := 0
 	for _, t := range tokens {
-		if !t.Exact || t.ID != exactID(t.Prefix) {
+		if !t.Exact || t.ID != exactID(t.Prefix) && t.ID != ShareID(t.Prefix) { // open creation's, or a share link
 			continue
 		}
 		es, err := h.c.Store.List(ctx, []byte(t.Prefix), nil, 1)

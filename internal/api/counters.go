@@ -223,6 +223,10 @@ func (h *Handler) deleteCounter(c *call) error {
 	if err != nil {
 		return h.storeError(err, "read the token")
 	}
+	share, hasShare, err := h.c.Store.Token(ctx, ShareID(k)) // the dashboard's share link: it goes too
+	if err != nil {
+		return h.storeError(err, "read the share link")
+	}
 	ok, err := h.c.Store.Delete(ctx, key)
 	if err != nil {
 		return h.storeError(err, "delete")
@@ -239,6 +243,13 @@ func (h *Handler) deleteCounter(c *call) error {
 			h.c.Log.Error().Err(err).Str("key", k).Str("token_id", tok.ID).Msg("revoke the deleted counter's token: it blocks creating the key anew until revoked")
 		} else if revoked {
 			e = e.Str("revoked", tok.ID)
+		}
+	}
+	if hasShare {
+		if revoked, err := h.c.Store.DeleteTokenIf(ctx, share.ID, share.Hash); err != nil {
+			h.c.Log.Error().Err(err).Str("key", k).Str("token_id", share.ID).Msg("revoke the deleted counter's share link: it shows the key made anew until revoked")
+		} else if revoked {
+			e = e.Str("revoked_share", share.ID)
 		}
 	}
 	e.Msg("api change")

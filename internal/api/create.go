@@ -24,6 +24,18 @@ const exactIDPrefix = "key-"
 // so that a key has at most one such token, and deleting the key
 // revokes it. A creation replaces a token with the id whose key is gone
 // (store.Store.Create): an orphan, left by a revoke that failed.
+// ShareIDPrefix starts the id of a share link's token (the
+// dashboard's): an exact token for one key, whose secret the API never
+// takes.
+const ShareIDPrefix = "share-"
+
+// ShareID returns the id of key's share link token: one per key. Like
+// key's open-creation token, it goes when key is deleted.
+func ShareID(key string) string {
+	sum := sha256.Sum256([]byte("share\x00" + key))
+	return ShareIDPrefix + hex.EncodeToString(sum[:16])
+}
+
 func exactID(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return exactIDPrefix + hex.EncodeToString(sum[:16])

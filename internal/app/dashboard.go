@@ -22,7 +22,7 @@ const RootTokenFile = "root-token"
 
 // dashboard returns the owners' dashboard on the owner API a.
 func (s *service) dashboard(a *api.Handler) *dashboard.Handler {
-	dc := dashboard.Config{API: a, Store: s.st}
+	dc := dashboard.Config{API: a, Store: s.st, Trusted: &s.cfg.Fair.TrustedProxies}
 	if s.cfg.Fair.Unique && s.rules.Uniques != nil {
 		dc.Uniques = s.rules.Uniques
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"visitors/internal/api"
 	"visitors/internal/httperr"
 	"visitors/internal/store"
 	"visitors/internal/web"
@@ -52,14 +52,12 @@ type Span struct {
 }
 
 // shareIDPrefix starts the id of a share link's token.
-const shareIDPrefix = "share-"
+const shareIDPrefix = api.ShareIDPrefix
 
 // ShareID returns the id of key's share link token: one per key, so the
-// page finds it with one read, and a new link replaces the last.
-func ShareID(key string) string {
-	sum := sha256.Sum256([]byte("share\x00" + key))
-	return shareIDPrefix + hex.EncodeToString(sum[:16])
-}
+// page finds it with one read, and a new link replaces the last; the
+// API revokes it when it deletes key (api.ShareID).
+func ShareID(key string) string { return api.ShareID(key) }
 
 // keyOf returns the key rq's query or form names in field, which the
 // token must cover.
@@ -117,7 +115,7 @@ func (h *Handler) counterPage(rq *request, key string, code int, done, shareLink
 	}
 	if store.ValidPublicKey(key) {
 		cp.Public = true
-		base := origin(rq.r) + "/counter/" + key
+		base := h.origin(rq.r) + "/counter/" + key
 		cp.BadgeURL = base + ".svg"
 		cp.BadgeMD = "![visitors](" + base + ".svg)"
 		cp.BadgeHTML = `<img src="` + base + `.svg" alt="visitors">`
@@ -152,10 +150,10 @@ func validSpan(days int) bool {
 }
 
 // origin returns the scheme and host r was sent to, for the badge's
-// snippets.
-func origin(r *http.Request) string {
+// snippets and the share links.
+func (h *Handler) origin(r *http.Request) string {
 	scheme := "http"
-	if r.TLS != nil {
+	if h.https(r) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
@@ -297,13 +295,43 @@ func (h *Handler) makeShare(rq *request, key string) (string, error) {
 		return "", &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "no link could be made; try again", Err: err}
 	}
 	id := ShareID(key)
+	if err := h.shareRoom(rq, id); err != nil {
+		return "", err
+	}
 	full := id + "." + secret
 	t := store.Token{ID: id, Name: "share link", Prefix: key, Exact: true, Hash: sha256.Sum256([]byte(full)), Created: h.c.API.Now().UTC().Truncate(time.Second)}
 	if err := h.c.Store.PutToken(rq.r.Context(), t); err != nil {
 		return "", err
 	}
 	h.c.API.Audit(rq.who, "POST /dashboard/action", "share", key).Str("share_id", id).Msg("dashboard change")
-	return origin(rq.r) + "/dashboard/share/" + full, nil
+	return h.origin(rq.r) + "/dashboard/share/" + full, nil
+}
+
+// MaxShares is the most share links the keys of one token's scope
+// have at once: each is a stored token, which every read of the tokens
+// reads, and a key needs no counter to be shared.
+const MaxShares = api.MaxTokens
+
+// shareRoom returns the 409 of a new share link (id) past MaxShares in
+// rq's scope; a link that replaces one of the same key always has room.
+func (h *Handler) shareRoom(rq *request, id string) error {
+	ts, err := h.c.Store.Tokens(rq.r.Context())
+	if err != nil {
+		return err
+	}
+	n := 0
+	for i := range ts {
+		if ts[i].ID == id {
+			return nil
+		}
+		if strings.HasPrefix(ts[i].ID, shareIDPrefix) && ts[i].Exact && rq.who.May(ts[i].Prefix) {
+			n++
+		}
+	}
+	if n >= MaxShares {
+		return &httperr.HTTPError{Code: http.StatusConflict, Msg: fmt.Sprintf("the keys you may act on have %d share links, the most they may: revoke one first", n)}
+	}
+	return nil
 }
 
 // share serves GET /dashboard/share/{id}.{secret} and its graph,

@@ -39,11 +39,13 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"visitors/internal/api"
+	"visitors/internal/client"
 	"visitors/internal/httperr"
 	"visitors/internal/store"
 )
@@ -89,6 +91,10 @@ type Config struct {
 	// Rand makes session ids, CSRF tokens and share links; nil means
 	// crypto/rand.
 	Rand io.Reader
+	// Trusted are the reverse proxies (-trusted-proxies) whose
+	// X-Forwarded-Proto: https tells that the browser speaks HTTPS to
+	// them: the session cookie is then Secure, as under TLS.
+	Trusted *client.Proxies
 }
 
 // Handler serves /dashboard. It is safe for concurrent use.
@@ -288,7 +294,7 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) *request {
 	s := h.sessions.get(r, now)
 	if s == nil {
 		if _, err := r.Cookie(CookieName); err == nil {
-			http.SetCookie(w, cookie(r, "", -1))
+			http.SetCookie(w, cookie(h.https(r), "", -1))
 		}
 		h.signInPage(w, r, http.StatusUnauthorized, "")
 		return nil
@@ -300,7 +306,7 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) *request {
 	}
 	if !ok {
 		h.sessions.end(s.id)
-		http.SetCookie(w, cookie(r, "", -1))
+		http.SetCookie(w, cookie(h.https(r), "", -1))
 		h.c.API.Log().Info().Str("dashboard", "session ended").Msg("the session's token was revoked")
 		h.signInPage(w, r, http.StatusUnauthorized, "Your token was revoked: sign in with another.")
 		return nil
@@ -346,7 +352,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, nil, &httperr.HTTPError{Code: http.StatusServiceUnavailable, Msg: "no session could be made; try again", Err: err})
 		return
 	}
-	http.SetCookie(w, cookie(r, s.id, h.c.MaxAge))
+	http.SetCookie(w, cookie(h.https(r), s.id, h.c.MaxAge))
 	h.c.API.Audit(who, "POST /dashboard/login", "sign in", "").Msg("dashboard sign-in")
 	http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
 }
@@ -354,7 +360,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 // logout serves POST /dashboard/logout.
 func (h *Handler) logout(rq *request) {
 	h.sessions.end(rq.s.id)
-	http.SetCookie(rq.w, cookie(rq.r, "", -1))
+	http.SetCookie(rq.w, cookie(h.https(rq.r), "", -1))
 	h.c.API.Audit(rq.who, "POST /dashboard/logout", "sign out", "").Msg("dashboard sign-out")
 	h.signInPage(rq.w, rq.r, http.StatusOK, "You are signed out.")
 }
@@ -451,4 +457,17 @@ func counterKey(r *http.Request, p string) (string, bool) {
 		return "", false
 	}
 	return k, true
+}
+
+// https reports whether r's browser speaks HTTPS: r came over TLS, or
+// through a trusted reverse proxy that says so in X-Forwarded-Proto.
+func (h *Handler) https(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if h.c.Trusted.Empty() || !strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
+		return false
+	}
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && h.c.Trusted.Contains(peer.Addr().Unmap())
 }

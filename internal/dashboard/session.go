@@ -17,7 +17,7 @@ const CookieName = "visitors_dashboard"
 const (
 	DefaultIdle        = 30 * time.Minute // a session unused this long ends
 	DefaultMaxAge      = 12 * time.Hour   // a session ends this long after its sign-in, used or not
-	DefaultMaxSessions = 10000            // the most sessions held; a sign-in past it ends the oldest
+	DefaultMaxSessions = 10000            // the most sessions held; a sign-in past it ends the oldest of the token with the most
 )
 
 // session is one signed-in browser. Its fields are set at sign-in and
@@ -71,17 +71,31 @@ func (s *sessions) start(secret string, now time.Time) (*session, error) {
 	if len(s.m) >= s.max {
 		s.sweep(now)
 	}
-	for len(s.m) >= s.max { // still full: the oldest sign-in goes
-		var oldest *session
-		for _, o := range s.m {
-			if oldest == nil || o.created.Before(oldest.created) {
-				oldest = o
-			}
-		}
-		delete(s.m, oldest.id)
+	for len(s.m) >= s.max { // still full: the oldest sign-in of the token with the most sessions goes
+		delete(s.m, s.victim(secret).id)
 	}
 	s.m[id] = ss
 	return ss, nil
+}
+
+// victim returns the session to end for a sign-in with secret when
+// s is full: the oldest of the token holding the most sessions, the
+// one signing in counted one more. Not the oldest of all: a holder of
+// any token could then sign in again and again and sign every other
+// owner out. s.mu is held; s.m is not empty.
+func (s *sessions) victim(secret string) *session {
+	n := make(map[string]int)
+	n[secret]++
+	for _, o := range s.m {
+		n[o.secret]++
+	}
+	var v *session
+	for _, o := range s.m {
+		if v == nil || n[o.secret] > n[v.secret] || n[o.secret] == n[v.secret] && o.created.Before(v.created) {
+			v = o
+		}
+	}
+	return v
 }
 
 // sweep drops the sessions past their idle or absolute limit. s.mu is
@@ -131,11 +145,12 @@ func (ss *session) validCSRF(token string) bool {
 	return token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(ss.csrf)) == 1
 }
 
-// cookie returns the session cookie of id for r: HttpOnly,
-// SameSite=Strict, Secure under TLS, for /dashboard alone, ending with
-// the session's absolute limit (maxAge > 0) or at once (maxAge < 0).
-func cookie(r *http.Request, id string, maxAge time.Duration) *http.Cookie {
-	c := &http.Cookie{Name: CookieName, Value: id, Path: "/dashboard", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+// cookie returns the session cookie of id: HttpOnly, SameSite=Strict,
+// Secure if the browser speaks HTTPS (Handler.https), for /dashboard
+// alone, ending with the session's absolute limit (maxAge > 0) or at
+// once (maxAge < 0).
+func cookie(secure bool, id string, maxAge time.Duration) *http.Cookie {
+	c := &http.Cookie{Name: CookieName, Value: id, Path: "/dashboard", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure}
 	if maxAge < 0 {
 		c.MaxAge = -1
 	} else {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"visitors/internal/api"
 	"visitors/internal/httperr"
@@ -67,6 +68,10 @@ func (h *Handler) createToken(rq *request) {
 		return
 	}
 	f := rq.r.PostForm
+	if !utf8.ValidString(f.Get("name")) || !utf8.ValidString(f.Get("prefix")) { // JSON would make them U+FFFD: another token than asked
+		h.fail(rq.w, rq.r, rq, &httperr.HTTPError{Code: http.StatusBadRequest, Msg: "the name and the prefix must be valid UTF-8"})
+		return
+	}
 	body := map[string]string{"name": f.Get("name")}
 	if f.Get("scope") == api.ScopeBackup {
 		body["scope"] = api.ScopeBackup
