@@ -13,12 +13,12 @@ import (
 	"visitors/internal/store"
 )
 
-// TestReviewShareLinksBounded: a prefix token may share any key of its
+// TestShareLinksBounded: a prefix token may share any key of its
 // scope, counter or not, and each link is a stored token that every
 // read of the tokens reads; past dashboard.MaxShares links in its
 // scope a new one is refused with a 409 and nothing is stored, while a
 // link that replaces one, and another scope's, still go.
-func TestReviewShareLinksBounded(t *testing.T) {
+func TestShareLinksBounded(t *testing.T) {
 	e := newEnv(t, memory(t))
 	ctx := t.Context()
 	for i := range dashboard.MaxShares { // the tenant's links, as its share action stores them

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestReviewTokenFormInvalidUTF8: a token's name or prefix that is not
+// TestTokenFormRefusesInvalidUTF8: a token's name or prefix that is not
 // valid UTF-8 is refused with a 400, as the API refuses it, and no
 // token is made: not made with U+FFFD in its place.
-func TestReviewTokenFormInvalidUTF8(t *testing.T) {
+func TestTokenFormRefusesInvalidUTF8(t *testing.T) {
 	e := newEnv(t, memory(t))
 	b := e.browser(t)
 	b.signIn(root)

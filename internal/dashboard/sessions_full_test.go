@@ -13,12 +13,12 @@ import (
 	"visitors/internal/dashboard"
 )
 
-// TestReviewSessionsFullEndTheFloodersOwn: when the sessions are full,
+// TestFullSessionTableEndsTheFloodersOwn: when the sessions are full,
 // a sign-in ends a session of the token holding the most, not the
 // oldest of all: a holder of any token (a tenant's, or one open
 // creation hands anyone) who signs in again and again ends only its
 // own sessions, and the root stays signed in.
-func TestReviewSessionsFullEndTheFloodersOwn(t *testing.T) {
+func TestFullSessionTableEndsTheFloodersOwn(t *testing.T) {
 	const max = 8
 	st := memory(t)
 	e := &env{st: st, log: new(lockedBuffer), clock: &clock{t: time.Now()}}

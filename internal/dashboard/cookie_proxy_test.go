@@ -41,12 +41,12 @@ func proxied(t *testing.T, trusted string) *env {
 	return e
 }
 
-// TestReviewCookieSecureBehindHTTPSProxy: behind a trusted reverse
+// TestCookieSecureBehindHTTPSProxy: behind a trusted reverse
 // proxy that serves HTTPS (docs/deploy.md's nginx and Caddy, which send
 // X-Forwarded-Proto), the session cookie is Secure and the share link
 // is https; the header from a peer that is not a trusted proxy changes
 // nothing.
-func TestReviewCookieSecureBehindHTTPSProxy(t *testing.T) {
+func TestCookieSecureBehindHTTPSProxy(t *testing.T) {
 	for _, tc := range []struct {
 		name, trusted string
 		secure        bool

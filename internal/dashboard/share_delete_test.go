@@ -10,12 +10,12 @@ import (
 	"visitors/internal/store/boltstore"
 )
 
-// TestReviewShareLinkGoesWithItsCounter: a share link shows a counter
+// TestShareLinkGoesWithItsCounter: a share link shows a counter
 // while it lives; once the counter is deleted through the API, or
 // dropped by an import that replaces, the link is revoked (404) and
 // does not show the key made anew by someone else, as the counter's
 // open-creation token goes with it.
-func TestReviewShareLinkGoesWithItsCounter(t *testing.T) {
+func TestShareLinkGoesWithItsCounter(t *testing.T) {
 	linkRE := regexp.MustCompile(`id="share-link" value="https?://[^/]+(/dashboard/share/[^"]+)"`)
 	for _, tc := range []struct {
 		name   string
