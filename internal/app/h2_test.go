@@ -147,6 +147,8 @@ func liveHeap() uint64 {
 // connections, and a review saw the heap grow from 17 MB to 546 MB with
 // 60. A small answer (a badge) is counted until it is sent too: it was
 // counted until its handler returned, and 10 connections held 1,000.
+// A refusal's goroutine ends within refuseWrite: without that bound it
+// was held, unanswered, until the write timeout.
 func TestHTTP2StalledStreamsBounded(t *testing.T) {
 	tests := []struct {
 		name                string
@@ -169,7 +171,7 @@ func TestHTTP2StalledStreamsBounded(t *testing.T) {
 			cfg := testConfig()
 			cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient = tt.maxConns, tt.perClient
 			r := startTLS(t, cfg, longTimeouts())
-			before := liveHeap()
+			before, goroutines := liveHeap(), runtime.NumGoroutine()
 			var cs []*stalledH2
 			for range tt.conns {
 				cs = append(cs, dialStalledH2(t, r.addr, tt.path, tt.streams))
@@ -205,6 +207,11 @@ func TestHTTP2StalledStreamsBounded(t *testing.T) {
 			}
 			if refused == 0 {
 				t.Errorf("no stream refused %d past the bound", tt.wantRefusal)
+			}
+			// A goroutine an answer held, and a few a connection: a
+			// refusal's ends within refuseWrite, not the write timeout.
+			if grew, most := runtime.NumGoroutine()-goroutines, tt.wantAnswered+5*tt.conns; grew > most {
+				t.Errorf("%d goroutines more than before, want at most %d: the refusals' are held", grew, most)
 			}
 			for _, s := range cs {
 				s.c.Close()
