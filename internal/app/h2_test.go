@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -362,4 +363,64 @@ func TestHTTP2ReceiveBuffersBounded(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // the server reads what was sent
 	grew := int64(liveHeap()) - int64(before)
 	t.Logf("%d connections, one stalled stream each: %.1f MB of bodies sent, live heap grew %.1f MB", conns, float64(sent)/(1<<20), float64(grew)/(1<<20))
+}
+
+// TestHTTP2UnreadConnectionCut: an HTTP/2 client that grants every
+// window but reads nothing from its socket (a receive buffer of 4 KiB)
+// stalls the server's writes to the connection itself, below the
+// streams. The server closes such a connection once a write has taken
+// no byte for the write timeout (1s here, HTTP2Config.WriteByteTimeout);
+// the streams' own write timeouts reset the streams but left the
+// connection, its goroutines and its buffers, for as long as the client
+// kept it busy. The cut is an event the test waits for (a write of the
+// client fails once the server has closed), for at most 30s.
+func TestHTTP2UnreadConnectionCut(t *testing.T) {
+	to := longTimeouts()
+	to.Write = time.Second
+	r := startTLS(t, testConfig(), to)
+	d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		if cerr := rc.Control(func(fd uintptr) { err = setRcvBuf(fd, 4096) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	c, err := tls.DialWithDialer(d, "tcp", r.addr, &tls.Config{InsecureSkipVerify: true, ServerName: "a.example", NextProtos: []string{"h2"}}) // the test's own certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fr := http2.NewFramer(c, c)
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	const win = 1<<31 - 1
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: win}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteWindowUpdate(0, win-65535); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := 0; time.Since(start) < 30*time.Second; i++ {
+		if i < 1000 { // 15 MB of answers asked for, more than the socket buffers hold
+			buf.Reset()
+			for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", "/counter/k/daily.json?days=365"}} {
+				enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+			}
+			err = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: buf.Bytes(), EndStream: true, EndHeaders: true})
+		} else {
+			err = fr.WritePing(false, [8]byte{})
+		}
+		if err != nil {
+			t.Logf("the server closed the connection %v after the first request (%v)", time.Since(start).Round(time.Millisecond), err)
+			return
+		}
+		if i%50 == 49 || i >= 1000 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Errorf("a connection whose client reads nothing is still open after %v, want it closed about -write-timeout (1s) after its writes stall", time.Since(start).Round(time.Second))
 }
