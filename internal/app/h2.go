@@ -70,6 +70,12 @@ func (f *streamBound) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer f.leave(id, counted)
 	f.h.ServeHTTP(w, r)
+	// An answer that fits net/http's buffer is sent after the handler
+	// returns, as the client's window allows: it is in flight until
+	// then, and holds a goroutine. The flush waits for it to be sent.
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
 }
 
 // enter counts a request from remoteAddr, and returns its client, if

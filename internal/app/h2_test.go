@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,27 +146,36 @@ func liveHeap() uint64 {
 // logged. Without these bounds each connection's 250 streams were
 // answered and held: 2,500 stalled answers from one address with 10
 // connections, and a review saw the heap grow from 17 MB to 546 MB with
-// 60.
+// 60. A small answer (a badge) is counted until it is sent too: it was
+// counted until its handler returned, and 10 connections held 1,000.
+// A refusal's goroutine ends within refuseWrite: without that bound it
+// was held, unanswered, until the write timeout.
 func TestHTTP2StalledStreamsBounded(t *testing.T) {
 	tests := []struct {
 		name                string
+		path                string
 		conns, streams      int
 		maxConns, perClient int
 		wantAnswered        int // at most
 		wantRefusal         int // the status of a refusal
 	}{
-		{"per client", 10, 250, 10000, DefaultMaxConnsPerClient, DefaultMaxConnsPerClient, 429},
-		{"in all", 3, 100, 40, 0, 40, 503},
+		{"per client", "/counter/k/daily.json?days=365", 10, 250, 10000, DefaultMaxConnsPerClient, DefaultMaxConnsPerClient, 429},
+		{"in all", "/counter/k/daily.json?days=365", 3, 100, 40, 0, 40, 503},
+		// A badge fits the answer's buffer: its handler returns before
+		// a byte of it is sent, and its goroutine waits on. It was not
+		// counted then: every stream of every connection was answered.
+		{"per client, small answers", "/counter/k.svg", 10, 100, 10000, DefaultMaxConnsPerClient, DefaultMaxConnsPerClient, 429},
+		{"in all, small answers", "/counter/k.svg", 3, 100, 40, 0, 40, 503},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.Fair.MaxConns, cfg.Fair.MaxConnsPerClient = tt.maxConns, tt.perClient
 			r := startTLS(t, cfg, longTimeouts())
-			before := liveHeap()
+			before, goroutines := liveHeap(), runtime.NumGoroutine()
 			var cs []*stalledH2
 			for range tt.conns {
-				cs = append(cs, dialStalledH2(t, r.addr, "/counter/k/daily.json?days=365", tt.streams))
+				cs = append(cs, dialStalledH2(t, r.addr, tt.path, tt.streams))
 			}
 			deadline := time.Now().Add(30 * time.Second)
 			answered, refused, reset := 0, 0, 0
@@ -198,6 +208,11 @@ func TestHTTP2StalledStreamsBounded(t *testing.T) {
 			}
 			if refused == 0 {
 				t.Errorf("no stream refused %d past the bound", tt.wantRefusal)
+			}
+			// A goroutine an answer held, and a few a connection: a
+			// refusal's ends within refuseWrite, not the write timeout.
+			if grew, most := runtime.NumGoroutine()-goroutines, tt.wantAnswered+5*tt.conns; grew > most {
+				t.Errorf("%d goroutines more than before, want at most %d: the refusals' are held", grew, most)
 			}
 			for _, s := range cs {
 				s.c.Close()
@@ -348,4 +363,64 @@ func TestHTTP2ReceiveBuffersBounded(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // the server reads what was sent
 	grew := int64(liveHeap()) - int64(before)
 	t.Logf("%d connections, one stalled stream each: %.1f MB of bodies sent, live heap grew %.1f MB", conns, float64(sent)/(1<<20), float64(grew)/(1<<20))
+}
+
+// TestHTTP2UnreadConnectionCut: an HTTP/2 client that grants every
+// window but reads nothing from its socket (a receive buffer of 4 KiB)
+// stalls the server's writes to the connection itself, below the
+// streams. The server closes such a connection once a write has taken
+// no byte for the write timeout (1s here, HTTP2Config.WriteByteTimeout);
+// the streams' own write timeouts reset the streams but left the
+// connection, its goroutines and its buffers, for as long as the client
+// kept it busy. The cut is an event the test waits for (a write of the
+// client fails once the server has closed), for at most 30s.
+func TestHTTP2UnreadConnectionCut(t *testing.T) {
+	to := longTimeouts()
+	to.Write = time.Second
+	r := startTLS(t, testConfig(), to)
+	d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		if cerr := rc.Control(func(fd uintptr) { err = setRcvBuf(fd, 4096) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	c, err := tls.DialWithDialer(d, "tcp", r.addr, &tls.Config{InsecureSkipVerify: true, ServerName: "a.example", NextProtos: []string{"h2"}}) // the test's own certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fr := http2.NewFramer(c, c)
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	const win = 1<<31 - 1
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: win}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteWindowUpdate(0, win-65535); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := 0; time.Since(start) < 30*time.Second; i++ {
+		if i < 1000 { // 15 MB of answers asked for, more than the socket buffers hold
+			buf.Reset()
+			for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "a.example"}, {":path", "/counter/k/daily.json?days=365"}} {
+				enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+			}
+			err = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: buf.Bytes(), EndStream: true, EndHeaders: true})
+		} else {
+			err = fr.WritePing(false, [8]byte{})
+		}
+		if err != nil {
+			t.Logf("the server closed the connection %v after the first request (%v)", time.Since(start).Round(time.Millisecond), err)
+			return
+		}
+		if i%50 == 49 || i >= 1000 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Errorf("a connection whose client reads nothing is still open after %v, want it closed about -write-timeout (1s) after its writes stall", time.Since(start).Round(time.Second))
 }

@@ -170,3 +170,42 @@ func TestRedirectHTTPSPort(t *testing.T) {
 		})
 	}
 }
+
+// TestRedirectRequestTarget: -http-addr redirects only to a path of the
+// name asked for. A request-target that is not a path (an opaque URI
+// such as http:@evil.example/, or *) is answered 400: pasted after
+// https://a.example:port it named another host, evil.example, with
+// a.example:port as its user information: an open redirect.
+func TestRedirectRequestTarget(t *testing.T) {
+	r, httpAddr := startRedirect(t, testConfig(), longTimeouts())
+	_, port, err := net.SplitHostPort(r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		target       string
+		wantCode     int
+		wantLocation string // "" when none
+	}{
+		{"/a?b=1", 308, "https://a.example:" + port + "/a?b=1"},
+		{"//evil.example/p", 308, "https://a.example:" + port + "//evil.example/p"},
+		{"http://a.example/p?q=1", 308, "https://a.example:" + port + "/p?q=1"},
+		{"http:@evil.example/", 400, ""},
+		{"https:@evil.example", 400, ""},
+		{"http:.evil.example/", 400, ""},
+		{"*", 400, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			c := mustDial(t, httpAddr)
+			mustWrite(t, c, "GET "+tt.target+" HTTP/1.1\r\nHost: a.example\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Header.Get("Location"); resp.StatusCode != tt.wantCode || got != tt.wantLocation {
+				t.Errorf("GET %s = %d to %q, want %d to %q", tt.target, resp.StatusCode, got, tt.wantCode, tt.wantLocation)
+			}
+		})
+	}
+}

@@ -117,12 +117,16 @@ func (f *Files) watch(every time.Duration) {
 func (f *Files) load() ([2]stamp, *tls.Certificate, error) {
 	var st [2]stamp
 	var pem [2][]byte
-	for i, name := range []string{f.certFile, f.keyFile} {
+	names := [2]string{f.certFile, f.keyFile}
+	for i, name := range names { // both stamps before a read can fail: a file that does not load is looked at again once it changes
 		s, err := stat(name)
 		if err != nil {
 			return st, nil, fmt.Errorf("tls certificate: %w", err)
 		}
 		st[i] = s
+	}
+	for i, name := range names {
+		var err error
 		if pem[i], err = readFile(name); err != nil {
 			return st, nil, fmt.Errorf("tls certificate: %w", err)
 		}

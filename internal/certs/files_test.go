@@ -214,3 +214,56 @@ func TestLoadFilesRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestFilesBadLoggedOnce: a file that does not load is logged once, not
+// at every look until it changes. A certificate file refused unread (a
+// FIFO, a directory, one over MaxFileBytes) left the key's stamp unset,
+// so each look, every ReloadEvery, loaded and logged again: 1800 lines
+// an hour.
+func TestFilesBadLoggedOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		replace func(t *testing.T, certFile, keyFile string)
+	}{
+		{"a FIFO at the certificate's path", func(t *testing.T, certFile, keyFile string) { mustFIFO(t, certFile) }},
+		{"a FIFO at the key's path", func(t *testing.T, certFile, keyFile string) { mustFIFO(t, keyFile) }},
+		{"a directory at the certificate's path", func(t *testing.T, certFile, keyFile string) {
+			if err := os.Remove(certFile); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(certFile, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a certificate file over the bound", func(t *testing.T, certFile, keyFile string) {
+			if err := os.Truncate(certFile, MaxFileBytes+1); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a key that does not match", func(t *testing.T, certFile, keyFile string) {
+			mustReplace(t, keyFile, servertest.SelfSigned(t, "a.example").Key)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+			old := servertest.SelfSigned(t, "a.example")
+			mustReplace(t, certFile, old.Cert)
+			mustReplace(t, keyFile, old.Key)
+			var log servertest.Buffer
+			f, err := loadFiles(certFile, keyFile, zerolog.New(&log), time.Hour) // the test looks itself
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tt.replace(t, certFile, keyFile)
+			for range 5 {
+				f.reload()
+			}
+			if n := strings.Count(log.String(), "do not load"); n != 1 {
+				t.Errorf("5 looks at unchanged files that do not load logged %d errors, want 1; log:\n%s", n, log.String())
+			}
+		})
+	}
+}

@@ -10,7 +10,8 @@ import (
 // Redirect is the handler of the plain-HTTP listener: it sends a GET or
 // HEAD to the same path over HTTPS, with 308, for a host HTTPS serves
 // (Serves), on HTTPS's port. It answers other methods 400: a form posted
-// over plain HTTP was already seen in the clear. A Host that is not a
+// over plain HTTP was already seen in the clear; and a request-target
+// that is not a path (an opaque URI, *) 400. A Host that is not a
 // DNS name or an IP address is answered 400, and one HTTPS does not
 // serve 421, or sent to Fallback if it is set: never to a name the
 // client chose. It may be used concurrently.
@@ -30,12 +31,19 @@ const (
 	msgUseHTTPS  = "Use HTTPS\n"
 	msgBadHost   = "Use HTTPS, with the name of this server\n"
 	msgNotServed = "This server does not serve that name over HTTPS\n"
+	msgBadTarget = "Use HTTPS, with a path that begins with /\n"
 )
 
 // ServeHTTP redirects r to HTTPS, or refuses it.
 func (rd Redirect) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		http.Error(w, msgUseHTTPS, http.StatusBadRequest)
+		return
+	}
+	if r.URL.Opaque != "" || r.URL.Path != "" && r.URL.Path[0] != '/' {
+		// http:@evil.example/ or *: pasted after the host, it would
+		// name another (https://a.example@evil.example/).
+		http.Error(w, msgBadTarget, http.StatusBadRequest)
 		return
 	}
 	host := r.Host
