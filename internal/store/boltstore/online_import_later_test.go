@@ -26,11 +26,11 @@ func dumpKeyDays(key string, today store.Day, days map[int]uint64, locked bool) 
 		strconv.FormatUint(total, 10) + `,"days":{` + strings.Join(ds, ",") + `}` + lk + `}]}`
 }
 
-// TestReviewImportLaterTwoOnlineImports: the later day of a key comes
+// TestImportLaterTwoOnlineImports: the later day of a key comes
 // from an online import in this run (s.ahead set by applyImport, not
 // the load), and a second online import merges into the key; the store
 // runs on to the later day.
-func TestReviewImportLaterTwoOnlineImports(t *testing.T) {
+func TestImportLaterTwoOnlineImports(t *testing.T) {
 	tests := []struct {
 		name   string
 		first  map[int]uint64
@@ -63,9 +63,9 @@ func TestReviewImportLaterTwoOnlineImports(t *testing.T) {
 	}
 }
 
-// TestReviewImportLaterLockedKey: a locked key with a later day takes a
+// TestImportLaterLockedKey: a locked key with a later day takes a
 // merge import; unlocked on the later day, a visit counts on from it.
-func TestReviewImportLaterLockedKey(t *testing.T) {
+func TestImportLaterLockedKey(t *testing.T) {
 	dir := t.TempDir()
 	clock := storetest.NewClock(storetest.At(0, "12:00"))
 	today := store.DayOf(clock.Now())
@@ -92,10 +92,10 @@ func TestReviewImportLaterLockedKey(t *testing.T) {
 	}
 }
 
-// TestReviewImportLaterReplaceRetires: a key with a later day from an
+// TestImportLaterReplaceRetires: a key with a later day from an
 // online import is retired by a replace whose dump lacks it; the key
 // visited again on that day starts from 0, in memory and after a restart.
-func TestReviewImportLaterReplaceRetires(t *testing.T) {
+func TestImportLaterReplaceRetires(t *testing.T) {
 	for _, d := range []store.Durability{store.Batch, store.Sync} {
 		t.Run(d.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -130,9 +130,9 @@ func TestReviewImportLaterReplaceRetires(t *testing.T) {
 	}
 }
 
-// TestReviewImportLaterSyncCrash: in Sync, visits go to the log; the
+// TestImportLaterSyncCrash: in Sync, visits go to the log; the
 // store crashes (no flush) after the import and before the later day.
-func TestReviewImportLaterSyncCrash(t *testing.T) {
+func TestImportLaterSyncCrash(t *testing.T) {
 	for _, held := range []bool{false, true} {
 		t.Run("held="+strconv.FormatBool(held), func(t *testing.T) {
 			dir := t.TempDir()

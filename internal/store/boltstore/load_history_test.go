@@ -16,7 +16,7 @@ import (
 	"visitors/internal/store/storetest"
 )
 
-// The hostile review of issue 26 (format 3, the check after Open).
+// Start-up with history (format 3: dated totals, the check after Open).
 
 // TestClockBackAcrossARestartLosesNoDay: a key counted on day D, then on
 // D+1 (a clock set ahead), is reopened with the clock back on D: its
