@@ -376,8 +376,10 @@ func (c *gateConn) SetReadDeadline(t time.Time) error {
 }
 
 // begun marks c's first request begun (or c closed): no longer fresh.
+// After the first, a call costs a load, not a compare-and-swap: it runs
+// on every change of the connection's state, twice a request.
 func (c *gateConn) begun() {
-	if c.fresh.CompareAndSwap(true, false) {
+	if c.fresh.Load() && c.fresh.CompareAndSwap(true, false) {
 		c.g.fresh.Add(-1)
 	}
 }
