@@ -5,13 +5,17 @@
 # internal/store/boltstore's TestFillForStartTime, and reused).
 #
 #   scripts/starttime.sh [DIR]      ROUNDS=5 scripts/starttime.sh
+#   DAYS=365 scripts/starttime.sh /tmp/start-1m-365d
 #   BINS="/tmp/before /tmp/after" ROUNDS=5 scripts/starttime.sh [DIR]
 #
 # The server runs pinned to core 0; curl asks from core 1 every 5 ms
 # until /counter/user000000/repo.json answers 200 (the first key: its
 # answer needs the store open), so a figure is up to ~10 ms late. Each
 # round stops the server with SIGTERM and waits for it to exit before
-# the next. Prints each round and the medians, in milliseconds: the
+# the next. DAYS=N (default 1) gives each key, when the directory is
+# written, a count and a unique-visitor sketch on each of the N-1 days
+# before today too (TestFillForStartTime -days): the start should not
+# depend on it. Prints each round and the medians, in milliseconds: the
 # wall time, and the CPU time the server had used by then.
 #
 # BINS compares binaries built beforehand (e.g. go build -o /tmp/before
@@ -31,7 +35,7 @@ if [ -z "$bins" ]; then
 fi
 if [ ! -e "$dir/visitors.db" ]; then
 	mkdir -p "$dir"
-	go test -count=1 -timeout 60m -run '^TestFillForStartTime$' ./internal/store/boltstore -fill "$dir"
+	go test -count=1 -timeout 60m -run '^TestFillForStartTime$' ./internal/store/boltstore -fill "$dir" -days "${DAYS:-1}"
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 declare -A times cpus

@@ -498,7 +498,7 @@ func (s *service) serve(ctx context.Context) error {
 		shutdown(s.servers, s.cfg.ShutdownTimeout)
 		return fmt.Errorf("serve: %w", err)
 	}
-	if err := shutdown(s.servers, s.cfg.ShutdownTimeout); err != nil {
+	if err := s.drain(s.cfg.ShutdownTimeout); err != nil {
 		s.log.Error().Err(err).Msg("in-flight requests did not finish in time")
 	}
 	s.log.Info().Msg("stopped")
@@ -640,7 +640,7 @@ func shutdown(servers []*http.Server, timeout time.Duration) error {
 	}
 	var errs []error
 	for range servers {
-		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) { // drain closed the listener
 			errs = append(errs, err)
 		}
 	}

@@ -64,6 +64,7 @@ type connGate struct {
 	conns   map[*gateConn]struct{}
 	swept   time.Time // when the idle connections were last cut short
 	open    atomic.Int64
+	fresh   atomic.Int64 // connections whose first request has not begun (see drain.go)
 }
 
 // newGate returns l behind a gate of max connections, perClient per
@@ -128,6 +129,8 @@ func (g *connGate) admit(c net.Conn) (*gateConn, bool) {
 	}
 	g.conns[gc] = struct{}{}
 	g.open.Add(1)
+	gc.fresh.Store(true)
+	g.fresh.Add(1)
 	return gc, true
 }
 
@@ -179,6 +182,9 @@ func (g *connGate) connState(c net.Conn, s http.ConnState) {
 		c = tc.NetConn()
 	}
 	if gc, ok := c.(*gateConn); ok {
+		if s != http.StateNew {
+			gc.begun()
+		}
 		gc.idle.Store(s == http.StateIdle)
 		if g.watching {
 			switch s {
@@ -285,6 +291,7 @@ type gateConn struct {
 	id        netip.Addr // the client, if counted
 	counted   bool       // id's count holds this connection
 	idle      atomic.Bool
+	fresh     atomic.Bool // no request begun yet; counted in g.fresh
 	closeOnce sync.Once
 
 	// The write deadline armed on Conn, on g.clock (0: none), and
@@ -368,9 +375,19 @@ func (c *gateConn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(t)
 }
 
+// begun marks c's first request begun (or c closed): no longer fresh.
+// After the first, a call costs a load, not a compare-and-swap: it runs
+// on every change of the connection's state, twice a request.
+func (c *gateConn) begun() {
+	if c.fresh.Load() && c.fresh.CompareAndSwap(true, false) {
+		c.g.fresh.Add(-1)
+	}
+}
+
 // Close closes c and gives back its slot and its client's count, once.
 func (c *gateConn) Close() error {
 	err := c.Conn.Close()
+	c.begun()
 	c.closeOnce.Do(func() {
 		g := c.g
 		g.mu.Lock()

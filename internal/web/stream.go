@@ -157,6 +157,17 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 		case <-r.Context().Done():
 			return http.StatusOK
 		case <-s.hub.Done():
+			// The server is stopping: the client is told when to come
+			// back (a restart takes about a start time), at a moment of
+			// its own within a second retry interval so that every
+			// stream does not reconnect at once, then the stream ends.
+			retry := s.times.retry
+			if retry > 0 {
+				retry += rand.N(retry)
+			}
+			b = append(b[:0], "retry: "...)
+			b = strconv.AppendInt(b, retry.Milliseconds(), 10)
+			s.streamWrite(w, rc, append(b, "\n\n"...))
 			return http.StatusOK
 		case c := <-wt.C:
 			next = c

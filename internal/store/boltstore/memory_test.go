@@ -268,17 +268,19 @@ func TestMemoryPerKeyBudget(t *testing.T) {
 
 var fillDir = flag.String("fill", "", "TestFillForStartTime: write 1,000,000 keys, each with a visit and a unique visitor today by the real clock, to the data `directory` (scripts/starttime.sh)")
 
+var fillDays = flag.Int("days", 1, "TestFillForStartTime: the `days` of history each key has, today included: the days before today are written straight into the file, a count and today's sketch each")
+
 // TestFillForStartTime writes the data directory that
 // scripts/starttime.sh starts the binary on: a million keys of 16 bytes,
 // each visited once today (by the real clock, so that the binary loads
-// today's counts and sketches as it would after a restart the same day).
-// It runs only with -fill.
+// today's counts and sketches as it would after a restart the same day),
+// and with -days N a count and a sketch on each of the N-1 days before
+// (AddHistory). It runs only with -fill.
 func TestFillForStartTime(t *testing.T) {
 	if *fillDir == "" {
 		t.Skip("only with -fill DIR")
 	}
 	h := openHeld(t, *fillDir, time.Now)
-	defer h.close(t)
 	h.lim = nil
 	var buf []byte
 	now := time.Now()
@@ -292,7 +294,10 @@ func TestFillForStartTime(t *testing.T) {
 	if err := h.u.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d keys in %s", h.st.Keys(), *fillDir)
+	keys := h.st.Keys()
+	h.close(t)
+	boltstore.AddHistory(t, *fillDir, *fillDays, store.DayOf(now))
+	t.Logf("%d keys, %d days each, in %s", keys, *fillDays, *fillDir)
 }
 
 // BenchmarkOpen opens the data directory -fill names (written by
