@@ -251,7 +251,7 @@ func ParseFlags(args []string, getenv func(string) string, stdout io.Writer) (Co
 		"where counts live: embedded (a durable file in -data), redis (shared by instances; see -redis-url) or memory (kept nowhere)",
 		"data `directory` of the embedded store, created if missing")
 	fs.Var(&c.Durability, "durability", "batch: counts reach disk (or Redis) every -flush-interval; sync: a visit is answered only once it is on disk (or confirmed by Redis)")
-	fs.DurationVar(&c.FlushInterval, "flush-interval", 100*time.Millisecond, "batch durability: how often counts are written (a crash loses at most this much; while the data file is checked after a start, every visit since the start)")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", 100*time.Millisecond, "batch durability: how often counts are written (a crash loses the visits answered since the last written pass began: at most this plus one pass, visitors_store_flush_duration_seconds; while the data file is checked after a start, every visit since the start)")
 	fs.BoolVar(&c.Metrics, "metrics", true, "serve Prometheus metrics at /metrics on the admin listener")
 	fs.BoolVar(&c.FlightRecorder, "flight-recorder", false, "keep the flight recorder armed for good: the last -flight-recorder-window of execution trace in memory, written to -trace-dir after a slow request (off: disarmed until POST /debug/flightrecorder/arm?for=30m on the admin listener)")
 	fs.DurationVar(&c.FlightRecorderWindow, "flight-recorder-window", 10*time.Second, "how much recent execution the flight recorder keeps")

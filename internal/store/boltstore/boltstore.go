@@ -8,8 +8,10 @@
 // writes can land out of order, and a write that is repeated is harmless.
 //
 // With [store.Batch] durability the flusher runs every flush interval
-// and requests never wait: a crash loses at most the visits of the last
-// interval (or, while the file is checked after Open, nothing being
+// and requests never wait: a crash loses the visits answered since the
+// last written pass began: at most one interval plus the length of the
+// pass then writing
+// (or, while the file is checked after Open, nothing being
 // written until the check passes, every visit since Open). The /hi numbers are reserved ahead, as database sequences do
 // with a cache: the flusher makes a range durable before any number in it
 // is handed out, so no number is given twice across a crash (a crash
@@ -75,9 +77,10 @@ type Options struct {
 	Now           func() time.Time // the clock that says which UTC day it is; nil: time.Now
 	Log           zerolog.Logger   // flush failures and recoveries
 	// OnFlush, if set, is called by the flusher after each pass that
-	// wrote something or failed, with how long it took and its error.
-	// It must not block.
-	OnFlush func(d time.Duration, err error)
+	// wrote something or failed, with when it began (before it took the
+	// changes it writes), how long it took and its error. It must not
+	// block.
+	OnFlush func(begun time.Time, d time.Duration, err error)
 
 	// holdCheck, if set, holds the background check of the file until
 	// it is closed: a test's seam.
@@ -1039,7 +1042,7 @@ func (s *Store) logPass() {
 	f.synced, f.answered, f.back = false, false, false
 	if err := l.append(rec); err != nil {
 		s.o.Log.Error().Err(err).Msg("write-ahead log write failed; committing this pass to the data file instead")
-		s.observeFlush(time.Since(f.start), err)
+		s.observeFlush(f.start, time.Since(f.start), err)
 		f.p, f.visits = nil, nil
 		s.commit(p, visits, false)
 		return
@@ -1136,7 +1139,7 @@ func (s *Store) land(f *flight) {
 			return
 		}
 		l.flying = append(l.flying[:0], l.flying[1:]...)
-		s.observeFlush(h.took, nil)
+		s.observeFlush(h.start, h.took, nil)
 		for i, e := range h.entries {
 			e.written = max(e.written, h.totals[i])
 		}
@@ -1176,7 +1179,7 @@ func (s *Store) failFlying() {
 	err := l.fail(first.off, cause)
 	s.o.Log.Error().Err(err).Int("records", len(flights)).Msg("write-ahead log write failed; committing these passes to the data file instead")
 	for _, f := range flights {
-		s.observeFlush(f.took, f.err)
+		s.observeFlush(f.start, f.took, f.err)
 		p, visits := f.p, f.visits
 		l.release(f)
 		s.commit(p, visits, false)
@@ -1186,6 +1189,11 @@ func (s *Store) failFlying() {
 // commit writes every changed entry and the /hi counter in one bbolt
 // transaction and answers the pass's visits, which take has counted.
 func (s *Store) commit(p *pass, visits *visit, final bool) {
+	// A pass's duration counts from here, before it takes the changes:
+	// a crash keeps every visit answered before the last completed pass
+	// began, which OnFlush's duration (and the flush histogram) tells
+	// (TestBatchCrashKeepsEveryVisitBeforeTheLastPass).
+	start := time.Now()
 	s.settle() // the log's record in flight first: this commit may retire it
 	s.writes, s.days = s.writes[:0], s.days[:0]
 	defer s.trimScratch()
@@ -1251,14 +1259,13 @@ func (s *Store) commit(p *pass, visits *visit, final bool) {
 	// Nothing is written before the file's check has passed: this pass
 	// waits for it, and fails if it found damage.
 	err := s.awaitFile()
-	start := time.Now()
 	if err == nil {
 		err = s.db.Update(func(tx *bolt.Tx) error {
 			return s.commitTx(tx, reserve, inFile, logBehind)
 		})
 	}
 	s.stats.passes.Add(1)
-	s.observeFlush(time.Since(start), err)
+	s.observeFlush(start, time.Since(start), err)
 	if err != nil {
 		s.stats.passErrors.Add(1)
 		for _, w := range s.writes {

@@ -797,7 +797,7 @@ func TestDaysAfterTheClockWentBack(t *testing.T) {
 func TestPendingAndOnFlush(t *testing.T) {
 	var mu sync.Mutex
 	var passes []error
-	onFlush := func(d time.Duration, err error) {
+	onFlush := func(_ time.Time, d time.Duration, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if d <= 0 {

@@ -16,15 +16,15 @@ func newFlushDurations() prometheus.Histogram {
 	})
 }
 
-// observeFlush records one flush pass that took d, and tells
-// Options.OnFlush; err is the pass's error, counted apart by
+// observeFlush records one flush pass that began at begun and took d,
+// and tells Options.OnFlush; err is the pass's error, counted apart by
 // visitors_store_flush_errors_total.
-func (s *Store) observeFlush(d time.Duration, err error) {
+func (s *Store) observeFlush(begun time.Time, d time.Duration, err error) {
 	if s.flushes != nil {
 		s.flushes.Observe(d.Seconds())
 	}
 	if s.o.OnFlush != nil {
-		s.o.OnFlush(d, err)
+		s.o.OnFlush(begun, d, err)
 	}
 }
 
