@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -122,19 +123,7 @@ type Link struct {
 // attributes, outside fenced code blocks and code spans.
 func Links(md string) []Link {
 	var links []Link
-	fence := ""
-	for i, line := range strings.Split(md, "\n") {
-		if f, ok := fenceOf(line); ok {
-			if fence == "" {
-				fence = f
-			} else if strings.HasPrefix(f, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
+	for i, line := range prose(md) {
 		text := codeSpan.ReplaceAllString(line, "``")
 		for _, re := range []*regexp.Regexp{inlineLink, refLink, htmlLink} {
 			for _, m := range re.FindAllStringSubmatch(text, -1) {
@@ -145,6 +134,27 @@ func Links(md string) []Link {
 		}
 	}
 	return links
+}
+
+// prose yields the lines of the Markdown text md that are outside fenced
+// code blocks, with their index among all of md's lines.
+func prose(md string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		fence := ""
+		for i, line := range strings.Split(md, "\n") {
+			if f, ok := fenceOf(line); ok {
+				if fence == "" {
+					fence = f
+				} else if strings.HasPrefix(f, fence) {
+					fence = ""
+				}
+				continue
+			}
+			if fence == "" && !yield(i, line) {
+				return
+			}
+		}
+	}
 }
 
 // fenceOf returns the run of backticks or tildes that opens line as a
@@ -167,19 +177,7 @@ func fenceOf(line string) (string, bool) {
 func Anchors(md string) map[string]bool {
 	a := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range strings.Split(md, "\n") {
-		if f, ok := fenceOf(line); ok {
-			if fence == "" {
-				fence = f
-			} else if strings.HasPrefix(f, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
+	for _, line := range prose(md) {
 		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
 			a[m[1]] = true
 		}
