@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"visitors/internal/compat"
 	"visitors/internal/httperr"
 	"visitors/internal/store"
 	"visitors/internal/store/dump"
@@ -103,7 +104,7 @@ func (h *Handler) importDump(c *call) error {
 	var in io.Reader = body
 	if format == "csv" {
 		var d bytes.Buffer
-		if err := dump.FromCSV(dump.ContextReader(ctx, body), &d); err != nil {
+		if err := dump.FromCSVChecked(dump.ContextReader(ctx, body), &d, compat.CheckKey); err != nil {
 			var mbe *http.MaxBytesError
 			if body.tooLarge || errors.As(err, &mbe) {
 				return tooLarge

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"visitors/internal/compat"
 	"visitors/internal/store/boltstore"
 	"visitors/internal/store/dump"
 	"visitors/internal/store/redisstore"
@@ -122,7 +123,7 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 		// Checked whole before the store is opened: a CSV refused
 		// changes nothing.
 		var d bytes.Buffer
-		if err := dump.FromCSV(in, &d); err != nil {
+		if err := dump.FromCSVChecked(in, &d, compat.CheckKey); err != nil {
 			return fmt.Errorf("import: invalid CSV: %w; the store was not changed", err)
 		}
 		in = &d

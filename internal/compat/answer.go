@@ -21,6 +21,9 @@ var (
 	expires0  = []string{"0"}
 	nosniff   = []string{"nosniff"}
 	anyOrigin = []string{"*"}
+	// svgCSP is /counter/{key}.svg's policy (internal/web): an SVG
+	// opened as a document loads and runs nothing but its inline style.
+	svgCSP = []string{"default-src 'none'; style-src 'unsafe-inline'"}
 )
 
 // errorColor is the value color of an error badge: shields.io's red.
@@ -38,6 +41,7 @@ func setNoCache(h http.Header) {
 func writeBadge(w http.ResponseWriter, code int, b *badge.Badge) {
 	h := w.Header()
 	h["Content-Type"] = ctSVG
+	h["Content-Security-Policy"] = svgCSP
 	setNoCache(h)
 	w.WriteHeader(code)
 	w.Write(badge.AppendSVG(make([]byte, 0, 2048), b)) // one allocation: a badge is under 2 KiB without a logo

@@ -1,7 +1,9 @@
 package compat
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"visitors/internal/store"
 )
@@ -95,3 +97,76 @@ func Key(s Service, parts ...string) ([]byte, bool) {
 
 // namespaces are the services' namespaces, by [Service].
 var namespaces = [numServices]string{HITS: nsHITS, CountAPI: nsCountAPI, VisitorBadge: nsVisitorBadge, GHPVC: nsGHPVC}
+
+// namespaceParts is how many names a key of each service holds.
+var namespaceParts = [numServices]int{HITS: 1, CountAPI: 2, VisitorBadge: 1, GHPVC: 1}
+
+// CheckKey returns an error if key is in the namespace of a service
+// (hits/, countapi/, visitor-badge/, ghpvc/) and yet no URL of that
+// service counts into it, as a CSV of counts carried over may name it:
+// "hits/https://github.com/o/r" where the badge counts into
+// "hits/https~3A~2F~2Fgithub.com~2Fo~2Fr". Such a count would be
+// imported into a key nothing shows, and the badge would start again
+// from 0. The error says the key meant, where there is one. A key
+// outside the namespaces is no concern of this package's: nil.
+func CheckKey(key string) error {
+	for s := range numServices {
+		ns := namespaces[s]
+		if !strings.HasPrefix(key, ns) {
+			continue
+		}
+		rest := key[len(ns):]
+		parts := strings.Split(rest, "/")
+		if len(parts) == namespaceParts[s] {
+			names := make([]string, len(parts))
+			ok := true
+			for i, p := range parts {
+				names[i], ok = unescapeSegment(p)
+				if !ok {
+					break
+				}
+			}
+			if ok {
+				if k, ok := Key(s, names...); ok && string(k) == key {
+					return nil
+				}
+			}
+		}
+		msg := fmt.Sprintf("no URL of %s counts into it: each name in it is written as docs/migrate.md says (\"The key each URL counts into\")", s)
+		// The key meant, if the rest is the names as the URL gave them.
+		raw := []string{rest}
+		if s == CountAPI {
+			if a, b, two := strings.Cut(rest, "/"); two {
+				raw = []string{a, b}
+			}
+		}
+		if k, ok := Key(s, raw...); ok && string(k) != key {
+			msg += fmt.Sprintf("; did you mean %q?", k)
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// unescapeSegment reads one segment of a key back into the name it
+// escapes, and reports whether every '~' is followed by two upper-case
+// hex digits.
+func unescapeSegment(seg string) (string, bool) {
+	var b []byte
+	for i := 0; i < len(seg); i++ {
+		if seg[i] != '~' {
+			b = append(b, seg[i])
+			continue
+		}
+		if i+2 >= len(seg) {
+			return "", false
+		}
+		hi, lo := strings.IndexByte(upperHex, seg[i+1]), strings.IndexByte(upperHex, seg[i+2])
+		if hi < 0 || lo < 0 {
+			return "", false
+		}
+		b = append(b, byte(hi<<4|lo))
+		i += 2
+	}
+	return string(b), true
+}

@@ -55,7 +55,15 @@ type csvKey struct {
 // refused is an error naming its line, and nothing is written. It holds
 // the keys in memory.
 func FromCSV(r io.Reader, w io.Writer) error {
-	keys, err := readCSV(r)
+	return FromCSVChecked(r, w, nil)
+}
+
+// FromCSVChecked is [FromCSV] with one more check of each key, check
+// (nil: none): a key it refuses refuses the CSV, naming the key's line.
+// The imports pass internal/compat's, which refuses a key in a closed
+// service's namespace that none of its URLs counts into.
+func FromCSVChecked(r io.Reader, w io.Writer, check func(key string) error) error {
+	keys, err := readCSV(r, check)
 	if err != nil {
 		return err
 	}
@@ -64,7 +72,7 @@ func FromCSV(r io.Reader, w io.Writer) error {
 
 // readCSV reads and checks every row of r, and returns its keys in
 // order of their last line.
-func readCSV(r io.Reader) ([]*csvKey, error) {
+func readCSV(r io.Reader, check func(string) error) ([]*csvKey, error) {
 	br := bufio.NewReader(r)
 	if b, err := br.Peek(len(bom)); err == nil && string(b) == bom {
 		br.Discard(len(bom))
@@ -91,7 +99,7 @@ func readCSV(r io.Reader) ([]*csvKey, error) {
 			continue
 		}
 		first = false
-		if err := addRow(byKey, rec, line); err != nil {
+		if err := addRow(byKey, rec, line, check); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 	}
@@ -111,8 +119,9 @@ func readCSV(r io.Reader) ([]*csvKey, error) {
 	return keys, nil
 }
 
-// addRow adds one row, rec, of line to byKey.
-func addRow(byKey map[string]*csvKey, rec []string, line int) error {
+// addRow adds one row, rec, of line to byKey, its key checked by check
+// if not nil.
+func addRow(byKey map[string]*csvKey, rec []string, line int, check func(string) error) error {
 	if len(rec) != 2 && len(rec) != 3 {
 		return fmt.Errorf("%d fields: want key,total or key,date,count", len(rec))
 	}
@@ -124,6 +133,11 @@ func addRow(byKey map[string]*csvKey, rec []string, line int) error {
 	key := rec[0]
 	if err := checkKeyName(key); err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(key); err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
 	}
 	k := byKey[key]
 	if k == nil {
