@@ -82,3 +82,37 @@ func TestUntrustedForwardedAllocs(t *testing.T) {
 		t.Errorf("UntrustedForwarded() = %d, want every request counted", n)
 	}
 }
+
+// TestWhoamiShowsTheClientAsTheServiceSeesIt: /whoami's JSON names the
+// client the fairness rules read: the peer, or the address a trusted
+// proxy forwards; never one an untrusted peer claims. (Its text stays
+// the published handler's three lines, which the lab's steps agree on.)
+func TestWhoamiShowsTheClientAsTheServiceSeesIt(t *testing.T) {
+	s, _ := mustServer(t, nil)
+	trusted := &client.Proxies{}
+	if err := trusted.Set("10.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	s.visits.Rules.Trusted = trusted
+	tests := []struct {
+		name, remote, xff, want string
+	}{
+		{"the peer", "192.0.2.1:1", "", "192.0.2.1"},
+		{"an IPv6 peer, ungrouped", "[2001:db8::1]:1", "", "2001:db8::1"},
+		{"forwarded by a trusted proxy", "10.0.0.1:1", "198.51.100.7", "198.51.100.7"},
+		{"claimed by an untrusted peer", "192.0.2.1:1", "198.51.100.7", "192.0.2.1"},
+		{"a peer that does not parse", "pipe", "", "unknown"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/whoami?format=json", nil)
+		r.RemoteAddr = tt.remote
+		if tt.xff != "" {
+			r.Header.Set("X-Forwarded-For", tt.xff)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if want := `"client":"` + tt.want + `"`; w.Code != 200 || !strings.Contains(w.Body.String(), want) {
+			t.Errorf("%s: %d %q, want it to hold %q", tt.name, w.Code, w.Body, want)
+		}
+	}
+}

@@ -410,6 +410,9 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) int {
 		b = appendJSON(b, ua)
 		b = append(b, `,"hostname":`...)
 		b = appendJSON(b, s.hostname)
+		b = append(b, `,"client":"`...)
+		b = appendClient(b, r, s.visits.Rules.Trusted)
+		b = append(b, '"')
 		lat := s.now().Sub(start)
 		b = append(b, `,"latency":"`...)
 		b = appendDuration(b, lat)
@@ -430,6 +433,18 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) int {
 	sc.body = b
 	w.Write(b)
 	return http.StatusOK
+}
+
+// appendClient appends the address of r's client as the service sees
+// it: the peer, or the client a trusted proxy names in X-Forwarded-For
+// (the address the fairness rules read, before an IPv6 one is grouped by
+// its /64); "unknown" if the peer's address does not parse.
+func appendClient(b []byte, r *http.Request, trusted *client.Proxies) []byte {
+	a := client.Address(r.RemoteAddr, r.Header, trusted)
+	if !a.IsValid() {
+		return append(b, "unknown"...)
+	}
+	return a.AppendTo(b)
 }
 
 // parseColor unescapes the optional color parameter of query q into dst

@@ -195,8 +195,8 @@ func TestWhoami(t *testing.T) {
 		wantCT, wantBody     string
 	}{
 		{"text", "/whoami", "", 200, "text/plain; charset=utf-8", "User-Agent: test/1.0\nHostname: box-1\nLatency: 1.5µs\n"},
-		{"format json", "/whoami?format=json", "", 200, "application/json", `{"user_agent":"test/1.0","hostname":"box-1","latency":"1.5µs","latency_ns":1500}` + "\n"},
-		{"accept json", "/whoami", "text/html, application/json;q=0.9", 200, "application/json", `{"user_agent":"test/1.0","hostname":"box-1","latency":"1.5µs","latency_ns":1500}` + "\n"},
+		{"format json", "/whoami?format=json", "", 200, "application/json", `{"user_agent":"test/1.0","hostname":"box-1","client":"192.0.2.1","latency":"1.5µs","latency_ns":1500}` + "\n"},
+		{"accept json", "/whoami", "text/html, application/json;q=0.9", 200, "application/json", `{"user_agent":"test/1.0","hostname":"box-1","client":"192.0.2.1","latency":"1.5µs","latency_ns":1500}` + "\n"},
 		{"format text wins", "/whoami?format=text", "application/json", 200, "text/plain; charset=utf-8", "User-Agent: test/1.0\nHostname: box-1\nLatency: 1.5µs\n"},
 		{"bad format", "/whoami?format=xml", "", 400, "text/plain; charset=utf-8", msgFormat},
 	}

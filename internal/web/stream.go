@@ -138,7 +138,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 	b = append(b, "retry: "...)
 	b = strconv.AppendInt(b, s.times.retry.Milliseconds(), 10)
 	b = append(b, '\n')
-	b = appendEvent(b, key, last.Total, last.Today)
+	b = appendEvent(b, key, last.Total, last.Today, s.uniqueToday(key))
 	if !s.streamWrite(w, rc, b) {
 		return http.StatusOK
 	}
@@ -186,7 +186,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) int {
 				continue // changed and changed back
 			}
 			last = next
-			b = appendEvent(b[:0], key, last.Total, last.Today)
+			b = appendEvent(b[:0], key, last.Total, last.Today, s.uniqueToday(key))
 			sent = time.Now()
 		case <-heartbeat.C:
 			b = append(b[:0], ": heartbeat\n\n"...)
@@ -215,16 +215,24 @@ func (s *Server) streamWrite(w http.ResponseWriter, rc *http.ResponseController,
 	return rc.Flush() == nil
 }
 
-// appendEvent appends one event: the key's counts as the JSON of
-// /counter/{key}.json.
-func appendEvent(b []byte, key string, total, today uint64) []byte {
+// appendEvent appends one event: the key's counts and its unique
+// visitors today, as the JSON of /counter/{key}.json has them.
+func appendEvent(b []byte, key string, total, today, unique uint64) []byte {
 	b = append(b, `data: {"key":`...)
 	b = appendJSON(b, key)
 	b = append(b, `,"total":`...)
 	b = strconv.AppendUint(b, total, 10)
 	b = append(b, `,"today":`...)
 	b = strconv.AppendUint(b, today, 10)
+	b = append(b, `,"unique_today":`...)
+	b = strconv.AppendUint(b, unique, 10)
 	return append(b, "}\n\n"...)
+}
+
+// uniqueToday returns key's unique visitors today, as a stream's event
+// shows them.
+func (s *Server) uniqueToday(key string) uint64 {
+	return s.visits.Uniques.Today([]byte(key), s.now())
 }
 
 func setStreamHeaders(h http.Header) {

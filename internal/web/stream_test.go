@@ -36,6 +36,7 @@ func mustStreamServer(t testing.TB, c Config, times streamTimes) (*Server, *http
 type streamCounts struct {
 	Key          string
 	Total, Today uint64
+	UniqueToday  uint64 `json:"unique_today"`
 }
 
 // streamClient reads the streams of [mustOpen]: each ends within
@@ -93,16 +94,17 @@ func TestStreamEvents(t *testing.T) {
 	}
 	_, er := mustOpen(t, hs.URL+"/counter/a/b/stream")
 	c, ev := nextCounts(t, er)
-	if c != (streamCounts{"a/b", 3, 3}) || ev.Retry != "3000" {
-		t.Fatalf("first event = %+v retry %q, want a/b 3 3 and retry 3000", c, ev.Retry)
+	// One client: its visits are one unique visitor, as the JSON says.
+	if c != (streamCounts{"a/b", 3, 3, 1}) || ev.Retry != "3000" {
+		t.Fatalf("first event = %+v retry %q, want a/b 3 3 unique 1 and retry 3000", c, ev.Retry)
 	}
 	for want := uint64(4); want <= 6; want++ {
 		get(t, s, "GET", "/counter/a/b.json")
 		for c.Total < want {
 			c, _ = nextCounts(t, er)
 		}
-		if c.Total != want || c.Today != want {
-			t.Fatalf("after visit %d the stream says %+v", want, c)
+		if c.Total != want || c.Today != want || c.UniqueToday != 1 {
+			t.Fatalf("after visit %d the stream says %+v, want unique 1", want, c)
 		}
 	}
 	if got := mustCount(t, st, "a/b").Total; got != 6 {

@@ -7,6 +7,7 @@
   if (live && window.EventSource) {
     var total = document.getElementById("total");
     var today = document.getElementById("today");
+    var unique = document.getElementById("unique");
     var es = new EventSource(live.getAttribute("data-stream"));
     es.onopen = function () { live.hidden = false; };
     es.onerror = function () { live.hidden = true; };
@@ -15,6 +16,7 @@
       try { c = JSON.parse(ev.data); } catch (e) { return; }
       if (typeof c.total === "number") { total.textContent = String(c.total); }
       if (typeof c.today === "number") { today.textContent = String(c.today); }
+      if (unique && typeof c.unique_today === "number") { unique.textContent = String(c.unique_today); }
     };
   }
   var snippets = document.querySelectorAll("input.snippet");
