@@ -277,6 +277,19 @@ func (g *connGate) Close() error {
 	return err
 }
 
+// cutFresh closes the connections whose first request has not begun:
+// at a stop, once the fresh wait is over (see drain). net/http's read
+// fails and it closes the connection, which gives back its counts.
+func (g *connGate) cutFresh() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.conns {
+		if c.fresh.Load() {
+			c.Conn.Close()
+		}
+	}
+}
+
 // Refused returns how many connections were refused by the bound per
 // client.
 func (g *connGate) Refused() uint64 { return g.refused.Load() }

@@ -20,7 +20,10 @@ const freshWait = time.Second
 // socket activation, for the next process), then waits, at most
 // freshWait, until every connection accepted has begun its request,
 // and only then shuts the servers down, which waits for the requests
-// in flight and closes the idle connections.
+// in flight and closes the idle connections. A connection still
+// without a request after the wait is closed: Shutdown would wait for
+// it until it is 5 seconds old (net/http's issue 22682), and the
+// gate's header timeout no longer watches it once the gate is closed.
 //
 // Keep-alives are not turned off first (SetKeepAlivesEnabled(false)):
 // that closes the idle connections without Shutdown's guard, so a
@@ -46,6 +49,11 @@ func (s *service) drain(timeout time.Duration) error {
 		}
 		for s.conns.fresh.Load() > 0 && time.Now().Before(until) {
 			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for _, l := range s.listeners {
+		if g, ok := l.(*connGate); ok {
+			g.cutFresh() // else Shutdown waits for them until they are 5s old
 		}
 	}
 	return shutdown(s.servers, time.Until(deadline))
