@@ -12,7 +12,8 @@ import (
 )
 
 // TestStopNotHeldBySilentConnection: a connection accepted before
-// SIGTERM that sends no request, or half a header, holds the stop for
+// SIGTERM, on the public or the admin listener, that sends no request,
+// or half a header, holds the stop for
 // at most the fresh wait (one second), not until net/http gives up on
 // a new connection (five seconds) or the header timeout. The binary
 // exits 0 within three seconds of the signal, and the silent
@@ -20,8 +21,13 @@ import (
 func TestStopNotHeldBySilentConnection(t *testing.T) {
 	p := servertest.Start(t, bin, rulesOff, "-store", "memory")
 	var conns []net.Conn
-	for _, first := range []string{"", "GET /counter/x.json HT"} {
-		c, err := net.Dial("tcp", p.Addr)
+	for _, d := range []struct{ addr, first string }{
+		{p.Addr, ""},
+		{p.Addr, "GET /counter/x.json HT"},
+		{p.AdminAddr, ""},
+	} {
+		first := d.first
+		c, err := net.Dial("tcp", d.addr)
 		if err != nil {
 			t.Fatal(err)
 		}

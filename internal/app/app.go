@@ -432,14 +432,16 @@ func (s *service) addAdmin(adm net.Listener) error {
 	if s.fr != nil {
 		ao.FlightRecorder = s.fr
 	}
+	g := newGate(adm, 0, 0, nil) // no bound: it only tells drain which connections have sent nothing
 	s.add(&http.Server{
 		Handler:           admin.Handler(ao),
+		ConnState:         g.connState,
 		ReadHeaderTimeout: s.to.ReadHeader,
 		WriteTimeout:      s.to.AdminWrite,
 		IdleTimeout:       s.to.Idle,
 		MaxHeaderBytes:    s.to.MaxHeaderBytes,
 		ErrorLog:          zerologStd(s.log),
-	}, adm)
+	}, g)
 	s.log.Info().Str("admin_addr", adm.Addr().String()).Msg("admin listening")
 	return nil
 }

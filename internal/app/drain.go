@@ -18,7 +18,8 @@ const freshWait = time.Second
 // visits of about 5,000 at a restart). So drain first closes the
 // listeners (what is not accepted waits in the socket's backlog: under
 // socket activation, for the next process), then waits, at most
-// freshWait, until every connection accepted has begun its request,
+// freshWait, until every connection accepted (on the public, redirect
+// and admin listeners) has begun its request,
 // and only then shuts the servers down, which waits for the requests
 // in flight and closes the idle connections. A connection still
 // without a request after the wait is closed: Shutdown would wait for
@@ -38,23 +39,27 @@ func (s *service) drain(timeout time.Duration) error {
 	for _, l := range s.listeners {
 		l.Close() // Serve returns; its connections are served on
 	}
-	if s.conns != nil {
-		wait := freshWait
-		if h := s.to.ReadHeader; h > 0 && h < wait {
-			wait = h
+	var gates []*connGate
+	for _, l := range s.listeners {
+		if g, ok := l.(*connGate); ok {
+			gates = append(gates, g)
 		}
-		until := time.Now().Add(wait)
-		if deadline.Before(until) {
-			until = deadline
-		}
-		for s.conns.fresh.Load() > 0 && time.Now().Before(until) {
+	}
+	wait := freshWait
+	if h := s.to.ReadHeader; h > 0 && h < wait {
+		wait = h
+	}
+	until := time.Now().Add(wait)
+	if deadline.Before(until) {
+		until = deadline
+	}
+	for _, g := range gates {
+		for g.fresh.Load() > 0 && time.Now().Before(until) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	for _, l := range s.listeners {
-		if g, ok := l.(*connGate); ok {
-			g.cutFresh() // else Shutdown waits for them until they are 5s old
-		}
+	for _, g := range gates {
+		g.cutFresh() // else Shutdown waits for them until they are 5s old
 	}
 	return shutdown(s.servers, time.Until(deadline))
 }
