@@ -135,6 +135,7 @@ type service struct {
 	opened    []net.Listener // every listener; until serving, close closes them
 	serving   bool           // the servers own the listeners
 	undo      []func()       // what close undoes, in reverse
+	served    chan error     // what each server's Serve returned (see drain)
 }
 
 // start opens everything the service needs, in the order that stops a
@@ -488,7 +489,7 @@ func (s *service) add(srv *http.Server, l net.Listener) {
 // them all down within -shutdown-timeout.
 func (s *service) serve(ctx context.Context) error {
 	errc := make(chan error, len(s.servers))
-	s.serving = true
+	s.served, s.serving = errc, true
 	for i, srv := range s.servers {
 		go func() { errc <- serve(srv, s.listeners[i]) }()
 	}

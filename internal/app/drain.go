@@ -39,19 +39,32 @@ func (s *service) drain(timeout time.Duration) error {
 	for _, l := range s.listeners {
 		l.Close() // Serve returns; its connections are served on
 	}
+	fresh := freshWait
+	if h := s.to.ReadHeader; h > 0 && h < fresh {
+		fresh = h
+	}
+	until := time.Now().Add(fresh)
+	if deadline.Before(until) {
+		until = deadline
+	}
+	// A connection the kernel gave Accept as the listener closed is
+	// counted fresh only once Accept returns it: wait for each Serve to
+	// return (its Accept failed), so that none is counted late.
+	late := time.NewTimer(time.Until(until))
+	defer late.Stop()
+wait:
+	for range s.servers {
+		select {
+		case <-s.served:
+		case <-late.C:
+			break wait
+		}
+	}
 	var gates []*connGate
 	for _, l := range s.listeners {
 		if g, ok := l.(*connGate); ok {
 			gates = append(gates, g)
 		}
-	}
-	wait := freshWait
-	if h := s.to.ReadHeader; h > 0 && h < wait {
-		wait = h
-	}
-	until := time.Now().Add(wait)
-	if deadline.Before(until) {
-		until = deadline
 	}
 	for _, g := range gates {
 		for g.fresh.Load() > 0 && time.Now().Before(until) {
