@@ -17,14 +17,16 @@ const freshWait = time.Second
 // way, got EOF (TestRestartRefusesNoConnection saw it on up to 8
 // visits of about 5,000 at a restart). So drain first closes the
 // listeners (what is not accepted waits in the socket's backlog: under
-// socket activation, for the next process), then waits, at most
-// freshWait, until every connection accepted (on the public, redirect
-// and admin listeners) has begun its request,
-// and only then shuts the servers down, which waits for the requests
-// in flight and closes the idle connections. A connection still
-// without a request after the wait is closed: Shutdown would wait for
-// it until it is 5 seconds old (net/http's issue 22682), and the
-// gate's header timeout no longer watches it once the gate is closed.
+// socket activation, for the next process), waits for each Serve to
+// return (a connection Accept got as the listener closed is counted
+// once Accept returns it), then waits, at most freshWait in all, until
+// every connection accepted (on the public, redirect and admin
+// listeners) has begun its request, and only then shuts the servers
+// down, which waits for the requests in flight and closes the idle
+// connections. A connection still without a request after the wait is
+// closed: Shutdown would wait for it until it is 5 seconds old
+// (net/http's issue 22682), and the gate's header timeout no longer
+// watches it once the gate is closed.
 //
 // Keep-alives are not turned off first (SetKeepAlivesEnabled(false)):
 // that closes the idle connections without Shutdown's guard, so a
