@@ -102,6 +102,39 @@ func writeJSONP(w http.ResponseWriter, callback string, v any) int {
 	return http.StatusOK
 }
 
+// looks names a service's badge parameters (the label, its color and
+// the value's color) and their defaults; a parameter the service does
+// not take has no name, and its default stands.
+type looks struct {
+	label, labelColor, color string
+	defLabel                 string
+	defLabelColor, defColor  []byte
+}
+
+// parse returns the badge q asks for through l's parameters, or the
+// first refusal with the badge parsed so far (the defaults from the
+// refused parameter on), which the error badge is drawn as; qerr is the
+// query's own decoding error.
+func (l *looks) parse(q map[string][]string, qerr error) (badge.Badge, *httperr.HTTPError) {
+	b := badge.Badge{Label: []byte(l.defLabel), Color: l.defColor, LabelColor: l.defLabelColor}
+	if qerr != nil {
+		return b, errQuery
+	}
+	var e *httperr.HTTPError
+	if b.Label, e = parseLabel(q, l.label, l.defLabel); e != nil {
+		return b, e
+	}
+	if l.labelColor != "" {
+		if b.LabelColor, e = parseColor(q, l.labelColor, l.defLabelColor); e != nil {
+			return b, e
+		}
+	}
+	if b.Color, e = parseColor(q, l.color, l.defColor); e != nil {
+		return b, e
+	}
+	return b, nil
+}
+
 // parseLabel returns the label asked for by q's parameter name, or def
 // if it is absent; a label that is not valid UTF-8 or is longer than
 // badge.MaxLabelRunes is refused.

@@ -7,16 +7,15 @@ import (
 	"strings"
 
 	"visitors/internal/badge"
-	"visitors/internal/httperr"
 	"visitors/internal/store"
 )
 
-// HITS's defaults, as its badge generator wrote them.
+// HITS's badge parameters and defaults, as its badge generator wrote
+// them.
 var (
-	hitsLabel      = "hits"
-	hitsColor      = []byte("#79C83D")
-	hitsLabelColor = []byte("#555555")
-	hitsLogoColor  = []byte("#E7E7E7")
+	hitsLooks = looks{label: "title", labelColor: "title_bg", color: "count_bg",
+		defLabel: "hits", defLabelColor: []byte("#555555"), defColor: []byte("#79C83D")}
+	hitsLogoColor = []byte("#E7E7E7")
 )
 
 // serveHITS answers /api/count/incr/badge.svg?url=U (a visit) and
@@ -27,18 +26,8 @@ var (
 // "github") to the logo, icon_color to the logo's color, and edge_flat
 // true to the flat-square style.
 func serveHITS(c Counter, w http.ResponseWriter, r *http.Request, q map[string][]string, qerr error) int {
-	look := badge.Badge{Label: []byte(hitsLabel), Color: hitsColor, LabelColor: hitsLabelColor}
-	if qerr != nil {
-		return failBadge(w, errQuery, look)
-	}
-	var e *httperr.HTTPError
-	if look.Label, e = parseLabel(q, "title", hitsLabel); e != nil {
-		return failBadge(w, e, look)
-	}
-	if look.LabelColor, e = parseColor(q, "title_bg", hitsLabelColor); e != nil {
-		return failBadge(w, e, look)
-	}
-	if look.Color, e = parseColor(q, "count_bg", hitsColor); e != nil {
+	look, e := hitsLooks.parse(q, qerr)
+	if e != nil {
 		return failBadge(w, e, look)
 	}
 	switch v, _ := first(q, "edge_flat"); v {
@@ -177,29 +166,16 @@ func validCallback(name string) bool {
 	return true
 }
 
-// visitor-badge's defaults.
-var (
-	vbLabel      = "visitors"
-	vbLabelColor = []byte("#595959")
-	vbColor      = []byte("#1283c3")
-)
+// visitor-badge's badge parameters and defaults.
+var vbLooks = looks{label: "left_text", labelColor: "left_color", color: "right_color",
+	defLabel: "visitors", defLabelColor: []byte("#595959"), defColor: []byte("#1283c3")}
 
 // serveVisitorBadge answers visitor-badge's /badge?page_id=ID, a visit,
 // with its badge of the total: left_text is the label, left_color and
 // right_color the label's and the value's colors.
 func serveVisitorBadge(c Counter, w http.ResponseWriter, r *http.Request, q map[string][]string, qerr error) int {
-	look := badge.Badge{Label: []byte(vbLabel), Color: vbColor, LabelColor: vbLabelColor}
-	if qerr != nil {
-		return failBadge(w, errQuery, look)
-	}
-	var e *httperr.HTTPError
-	if look.Label, e = parseLabel(q, "left_text", vbLabel); e != nil {
-		return failBadge(w, e, look)
-	}
-	if look.LabelColor, e = parseColor(q, "left_color", vbLabelColor); e != nil {
-		return failBadge(w, e, look)
-	}
-	if look.Color, e = parseColor(q, "right_color", vbColor); e != nil {
+	look, e := vbLooks.parse(q, qerr)
+	if e != nil {
 		return failBadge(w, e, look)
 	}
 	id, _ := first(q, "page_id")
@@ -219,11 +195,11 @@ func serveVisitorBadge(c Counter, w http.ResponseWriter, r *http.Request, q map[
 	return visited(http.StatusOK, &o)
 }
 
-// The profile views counter's defaults.
-var (
-	ghpvcLabel = "Profile views"
-	ghpvcColor = []byte("#007ec6") // shields.io's blue, its default
-)
+// The profile views counter's badge parameters and defaults: its color
+// is shields.io's blue, its default; its label's color takes no
+// parameter.
+var ghpvcLooks = looks{label: "label", color: "color",
+	defLabel: "Profile views", defLabelColor: []byte("#555"), defColor: []byte("#007ec6")}
 
 // serveGHPVC answers the GitHub profile views counter's
 // /ghpvc/?username=NAME, a visit, with its badge: label, color, style
@@ -231,15 +207,8 @@ var (
 // flat-square), abbreviated (true: 1.2k) and base, a number added to the
 // total shown and never stored.
 func serveGHPVC(c Counter, w http.ResponseWriter, r *http.Request, q map[string][]string, qerr error) int {
-	look := badge.Badge{Label: []byte(ghpvcLabel), Color: ghpvcColor, LabelColor: []byte("#555")}
-	if qerr != nil {
-		return failBadge(w, errQuery, look)
-	}
-	var e *httperr.HTTPError
-	if look.Label, e = parseLabel(q, "label", ghpvcLabel); e != nil {
-		return failBadge(w, e, look)
-	}
-	if look.Color, e = parseColor(q, "color", ghpvcColor); e != nil {
+	look, e := ghpvcLooks.parse(q, qerr)
+	if e != nil {
 		return failBadge(w, e, look)
 	}
 	switch st, _ := first(q, "style"); st {
