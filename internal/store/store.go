@@ -22,8 +22,9 @@ import (
 	"unicode/utf8"
 )
 
-// ErrTooManyKeys is returned by [Counter.Incr] when the store already holds
-// its limit of distinct keys and key is new. Existing keys still count.
+// ErrTooManyKeys is returned by [Counter.Visit] when the store already
+// holds its limit of distinct keys and key is new. Existing keys still
+// count.
 var ErrTooManyKeys = errors.New("too many distinct keys")
 
 // ErrNewKey is returned by [Counter.Visit] for a key the store does not
@@ -163,7 +164,7 @@ type Counts struct {
 	Total  uint64 // visits ever
 	Today  uint64 // visits this UTC day
 	Locked bool   // the key is frozen: visits are answered but not counted
-	// Saturated is set by Incr alone: the visit counted nothing, the
+	// Saturated is set by Visit alone: the visit counted nothing, the
 	// total being at MaxTotal or today's count at MaxDay (counters stop
 	// at the bounds an import takes, so every export imports).
 	Saturated bool
@@ -236,18 +237,16 @@ type Counter interface {
 	// 1 for the first visit, one more for each visit after it.
 	Hit(ctx context.Context) (uint64, error)
 
-	// Incr records one visit to key and returns key's new counts.
-	// It returns ErrTooManyKeys if key is new and the store is full, and
-	// ErrKeyTooLong for a key of more than MaxKeyBytes bytes.
-	Incr(ctx context.Context, key []byte) (Counts, error)
-
-	// Visit records one visit to key, as Incr does, but makes key only if
-	// create is true: for a key the store does not hold and create false
-	// it returns ErrNewKey, counts nothing and makes nothing. made reports
-	// whether this call made key: of callers racing on one new key, at
-	// most one is told it did, so a caller that spends a budget on each
-	// key it makes never spends more than it made. The check and the
-	// count are one step, and one round trip on a shared store.
+	// Visit records one visit to key and returns key's new counts. It
+	// makes key only if create is true: for a key the store does not
+	// hold and create false it returns ErrNewKey, counts nothing and
+	// makes nothing. made reports whether this call made key: of
+	// callers racing on one new key, at most one is told it did, so a
+	// caller that spends a budget on each key it makes never spends more
+	// than it made. The check and the count are one step, and one round
+	// trip on a shared store. It returns ErrTooManyKeys if key is new,
+	// create is true and the store is full, and ErrKeyTooLong for a key
+	// of more than MaxKeyBytes bytes.
 	Visit(ctx context.Context, key []byte, create bool) (c Counts, made bool, err error)
 }
 
@@ -283,7 +282,7 @@ type Editor interface {
 	// it back.
 	Add(ctx context.Context, key []byte, n int64) (Counts, error)
 
-	// Lock freezes (locked true) or thaws key. Incr on a locked key counts
+	// Lock freezes (locked true) or thaws key. Visit to a locked key counts
 	// nothing and returns its counts with Locked set. Lock creates the key
 	// if needed, within the limit, and is as durable as Set.
 	Lock(ctx context.Context, key []byte, locked bool) (Counts, error)

@@ -35,7 +35,7 @@ var millionOnce = sync.OnceValue(func() *million {
 	m.b = New(Options{Store: st, Today: func() store.Day { return store.Day(today.Load()) }, Now: clock.Now, TTL: time.Hour})
 	ctx := context.Background()
 	visit := func(k []byte) {
-		c, err := st.Incr(ctx, k)
+		c, err := storetest.Incr(ctx, st, k)
 		if err != nil {
 			panic(err)
 		}

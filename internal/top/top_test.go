@@ -54,7 +54,7 @@ func (d daysOnly) Days(ctx context.Context, key []byte, n int) (store.Daily, err
 }
 
 func (f *fixture) visit(t testing.TB, key string) {
-	c, err := f.st.Incr(context.Background(), []byte(key))
+	c, err := storetest.Incr(context.Background(), f.st, []byte(key))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,9 +117,6 @@ type failingStore struct{}
 var errBroken = errors.New("disk on fire")
 
 func (failingStore) Hit(context.Context) (uint64, error) { return 0, errBroken }
-func (failingStore) Incr(context.Context, []byte) (store.Counts, error) {
-	return store.Counts{}, errBroken
-}
 func (failingStore) Get(context.Context, []byte) (store.Counts, error) {
 	return store.Counts{}, errBroken
 }

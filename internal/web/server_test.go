@@ -386,9 +386,6 @@ type unknownStore struct{ failingStore }
 func (unknownStore) Hit(context.Context) (uint64, error) {
 	return 0, fmt.Errorf("round: %w", store.ErrOutcomeUnknown)
 }
-func (unknownStore) Incr(context.Context, []byte) (store.Counts, error) {
-	return store.Counts{}, fmt.Errorf("round: %w", store.ErrOutcomeUnknown)
-}
 func (unknownStore) Visit(context.Context, []byte, bool) (store.Counts, bool, error) {
 	return store.Counts{}, false, fmt.Errorf("round: %w", store.ErrOutcomeUnknown)
 }

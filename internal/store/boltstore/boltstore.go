@@ -594,18 +594,6 @@ func (s *Store) Hit(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-// Incr implements [store.Counter].
-func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
-	if err := s.refused(); err != nil {
-		return store.Counts{}, err
-	}
-	e, err := s.keys.LoadOrNew(key)
-	if err != nil {
-		return store.Counts{}, err
-	}
-	return s.count(e, false)
-}
-
 // Visit implements [store.Counter]: every key is in memory, so whether
 // key is new is known without reading the file.
 func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts, bool, error) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"visitors/internal/store/storetest"
 )
 
 // BenchmarkFlush is one flusher pass that writes 1,000 changed keys, each
@@ -20,7 +22,7 @@ func BenchmarkFlush(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, k := range keys {
-			if _, err := s.Incr(ctx, k); err != nil {
+			if _, err := storetest.Incr(ctx, s, k); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // TestLoadKeepsEveryKeyInByteOrder: keys of many lengths (the file sorts
@@ -29,7 +30,7 @@ func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
 			k += "/x"
 		}
 		for range 1 + i%4 {
-			if _, err := s.Incr(ctx, []byte(k)); err != nil {
+			if _, err := storetest.Incr(ctx, s, []byte(k)); err != nil {
 				t.Fatal(err)
 			}
 			want[k]++
@@ -62,7 +63,7 @@ func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
 	check("before a reopen")
 	s = reopen(t, s, Options{Dir: dir, Durability: store.Batch})
 	check("after a reopen")
-	if c, err := s.Incr(ctx, []byte("a/0/x")); err != nil || c.Total != want["a/0/x"]+1 {
+	if c, err := storetest.Incr(ctx, s, []byte("a/0/x")); err != nil || c.Total != want["a/0/x"]+1 {
 		t.Fatalf("Incr(a/0/x) after a reopen = %+v, %v; want total %d", c, err, want["a/0/x"]+1)
 	}
 	want["a/0/x"]++
@@ -71,7 +72,7 @@ func TestLoadKeepsEveryKeyInByteOrder(t *testing.T) {
 	}
 	delete(want, "b/919")
 	for _, k := range []string{"a/0/new", "0", "b/919"} { // new, and made again
-		if _, err := s.Incr(ctx, []byte(k)); err != nil {
+		if _, err := storetest.Incr(ctx, s, []byte(k)); err != nil {
 			t.Fatal(err)
 		}
 		want[k]++
@@ -92,7 +93,7 @@ func BenchmarkIncrNewKeys(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := s.Incr(ctx, strconv.AppendInt(key[:5], int64(i), 10)); err != nil {
+		if _, err := storetest.Incr(ctx, s, strconv.AppendInt(key[:5], int64(i), 10)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -107,7 +108,7 @@ func BenchmarkIncrNewKeysParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		key := []byte("user/")
 		for pb.Next() {
-			if _, err := s.Incr(ctx, strconv.AppendInt(key[:5], next.Add(1), 10)); err != nil {
+			if _, err := storetest.Incr(ctx, s, strconv.AppendInt(key[:5], next.Add(1), 10)); err != nil {
 				b.Error(err)
 				return
 			}
@@ -127,7 +128,7 @@ func TestLoadAllocatesNothingPerKey(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir})
 	for i := range keys {
-		if _, err := s.Incr(ctx, fmt.Appendf(nil, "user%06d/repo", i)); err != nil {
+		if _, err := storetest.Incr(ctx, s, fmt.Appendf(nil, "user%06d/repo", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

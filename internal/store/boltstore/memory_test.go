@@ -78,7 +78,7 @@ func (h *held) visit(tb testing.TB, key []byte, addr netip.Addr, now time.Time) 
 		}
 		h.lim.Created(addr, now)
 	}
-	c, err := h.st.Incr(context.Background(), key)
+	c, err := storetest.Incr(context.Background(), h.st, key)
 	if err != nil {
 		tb.Fatal(err)
 	}

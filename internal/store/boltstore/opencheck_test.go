@@ -183,7 +183,7 @@ func TestDamagedHistoryStartsThenRefusesWrites(t *testing.T) {
 			if herr == nil || !strings.Contains(herr.Error(), `key "key-7" on`) || !strings.Contains(herr.Error(), restoreHint) || !strings.Contains(herr.Error(), path) {
 				t.Errorf("Health after the check = %v, want the damage named, with the file and %q", herr, restoreHint)
 			}
-			if _, err := s.Incr(ctx, []byte("key-9")); err == nil {
+			if _, err := storetest.Incr(ctx, s, []byte("key-9")); err == nil {
 				t.Error("a visit after the check found damage was counted")
 			}
 			if _, _, err := s.Visit(ctx, []byte("new"), true); err == nil {

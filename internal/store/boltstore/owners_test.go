@@ -42,7 +42,7 @@ func ownerKillChild(dir string) {
 	}
 	incr := func(key string, n int) {
 		for range n {
-			if _, err := s.Incr(ctx, []byte(key)); err != nil {
+			if _, err := storetest.Incr(ctx, s, []byte(key)); err != nil {
 				fmt.Println("incr:", err)
 				os.Exit(2)
 			}
@@ -652,7 +652,7 @@ func TestTokenEncoding(t *testing.T) {
 func BenchmarkList(b *testing.B) {
 	s := openBench(b, Options{FlushInterval: time.Hour})
 	for i := range 1_000_000 {
-		if _, err := s.Incr(ctx, fmt.Appendf(nil, "user%d/repo", i)); err != nil {
+		if _, err := storetest.Incr(ctx, s, fmt.Appendf(nil, "user%d/repo", i)); err != nil {
 			b.Fatal(err)
 		}
 	}

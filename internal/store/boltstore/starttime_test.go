@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // AddHistory gives every key of the closed store in dir days-1 earlier
@@ -142,7 +143,7 @@ func BenchmarkOpenHistory(b *testing.B) {
 				b.Fatal(err)
 			}
 			for i := range keys {
-				if _, err := s.Incr(ctx, fmt.Appendf(nil, "user%06d/repo", i)); err != nil {
+				if _, err := storetest.Incr(ctx, s, fmt.Appendf(nil, "user%06d/repo", i)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // holdSyncs makes every log fdatasync of s wait, after its record is
@@ -115,7 +116,7 @@ func notAnswered(t *testing.T, what string, res ...<-chan error) {
 // incrAsync starts Incr(key) and returns where its error goes.
 func incrAsync(s *Store, key string) <-chan error {
 	res := make(chan error, 1)
-	go func() { _, err := s.Incr(ctx, []byte(key)); res <- err }()
+	go func() { _, err := storetest.Incr(ctx, s, []byte(key)); res <- err }()
 	return res
 }
 
@@ -360,7 +361,7 @@ func BenchmarkSyncVisitsWithWork(b *testing.B) {
 						for range work {
 							sum = crc32.Update(sum, castagnoli, block)
 						}
-						if _, err := s.Incr(ctx, key); err != nil {
+						if _, err := storetest.Incr(ctx, s, key); err != nil {
 							b.Error(err)
 							return
 						}

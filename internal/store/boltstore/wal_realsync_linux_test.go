@@ -114,7 +114,7 @@ func TestSyncVisitWaitsForTheRealSync(t *testing.T) {
 				defer h.stop()
 				for i, key := range []string{"a", "b"} {
 					answered := make(chan error, 1)
-					go func() { _, err := s.Incr(ctx, []byte(key)); answered <- err }()
+					go func() { _, err := storetest.Incr(ctx, s, []byte(key)); answered <- err }()
 					select {
 					case <-h.began:
 					case err := <-answered:

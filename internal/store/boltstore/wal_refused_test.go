@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"visitors/internal/store/storetest"
 )
 
 // TestRefusedVisitsNeverReplayAfterACrash: a record whose fdatasync
@@ -26,7 +28,7 @@ func TestRefusedVisitsNeverReplayAfterACrash(t *testing.T) {
 		id := s.log.id
 		path := failDisk(s) // the next record's sync fails, and so does the file
 		for range 3 {
-			if _, err := s.Incr(ctx, []byte("a")); err == nil {
+			if _, err := storetest.Incr(ctx, s, []byte("a")); err == nil {
 				t.Fatal("Incr(a) succeeded while the log's sync and the file failed")
 			}
 		}

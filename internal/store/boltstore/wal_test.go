@@ -334,7 +334,7 @@ func TestSyncVisitAfterCloseIsRefused(t *testing.T) {
 	mustClose(t, s)
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Incr(ctx, []byte("a"))
+		_, err := storetest.Incr(ctx, s, []byte("a"))
 		done <- err
 	}()
 	select {
@@ -615,7 +615,7 @@ func TestWALEveryAckIsAlreadyDurable(t *testing.T) {
 					}
 					continue
 				}
-				c, err := s.Incr(ctx, []byte(key))
+				c, err := storetest.Incr(ctx, s, []byte(key))
 				if err != nil {
 					t.Error(err)
 					return
@@ -683,7 +683,7 @@ func TestWALHugePass(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range each {
-				if _, err := s.Incr(ctx, key(g, i)); err != nil {
+				if _, err := storetest.Incr(ctx, s, key(g, i)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -725,7 +725,7 @@ func TestWALFileOutageLogStillAcks(t *testing.T) {
 	for g := range 4 {
 		wg.Go(func() {
 			for range 150 {
-				if _, err := s.Incr(ctx, []byte(fmt.Sprintf("k%d", g))); err != nil {
+				if _, err := storetest.Incr(ctx, s, []byte(fmt.Sprintf("k%d", g))); err != nil {
 					failed[g]++
 				} else {
 					acked[g]++
@@ -834,7 +834,7 @@ func TestTickLeavesTheLogsVisitsToTheLog(t *testing.T) {
 	defer stop()
 	incr := func(key string) <-chan error {
 		res := make(chan error, 1)
-		go func() { _, err := s.Incr(ctx, []byte(key)); res <- err }()
+		go func() { _, err := storetest.Incr(ctx, s, []byte(key)); res <- err }()
 		return res
 	}
 	for i := range 20 {

@@ -79,15 +79,6 @@ func (s *Store) Hit(context.Context) (uint64, error) {
 	}
 }
 
-// Incr implements [store.Counter].
-func (s *Store) Incr(_ context.Context, key []byte) (store.Counts, error) {
-	t, err := s.keys.LoadOrNew(key)
-	if err != nil {
-		return store.Counts{}, err
-	}
-	return s.count(t), nil
-}
-
 // Visit implements [store.Counter].
 func (s *Store) Visit(_ context.Context, key []byte, create bool) (store.Counts, bool, error) {
 	if !create {

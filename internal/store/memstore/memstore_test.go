@@ -31,8 +31,8 @@ func TestIncrAllocatesNothingForKnownKeys(t *testing.T) {
 	}
 	s := New(Options{})
 	key := []byte("gopher")
-	s.Incr(ctx, key)
-	if got := testing.AllocsPerRun(1000, func() { s.Incr(ctx, key) }); got != 0 {
+	storetest.Incr(ctx, s, key)
+	if got := testing.AllocsPerRun(1000, func() { storetest.Incr(ctx, s, key) }); got != 0 {
 		t.Errorf("Incr allocs = %v, want 0", got)
 	}
 }
@@ -72,7 +72,7 @@ func BenchmarkIncr(b *testing.B) {
 	key := []byte("gopher")
 	b.ReportAllocs()
 	for b.Loop() {
-		s.Incr(ctx, key)
+		storetest.Incr(ctx, s, key)
 	}
 }
 
@@ -82,7 +82,7 @@ func BenchmarkIncrParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		key := []byte("gopher")
 		for pb.Next() {
-			s.Incr(ctx, key)
+			storetest.Incr(ctx, s, key)
 		}
 	})
 }
@@ -137,18 +137,18 @@ func TestDailyCountsRollOverAtUTCMidnight(t *testing.T) {
 	defer s.Close()
 	key := []byte("gopher")
 	for range 3 {
-		s.Incr(ctx, key)
+		storetest.Incr(ctx, s, key)
 	}
 	clock.Add(2 * time.Hour) // the anchor day + 1, 01:00
 	s.Rollover()
-	c, _ := s.Incr(ctx, key)
+	c, _ := storetest.Incr(ctx, s, key)
 	if c.Total != 4 || c.Today != 1 {
 		t.Errorf("first visit of the new day = %+v, want total 4, today 1", c)
 	}
 	clock.Add(48 * time.Hour) // + 3: a day with no visits in between
 	s.Rollover()
-	s.Incr(ctx, key)
-	s.Incr(ctx, key)
+	storetest.Incr(ctx, s, key)
+	storetest.Incr(ctx, s, key)
 	d, _ := s.Days(ctx, key, 5)
 	if want := []uint64{0, 3, 1, 0, 2}; fmt.Sprint(d.Counts) != fmt.Sprint(want) {
 		t.Errorf("Days(5) = %v, want %v", d.Counts, want)

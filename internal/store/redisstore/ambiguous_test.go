@@ -47,7 +47,7 @@ func closeWithAnAnswerLost(t *testing.T, p *lossyProxy, key []byte, timeout time
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Incr(t.Context(), key); err != nil { // loads the script
+	if _, err := storetest.Incr(t.Context(), st, key); err != nil { // loads the script
 		t.Fatal(err)
 	}
 	p.blocking.Store(true)
@@ -56,7 +56,7 @@ func closeWithAnAnswerLost(t *testing.T, p *lossyProxy, key []byte, timeout time
 	var got store.Counts
 	go func() {
 		var err error
-		got, err = st.Incr(t.Context(), key)
+		got, err = storetest.Incr(t.Context(), st, key)
 		errc <- err
 	}()
 	p.waitLost(t, time.Minute)
@@ -187,7 +187,7 @@ func TestLostAnswerCountsOnce(t *testing.T) {
 			}
 			defer st.Close()
 			key := []byte("lost")
-			if _, err := st.Incr(t.Context(), key); err != nil { // admitted, and (sync) counted
+			if _, err := storetest.Incr(t.Context(), st, key); err != nil { // admitted, and (sync) counted
 				t.Fatal(err)
 			}
 			if d == store.Batch {
@@ -196,7 +196,7 @@ func TestLostAnswerCountsOnce(t *testing.T) {
 				}
 			}
 			p.armed.Store(true)
-			c, err := st.Incr(t.Context(), key)
+			c, err := storetest.Incr(t.Context(), st, key)
 			if err != nil {
 				t.Fatalf("Incr whose round's answer was lost = %v; it counted, so it must not be refused", err)
 			}
@@ -214,7 +214,7 @@ func TestLostAnswerCountsOnce(t *testing.T) {
 			if got := redisTotal(t, st, "lost"); got != 2 {
 				t.Errorf("Redis holds total %d after a resent round, want 2", got)
 			}
-			if _, err := st.Incr(t.Context(), key); err != nil {
+			if _, err := storetest.Incr(t.Context(), st, key); err != nil {
 				t.Fatal(err)
 			}
 			if d == store.Batch {
@@ -248,14 +248,14 @@ func TestDaysDuringUnansweredRoundCountsOnce(t *testing.T) {
 	defer st.Close()
 	key := []byte("days-twice")
 	// Load the apply script first, so the armed EVALSHA runs (not NOSCRIPT).
-	if _, err := st.Incr(t.Context(), []byte("warm")); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, []byte("warm")); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := st.Incr(t.Context(), key); err != nil {
+		if _, err := storetest.Incr(t.Context(), st, key); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,13 +345,13 @@ func TestSyncCloseFencesARoundThatDidNotLand(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := []byte("close-not-landed")
-	if _, err := st.Incr(t.Context(), key); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, key); err != nil {
 		t.Fatal(err)
 	}
 	p.blocking.Store(true) // every script is cut before it reaches Redis
 	errc := make(chan error, 1)
 	go func() {
-		_, err := st.Incr(t.Context(), key)
+		_, err := storetest.Incr(t.Context(), st, key)
 		errc <- err
 	}()
 	waitRoundRefused(t, st, time.Minute)
@@ -388,13 +388,13 @@ func TestSyncCloseOutcomeUnknownWhileRedisIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := []byte("close-unknown")
-	if _, err := st.Incr(t.Context(), key); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, key); err != nil {
 		t.Fatal(err)
 	}
 	rs.Kill()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := st.Incr(t.Context(), key)
+		_, err := storetest.Incr(t.Context(), st, key)
 		errc <- err
 	}()
 	waitRoundRefused(t, st, 10*time.Second)

@@ -40,13 +40,13 @@ func TestDayFlushedAfterMidnightLivesFromItsStart(t *testing.T) {
 				}
 			}
 			for range 3 {
-				if _, err := st.Incr(t.Context(), key); err != nil {
+				if _, err := storetest.Incr(t.Context(), st, key); err != nil {
 					t.Fatal(err)
 				}
 			}
 			clock.Add(7 * time.Hour) // 06:00 the day after
 			st.Rollover()
-			if _, err := st.Incr(t.Context(), key); err != nil {
+			if _, err := storetest.Incr(t.Context(), st, key); err != nil {
 				t.Fatal(err)
 			}
 			if err := st.Flush(); err != nil {

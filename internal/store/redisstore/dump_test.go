@@ -218,7 +218,7 @@ func TestImportReplaceSparesLongerPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Incr(t.Context(), []byte("theirs")); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, []byte("theirs")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Hit(t.Context()); err != nil {
@@ -433,8 +433,8 @@ func TestOnlineBackupInBatchSendsPendingVisits(t *testing.T) {
 	prefix := prefixOf(t.TempDir())
 	st := instance(t, "standalone", prefix, store.Batch) // rounds only when told
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("a")))
-	m.c(st.Incr(t.Context(), []byte("a")))
+	m.c(storetest.Incr(t.Context(), st, []byte("a")))
+	m.c(storetest.Incr(t.Context(), st, []byte("a")))
 	var b bytes.Buffer
 	if err := st.Export(t.Context(), &b); err != nil {
 		t.Fatal(err)
@@ -463,7 +463,7 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 	prefix := prefixOf(t.TempDir())
 	st := instance(t, "standalone", prefix, store.Sync)
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("kept")))
+	m.c(storetest.Incr(t.Context(), st, []byte("kept")))
 	dump := dumpOf(5000, 9) // about 150 KB
 	var offline, online error
 	storetest.WithFileSizeLimit(t, 64<<10, func() {

@@ -26,7 +26,7 @@ func TestBatchRoundsGoOnTheirOwn(t *testing.T) {
 	}
 	defer st.Close()
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("a")))
+	m.c(storetest.Incr(t.Context(), st, []byte("a")))
 	other := instance(t, "standalone", prefix, store.Sync)
 	deadline := time.Now().Add(20 * time.Second)
 	for m.c(other.Get(t.Context(), []byte("a"))).Total != 1 {
@@ -92,7 +92,7 @@ func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 	st, log := openLogged(t, rs.URL())
 	defer st.Close()
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("a")))
+	m.c(storetest.Incr(t.Context(), st, []byte("a")))
 	rs.Kill()
 	flushed := make(chan error, 1)
 	go func() { flushed <- st.Flush() }()
@@ -111,7 +111,7 @@ func TestRoundRetriesBackOffAndLogOnce(t *testing.T) {
 	// its own: seen once under load, and not what this test is about.
 	out := log.String()
 	for range 3 {
-		m.c(st.Incr(t.Context(), []byte("a")))
+		m.c(storetest.Incr(t.Context(), st, []byte("a")))
 		flushed := st.Flush()
 		if flushed != nil {
 			t.Fatal(flushed)
@@ -135,13 +135,13 @@ func TestHeldCountsEarlierDaysInMemory(t *testing.T) {
 	clock := storetest.NewClock(storetest.At(4, "23:00"))
 	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("k")))
+	m.c(storetest.Incr(t.Context(), st, []byte("k")))
 	if n := st.Held([]byte("k")); n != 0 {
 		t.Errorf("Held(k) with a visit today = %d, want 0", n)
 	}
 	clock.Add(2 * time.Hour)
 	st.Rollover()
-	m.c(st.Incr(t.Context(), []byte("k")))
+	m.c(storetest.Incr(t.Context(), st, []byte("k")))
 	if n := st.Held([]byte("k")); n != 1 {
 		t.Errorf("Held(k) with visits yesterday and today, none sent = %d, want 1", n)
 	}
@@ -167,8 +167,8 @@ func TestDaysShowsARoundInFlightOnAnEarlierDay(t *testing.T) {
 	}
 	defer st.Close()
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("k"))) // admitted: the script ran before the proxy blocks
-	p.blocking.Store(true)                 // every script is cut before it reaches Redis
+	m.c(storetest.Incr(t.Context(), st, []byte("k"))) // admitted: the script ran before the proxy blocks
+	p.blocking.Store(true)                            // every script is cut before it reaches Redis
 	flushed := make(chan error, 1)
 	go func() { flushed <- st.Flush() }()
 	waitRoundRefused(t, st, 10*time.Second)
@@ -242,13 +242,13 @@ func TestSyncVisitWaitingBehindAFailingRoundIsRefused(t *testing.T) {
 	defer st.Close()
 	m := musts{t}
 	key := []byte("k")
-	m.c(st.Incr(t.Context(), key)) // loads the script and the entry
+	m.c(storetest.Incr(t.Context(), st, key)) // loads the script and the entry
 	if out, err := rs.CLI("CLIENT", "PAUSE", "4000", "ALL"); err != nil {
 		t.Fatalf("CLIENT PAUSE: %v: %s", err, out)
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, err := st.Incr(t.Context(), key)
+		_, err := storetest.Incr(t.Context(), st, key)
 		first <- err
 	}()
 	// The first visit is on its way once its round has taken it.
@@ -260,7 +260,7 @@ func TestSyncVisitWaitingBehindAFailingRoundIsRefused(t *testing.T) {
 	})
 	second := make(chan error, 1)
 	go func() {
-		_, err := st.Incr(t.Context(), key)
+		_, err := storetest.Incr(t.Context(), st, key)
 		second <- err
 	}()
 	waitFor(t, "the second visit to wait for the next round", func() bool {
@@ -305,7 +305,7 @@ func TestSyncRoundAtTheBoundRefusesOnlyItsLatestVisits(t *testing.T) {
 	st := openStandalone(t, Options{Durability: store.Sync})
 	key := []byte("k")
 	m := musts{t}
-	m.c(st.Incr(t.Context(), key))
+	m.c(storetest.Incr(t.Context(), st, key))
 	if err := st.c.Do(t.Context(), st.c.B().Set().Key(total(st.n.tag(key))).Value(strconv.FormatUint(store.MaxTotal-2, 10)).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestSyncRoundAtTheBoundRefusesOnlyItsLatestVisits(t *testing.T) {
 	visit := func() chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			c, err := st.Incr(t.Context(), key)
+			c, err := storetest.Incr(t.Context(), st, key)
 			ch <- answer{c, err}
 		}()
 		return ch

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // TestScriptRepliesKeepLargeCountsExact: Redis's Lua numbers are
@@ -33,12 +34,12 @@ func TestScriptRepliesKeepLargeCountsExact(t *testing.T) {
 					if got := m.c(a.Set(ctx, k, want)); got != (store.Counts{Total: want}) {
 						t.Errorf("Set(%d) = %+v, want total %d", want, got, want)
 					}
-					if got := m.c(a.Incr(ctx, k)); got != (store.Counts{Total: want + 1, Today: 1}) {
+					if got := m.c(storetest.Incr(ctx, a, k)); got != (store.Counts{Total: want + 1, Today: 1}) {
 						t.Errorf("Incr after Set(%d) = %+v, want total %d, today 1", want, got, want+1)
 					}
 					flushed(t, a)
 					// A batch instance now shows the total its round read back.
-					if got := m.c(a.Incr(ctx, k)); got != (store.Counts{Total: want + 2, Today: 2}) {
+					if got := m.c(storetest.Incr(ctx, a, k)); got != (store.Counts{Total: want + 2, Today: 2}) {
 						t.Errorf("second Incr after Set(%d), past a round = %+v, want total %d, today 2", want, got, want+2)
 					}
 					// A batch instance reads what Redis holds: not a's
@@ -47,11 +48,11 @@ func TestScriptRepliesKeepLargeCountsExact(t *testing.T) {
 					if d == store.Batch {
 						seen = 2
 					}
-					if got := m.c(b.Incr(ctx, k)); got != (store.Counts{Total: want + seen, Today: seen}) {
+					if got := m.c(storetest.Incr(ctx, b, k)); got != (store.Counts{Total: want + seen, Today: seen}) {
 						t.Errorf("Incr through another instance after Set(%d) and two visits = %+v, want total %d, today %d", want, got, want+seen, seen)
 					}
 					flushed(t, a, b)
-					if got := m.c(b.Incr(ctx, k)); got != (store.Counts{Total: want + 4, Today: 4}) {
+					if got := m.c(storetest.Incr(ctx, b, k)); got != (store.Counts{Total: want + 4, Today: 4}) {
 						t.Errorf("second Incr through another instance, past a round of each = %+v, want total %d, today 4", got, want+4)
 					}
 					flushed(t, b)
@@ -104,9 +105,9 @@ func TestScriptRepliesKeepLargeCountsExact(t *testing.T) {
 				if got := m.c(a.Lock(ctx, k, false)); got != (store.Counts{Total: store.MaxTotal - 3, Today: 2}) {
 					t.Errorf("Lock(false) at MaxTotal-3 = %+v, want total MaxTotal-3, today 2", got)
 				}
-				m.c(a.Incr(ctx, k))
+				m.c(storetest.Incr(ctx, a, k))
 				flushed(t, a)
-				if got := m.c(a.Incr(ctx, k)); got != (store.Counts{Total: store.MaxTotal - 1, Today: 4}) {
+				if got := m.c(storetest.Incr(ctx, a, k)); got != (store.Counts{Total: store.MaxTotal - 1, Today: 4}) {
 					t.Errorf("second visit after Add(-3) at MaxTotal = %+v, want total MaxTotal-1, today 4", got)
 				}
 				flushed(t, a)
@@ -119,7 +120,7 @@ func TestScriptRepliesKeepLargeCountsExact(t *testing.T) {
 				// the visit was counted (batch: the round's generation is
 				// stale), and to a locked one.
 				k = []byte("stale")
-				m.c(b.Incr(ctx, k))
+				m.c(storetest.Incr(ctx, b, k))
 				if got := m.c(a.Set(ctx, k, 1<<53+1)); got != (store.Counts{Total: 1<<53 + 1}) {
 					t.Errorf("Set(2^53+1) = %+v, want total 2^53+1", got)
 				}
@@ -130,11 +131,11 @@ func TestScriptRepliesKeepLargeCountsExact(t *testing.T) {
 				k = []byte("locked")
 				m.c(a.Set(ctx, k, store.MaxTotal-1))
 				m.c(a.Lock(ctx, k, true))
-				if got := m.c(b.Incr(ctx, k)); got != (store.Counts{Total: store.MaxTotal - 1, Locked: true}) {
+				if got := m.c(storetest.Incr(ctx, b, k)); got != (store.Counts{Total: store.MaxTotal - 1, Locked: true}) {
 					t.Errorf("Incr of a locked counter at MaxTotal-1 = %+v, want total MaxTotal-1, locked", got)
 				}
 				flushed(t, b)
-				if got := m.c(b.Incr(ctx, k)); got != (store.Counts{Total: store.MaxTotal - 1, Locked: true}) {
+				if got := m.c(storetest.Incr(ctx, b, k)); got != (store.Counts{Total: store.MaxTotal - 1, Locked: true}) {
 					t.Errorf("Incr of a locked counter at MaxTotal-1, past a round = %+v, want total MaxTotal-1, locked", got)
 				}
 			})

@@ -43,7 +43,7 @@ func TestLaterDayReachedKeepsItsCount(t *testing.T) {
 				st := open()
 				m := musts{t}
 				for _, k := range []string{"offline", "online"} {
-					m.c(st.Incr(t.Context(), []byte(k)))
+					m.c(storetest.Incr(t.Context(), st, []byte(k)))
 				}
 				if err := st.Import(t.Context(), strings.NewReader(dumpOf("online")), false); err != nil {
 					t.Fatal(err)
@@ -52,7 +52,7 @@ func TestLaterDayReachedKeepsItsCount(t *testing.T) {
 				clock.Add(24 * time.Hour)
 				st.Rollover()
 				for _, k := range []string{"offline", "online"} {
-					if c := m.c(st.Incr(t.Context(), []byte(k))); d == store.Sync && (c.Today != 6 || c.Total != 9) {
+					if c := m.c(storetest.Incr(t.Context(), st, []byte(k))); d == store.Sync && (c.Today != 6 || c.Total != 9) {
 						t.Errorf("%s: the later day's visit = %+v, want today 6 (the dump's 5 and this one), total 9", k, c)
 					}
 				}

@@ -10,6 +10,7 @@ import (
 
 	"visitors/internal/store"
 	"visitors/internal/store/redisstore/redistest"
+	"visitors/internal/store/storetest"
 )
 
 // TestRedisExportsTheReport: every figure of a Report is exported
@@ -111,7 +112,7 @@ func TestStatsCountSyncVisits(t *testing.T) {
 	st := instance(t, "standalone", prefixOf(t.TempDir()), store.Sync)
 	m := musts{t}
 	for _, k := range []string{"a", "b", "a"} {
-		m.c(st.Incr(t.Context(), []byte(k)))
+		m.c(storetest.Incr(t.Context(), st, []byte(k)))
 	}
 	if got := st.Stats(); got.SyncVisits != 3 || got.Rounds < 1 || got.Rounds > 3 || got.RoundErrors != 0 || got.HeldVisits != 0 {
 		t.Errorf("Stats after three sync visits = %+v, want 3 sync visits in 1 to 3 rounds, no error, none held", got)
@@ -153,7 +154,7 @@ func TestReportSinceRoundAndHiLeft(t *testing.T) {
 	if _, err := st.Hit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Incr(t.Context(), []byte("k")); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, []byte("k")); err != nil {
 		t.Fatal(err)
 	}
 	flushed(t, st)

@@ -88,19 +88,19 @@ func TestLockAcrossInstances(t *testing.T) {
 			ctx := t.Context()
 			key := []byte("frozen/日本")
 			for range 3 {
-				m.c(a.Incr(ctx, key))
+				m.c(storetest.Incr(ctx, a, key))
 			}
 			flushed(t, a) // sent before the lock: they count
-			m.c(a.Incr(ctx, key))
-			m.c(a.Incr(ctx, key)) // counted by a, not yet sent
+			m.c(storetest.Incr(ctx, a, key))
+			m.c(storetest.Incr(ctx, a, key)) // counted by a, not yet sent
 			if got := m.c(b.Lock(ctx, key, true)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
 				t.Fatalf("Lock through b = %+v, want total 3, locked", got)
 			}
-			if got := m.c(c.Incr(ctx, key)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
+			if got := m.c(storetest.Incr(ctx, c, key)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
 				t.Errorf("sync Incr on a key locked elsewhere = %+v, want total 3, locked", got)
 			}
 			flushed(t, a) // reaches Redis after the lock: dropped
-			if got := m.c(a.Incr(ctx, key)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
+			if got := m.c(storetest.Incr(ctx, a, key)); got != (store.Counts{Total: 3, Today: 3, Locked: true}) {
 				t.Errorf("batch Incr after its round saw the lock = %+v, want total 3, locked", got)
 			}
 			flushed(t, a, b)
@@ -114,11 +114,11 @@ func TestLockAcrossInstances(t *testing.T) {
 			}
 
 			m.c(c.Lock(ctx, key, false))
-			if got := m.c(c.Incr(ctx, key)); got != (store.Counts{Total: 4, Today: 4}) {
+			if got := m.c(storetest.Incr(ctx, c, key)); got != (store.Counts{Total: 4, Today: 4}) {
 				t.Errorf("sync Incr after the unlock = %+v, want total 4", got)
 			}
 			flushed(t, a) // a asked with its locked visit: it reads the unlock
-			if got := m.c(a.Incr(ctx, key)); got != (store.Counts{Total: 5, Today: 5}) {
+			if got := m.c(storetest.Incr(ctx, a, key)); got != (store.Counts{Total: 5, Today: 5}) {
 				t.Errorf("batch Incr after its round saw the unlock = %+v, want total 5", got)
 			}
 			flushed(t, a)
@@ -141,12 +141,12 @@ func TestDeleteNotUndoneByOtherInstances(t *testing.T) {
 			ctx := t.Context()
 			key, other := []byte("gone"), []byte("stays")
 			for range 5 {
-				m.c(a.Incr(ctx, key))
+				m.c(storetest.Incr(ctx, a, key))
 			}
-			m.c(a.Incr(ctx, other))
+			m.c(storetest.Incr(ctx, a, other))
 			flushed(t, a)
 			for range 3 {
-				m.c(a.Incr(ctx, key)) // pending in a
+				m.c(storetest.Incr(ctx, a, key)) // pending in a
 			}
 			if !m.b(b.Delete(ctx, key)) {
 				t.Fatal("Delete through b = false, want true")
@@ -165,11 +165,11 @@ func TestDeleteNotUndoneByOtherInstances(t *testing.T) {
 				t.Errorf("Keys() = %d, want 1", r.Keys())
 			}
 			// A visit after the Delete makes the key anew, on a as on b.
-			if got := m.c(a.Incr(ctx, key)); got != (store.Counts{Total: 1, Today: 1}) {
+			if got := m.c(storetest.Incr(ctx, a, key)); got != (store.Counts{Total: 1, Today: 1}) {
 				t.Errorf("a: Incr after the Delete = %+v, want total 1", got)
 			}
 			flushed(t, a)
-			if got := m.c(b.Incr(ctx, key)); got != (store.Counts{Total: 2, Today: 2}) {
+			if got := m.c(storetest.Incr(ctx, b, key)); got != (store.Counts{Total: 2, Today: 2}) {
 				t.Errorf("b: Incr after the Delete = %+v, want total 2", got)
 			}
 			if es := m.l(r.List(ctx, nil, nil, 10)); len(es) != 2 || es[0].Total != 2 {
@@ -178,7 +178,7 @@ func TestDeleteNotUndoneByOtherInstances(t *testing.T) {
 
 			// Set to a lower total: a's pending visits do not raise it.
 			for range 4 {
-				m.c(a.Incr(ctx, key))
+				m.c(storetest.Incr(ctx, a, key))
 			}
 			if got := m.c(b.Set(ctx, key, 1)); got != (store.Counts{Total: 1}) {
 				t.Errorf("Set(1) = %+v, want total 1", got)
@@ -187,7 +187,7 @@ func TestDeleteNotUndoneByOtherInstances(t *testing.T) {
 			if got := m.c(r.Get(ctx, key)); got != (store.Counts{Total: 1}) {
 				t.Errorf("Get after Set(1) and a's round = %+v, want total 1", got)
 			}
-			if got := m.c(a.Incr(ctx, key)); got.Total != 2 {
+			if got := m.c(storetest.Incr(ctx, a, key)); got.Total != 2 {
 				t.Errorf("a: Incr after the Set = %+v, want total 2", got)
 			}
 		})
@@ -210,7 +210,7 @@ func TestDeleteDropsARoundInFlight(t *testing.T) {
 	m := musts{t}
 	key := []byte("in-flight")
 	for range 4 {
-		m.c(a.Incr(ctx, key)) // admitted through the proxy
+		m.c(storetest.Incr(ctx, a, key)) // admitted through the proxy
 	}
 	p.blocking.Store(true) // every script is cut: the round is retried
 	done := make(chan error, 1)
@@ -270,7 +270,7 @@ func TestOpenMigratesTheSetOfKeys(t *testing.T) {
 			ctx := t.Context()
 			keys := []string{"b", "", "a/日本", "a", "\x00"}
 			for _, k := range keys {
-				m.c(w.Incr(ctx, []byte(k)))
+				m.c(storetest.Incr(ctx, w, []byte(k)))
 			}
 			// Make it look like an older store: the keys in a set.
 			if err := w.c.Do(ctx, w.c.B().Rename().Key(w.n.index).Newkey(w.n.index+"x").Build()).Error(); err != nil {
@@ -303,7 +303,7 @@ func TestOpenMigratesTheSetOfKeys(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("List after migrating = %q, want %q", got, want)
 			}
-			if _, err := st.Incr(ctx, []byte("new")); !errors.Is(err, store.ErrTooManyKeys) {
+			if _, err := storetest.Incr(ctx, st, []byte("new")); !errors.Is(err, store.ErrTooManyKeys) {
 				t.Errorf("Incr(new key) with 5 migrated keys and -max-keys 5 = %v, want ErrTooManyKeys", err)
 			}
 			if n, err := st.c.Do(ctx, st.c.B().Exists().Key(st.n.oldSet).Build()).AsInt64(); err != nil || n != 0 {
@@ -325,7 +325,7 @@ func TestOnlineBackup(t *testing.T) {
 			src := instance(t, where, prefixOf(t.TempDir()), store.Batch)
 			for i, k := range [][]byte{[]byte("a"), {}, []byte("日本"), []byte(strings.Repeat("x", store.MaxKeyBytes))} {
 				for range i + 1 {
-					m.c(src.Incr(ctx, k))
+					m.c(storetest.Incr(ctx, src, k))
 				}
 			}
 			m.c(src.Lock(ctx, []byte("a"), true))
@@ -340,9 +340,9 @@ func TestOnlineBackup(t *testing.T) {
 			prefix := prefixOf(t.TempDir())
 			dst := instance(t, where, prefix, store.Batch)
 			other := instance(t, where, prefix, store.Batch)
-			m.c(other.Incr(ctx, []byte("old")))
+			m.c(storetest.Incr(ctx, other, []byte("old")))
 			flushed(t, other)
-			m.c(other.Incr(ctx, []byte("old"))) // pending in other
+			m.c(storetest.Incr(ctx, other, []byte("old"))) // pending in other
 			exportOf := func(st *Store) string {
 				t.Helper()
 				var b bytes.Buffer
@@ -374,7 +374,7 @@ func TestOnlineBackup(t *testing.T) {
 			if got := exportOf(dst); got != dump.String() {
 				t.Errorf("export after import -replace =\n%s\nwant\n%s", got, dump.String())
 			}
-			if got := m.c(other.Incr(ctx, []byte("a"))); got.Total != 1 || !got.Locked {
+			if got := m.c(storetest.Incr(ctx, other, []byte("a"))); got.Total != 1 || !got.Locked {
 				t.Errorf("other instance: Incr of an imported locked key = %+v, want total 1, locked", got)
 			}
 			// Adding doubles every count; the lock stays.
@@ -397,7 +397,7 @@ func TestOnlineImportReplaceDeletesEveryPage(t *testing.T) {
 	st := instance(t, "standalone", prefixOf(t.TempDir()), store.Sync)
 	m := musts{t}
 	for i := range 450 {
-		m.c(st.Incr(t.Context(), []byte(strconv.Itoa(i))))
+		m.c(storetest.Incr(t.Context(), st, []byte(strconv.Itoa(i))))
 	}
 	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"only","total":7}]}`
 	if err := st.Import(t.Context(), strings.NewReader(dump), true); err != nil {
@@ -421,7 +421,7 @@ func BenchmarkList(b *testing.B) {
 	}
 	defer st.Close()
 	for i := range 1000 {
-		if _, err := st.Incr(b.Context(), fmt.Appendf(nil, "k/%04d", i)); err != nil {
+		if _, err := storetest.Incr(b.Context(), st, fmt.Appendf(nil, "k/%04d", i)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -522,7 +522,7 @@ func TestAddAcrossInstances(t *testing.T) {
 						return
 					default:
 					}
-					if _, err := a.Incr(t.Context(), key); err != nil {
+					if _, err := storetest.Incr(t.Context(), a, key); err != nil {
 						t.Errorf("Incr: %v", err)
 					}
 					n++
@@ -569,7 +569,7 @@ func TestCreateSeesUnsentVisits(t *testing.T) {
 			a, b := instance(t, where, prefix, store.Batch), instance(t, where, prefix, store.Batch)
 			m, ctx := musts{t}, t.Context()
 			tok := store.Token{ID: "key-k", Name: "open-create", Prefix: "k", Exact: true, Hash: sha256.Sum256([]byte("s"))}
-			m.c(a.Incr(ctx, []byte("k")))
+			m.c(storetest.Incr(ctx, a, []byte("k")))
 			if m.b(a.Create(ctx, []byte("k"), tok)) {
 				t.Fatal("Create on the instance holding an unsent visit = true, want false")
 			}
@@ -577,7 +577,7 @@ func TestCreateSeesUnsentVisits(t *testing.T) {
 			// its first visit admitted the key, which Create claims
 			// only if no one had (the race the hostile review of issue
 			// 23 won 17 times in 20 through two real binaries).
-			m.c(a.Incr(ctx, []byte("unsent")))
+			m.c(storetest.Incr(ctx, a, []byte("unsent")))
 			if m.b(b.Create(ctx, []byte("unsent"), store.Token{ID: "key-unsent", Name: "open-create", Prefix: "unsent", Exact: true, Hash: sha256.Sum256([]byte("s"))})) {
 				t.Fatal("Create on another instance while the first holds an unsent visit = true, want false")
 			}
@@ -679,9 +679,9 @@ func TestCreateOnAStandaloneRedisIsOneStep(t *testing.T) {
 func TestCreateSeesUnsentVisitsAfterADeleteElsewhere(t *testing.T) {
 	a, b := pair(t, "standalone")
 	m, ctx := musts{t}, t.Context()
-	m.c(a.Incr(ctx, []byte("k")))
+	m.c(storetest.Incr(ctx, a, []byte("k")))
 	flushed(t, a)
-	m.c(a.Incr(ctx, []byte("k"))) // not yet sent
+	m.c(storetest.Incr(ctx, a, []byte("k"))) // not yet sent
 	if !m.b(b.Delete(ctx, []byte("k"))) {
 		t.Fatal("Delete(k) = false")
 	}

@@ -298,7 +298,7 @@ var ErrUnavailable = errors.New("redis unavailable")
 // ErrOutcomeUnknown is wrapped by the error of a Sync visit whose round
 // Close gave up on while Redis answered neither the round nor the check
 // of whether it had applied it: the visit may have counted. It is the
-// one error of Incr after which the visit may have counted.
+// one error of Visit after which the visit may have counted.
 // It is store.ErrOutcomeUnknown, which the web layer tells apart.
 var ErrOutcomeUnknown = store.ErrOutcomeUnknown
 
@@ -650,7 +650,7 @@ func (s *Store) entry(ctx context.Context, key []byte) (*entry, error) {
 type admitMode int
 
 const (
-	admitAny  admitMode = iota // make the key if new, within the limit (Incr, owners)
+	admitAny  admitMode = iota // make the key if new, within the limit (owners)
 	admitOld                   // a visit that may not make the key: store.ErrNewKey if new
 	admitMake                  // a visit that may make it, told whether it did
 )
@@ -863,12 +863,6 @@ func (s *Store) readCounts(ctx context.Context, key []byte, today store.Day) (st
 		return store.Counts{}, fmt.Errorf("redis: read counts: %w: %w", ErrUnavailable, err)
 	}
 	return store.Counts{Total: v[0], Today: v[1], Locked: v[2] != 0}, nil
-}
-
-// Incr implements [store.Counter].
-func (s *Store) Incr(ctx context.Context, key []byte) (store.Counts, error) {
-	c, _, err := s.count(ctx, key, admitAny)
-	return c, err
 }
 
 // Visit implements [store.Counter]: whether key is new, and its

@@ -154,13 +154,13 @@ func TestBatchHotPathAllocatesNothing(t *testing.T) {
 	st := backend("standalone", store.Batch).Open(t, storetest.Config{Dir: t.TempDir()}).(*Store)
 	defer st.Close()
 	key := []byte("hot")
-	if _, err := st.Incr(t.Context(), key); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, key); err != nil {
 		t.Fatal(err)
 	}
 	st.Hit(t.Context())
 	ctx := t.Context()
 	for name, f := range map[string]func(){
-		"Incr": func() { st.Incr(ctx, key) },
+		"Incr": func() { storetest.Incr(ctx, st, key) },
 		"Get":  func() { st.Get(ctx, key) },
 		"Hit":  func() { st.Hit(ctx) },
 	} {
@@ -223,7 +223,7 @@ func TestMaxKeysAcrossInstances(t *testing.T) {
 				c := storetest.Config{Dir: t.TempDir(), MaxKeys: 2}
 				a := backend(where, store.Batch).Open(t, c)
 				b := backend(where, store.Sync).Open(t, c)
-				if _, err := a.Incr(t.Context(), []byte("first")); err != nil {
+				if _, err := storetest.Incr(t.Context(), a, []byte("first")); err != nil {
 					t.Fatal(err)
 				}
 				won := storetest.RaceNewKeys(t, a, b)
@@ -231,7 +231,7 @@ func TestMaxKeysAcrossInstances(t *testing.T) {
 					t.Fatalf("round %d: %d of two instances' new keys took the last place, want 1", round, won)
 				}
 				// A key one instance holds still counts on the other.
-				if _, err := b.Incr(t.Context(), []byte("first")); err != nil {
+				if _, err := storetest.Incr(t.Context(), b, []byte("first")); err != nil {
 					t.Fatalf("round %d: a held key on the other instance: %v", round, err)
 				}
 				a.Close()
@@ -312,7 +312,7 @@ func TestSyncConcurrentVisitsGetDistinctTotals(t *testing.T) {
 			totals := make([]uint64, n)
 			for i := range n {
 				wg.Go(func() {
-					c, err := st.Incr(t.Context(), []byte("together"))
+					c, err := storetest.Incr(t.Context(), st, []byte("together"))
 					if err != nil {
 						t.Error(err)
 					}
@@ -361,7 +361,7 @@ func TestExpiries(t *testing.T) {
 	prefix := prefixOf(t.TempDir())
 	st := instance(t, "standalone", prefix, store.Sync)
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("k")))
+	m.c(storetest.Incr(t.Context(), st, []byte("k")))
 	n := newNames(prefix)
 	tag := n.tag([]byte("k"))
 	now := time.Now().Unix()
@@ -457,7 +457,7 @@ func TestSetAndDeleteClearEveryDayRedisHolds(t *testing.T) {
 			}
 			defer ahead.Close()
 			m := musts{t}
-			m.c(ahead.Incr(t.Context(), []byte("k"))) // on today + 2
+			m.c(storetest.Incr(t.Context(), ahead, []byte("k"))) // on today + 2
 			tag := newNames(prefix).tag([]byte("k"))
 			days := []store.Day{today - window + 1, today, today + 2}
 			for _, d := range days {
@@ -513,11 +513,11 @@ func TestKeyMadeAgainAfterADeleteElsewhereIsListed(t *testing.T) {
 			defer a.Close()
 			b := instance(t, where, prefix, store.Sync)
 			m := musts{t}
-			m.c(a.Incr(t.Context(), []byte("k")))
+			m.c(storetest.Incr(t.Context(), a, []byte("k")))
 			if !m.b(b.Delete(t.Context(), []byte("k"))) {
 				t.Fatal("Delete(k) through b = false, want true")
 			}
-			if got := m.c(a.Incr(t.Context(), []byte("k"))); got.Total != 1 {
+			if got := m.c(storetest.Incr(t.Context(), a, []byte("k"))); got.Total != 1 {
 				t.Errorf("Incr(k) through a after b deleted it = %+v, want total 1", got)
 			}
 			for name, st := range map[string]*Store{"a": a, "b": b} {
@@ -655,10 +655,10 @@ func TestHiBlocksGiveBackAtClose(t *testing.T) {
 func TestBatchLockAnswersRedisCounts(t *testing.T) {
 	a, b := pair(t, "standalone")
 	m := musts{t}
-	m.c(a.Incr(t.Context(), []byte("k")))
+	m.c(storetest.Incr(t.Context(), a, []byte("k")))
 	flushed(t, a)
 	for range 3 {
-		m.c(b.Incr(t.Context(), []byte("k")))
+		m.c(storetest.Incr(t.Context(), b, []byte("k")))
 	}
 	if got := m.c(a.Lock(t.Context(), []byte("k"), true)); got != (store.Counts{Total: 4, Today: 4, Locked: true}) {
 		t.Errorf("a.Lock(k) after 1 visit through a and 3 through b = %+v, want total 4, today 4, locked", got)
@@ -676,8 +676,8 @@ func TestListShowsWhatTheInstanceShows(t *testing.T) {
 		t.Run(d.String(), func(t *testing.T) {
 			st := instance(t, "standalone", prefixOf(t.TempDir()), d) // batch: no round unless told
 			m := musts{t}
-			m.c(st.Incr(t.Context(), []byte("k")))
-			m.c(st.Incr(t.Context(), []byte("k")))
+			m.c(storetest.Incr(t.Context(), st, []byte("k")))
+			m.c(storetest.Incr(t.Context(), st, []byte("k")))
 			es := m.l(st.List(t.Context(), nil, nil, 10))
 			if len(es) != 1 || string(es[0].Key) != "k" || es[0].Counts != (store.Counts{Total: 2, Today: 2}) {
 				t.Errorf("List after two visits to k = %v, want k with total 2, today 2", es)
@@ -768,7 +768,7 @@ func TestCloseKeepsTryingByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("k")))
+	m.c(storetest.Incr(t.Context(), st, []byte("k")))
 	rs.Kill()
 	closed := make(chan error, 1)
 	go func() { closed <- st.Close() }()
@@ -799,14 +799,14 @@ func TestCloseKeepsTryingByDefault(t *testing.T) {
 func TestBatchGetRefreshesAnIdleEntry(t *testing.T) {
 	a, b := pair(t, "standalone")
 	m := musts{t}
-	m.c(a.Incr(t.Context(), []byte("k")))
+	m.c(storetest.Incr(t.Context(), a, []byte("k")))
 	flushed(t, a) // the round reads k
 	for range 3 {
-		m.c(b.Incr(t.Context(), []byte("k")))
+		m.c(storetest.Incr(t.Context(), b, []byte("k")))
 	}
 	m.c(b.Lock(t.Context(), []byte("k"), true))
 	for range 3 { // three rounds without k
-		m.c(a.Incr(t.Context(), []byte("other")))
+		m.c(storetest.Incr(t.Context(), a, []byte("other")))
 		flushed(t, a)
 	}
 	if got := m.c(a.Get(t.Context(), []byte("k"))); got != (store.Counts{Total: 4, Today: 4, Locked: true}) {
@@ -868,18 +868,18 @@ func TestSyncVisitRefusedWhileStuckSaysWhy(t *testing.T) {
 	}
 	defer st.Close()
 	m := musts{t}
-	m.c(st.Incr(t.Context(), []byte("k")))
+	m.c(storetest.Incr(t.Context(), st, []byte("k")))
 	rs.Kill()
 	first := make(chan error, 1)
 	go func() {
-		_, err := st.Incr(t.Context(), []byte("k"))
+		_, err := storetest.Incr(t.Context(), st, []byte("k"))
 		first <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for st.Stats().RoundErrors == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	_, err = st.Incr(t.Context(), []byte("k"))
+	_, err = storetest.Incr(t.Context(), st, []byte("k"))
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "unanswered") {
 		t.Errorf("a sync visit while a round is unanswered = %v, want ErrUnavailable with the round's failure", err)
 	}
@@ -904,7 +904,7 @@ func TestBatchGetWhileTheKeyIsBeingAdmitted(t *testing.T) {
 	other := instance(t, "standalone", prefix, store.Sync)
 	m := musts{t}
 	for range 3 {
-		m.c(other.Incr(t.Context(), []byte("k")))
+		m.c(storetest.Incr(t.Context(), other, []byte("k")))
 	}
 	tag := st.n.tag([]byte("k"))
 	e := &entry{key: "k", tag: tag, total: total(tag), group: st.groupOf(tag), ready: make(chan struct{})}

@@ -326,7 +326,7 @@ func (s *Store) UniqueToday(ctx context.Context, key []byte, d store.Day) (uint6
 		held = true
 		u.mu.Lock()
 		// With visitors not yet answered, the next round reads the count
-		// again anyway: a visit never waits for Redis (as Incr does not).
+		// again anyway: a visit never waits for Redis (as a Batch visit does not).
 		if u.known && !u.dead && (len(u.pend)+len(u.flight) > 0 || s.uq.rounds.Load() <= u.fresh+2) {
 			n := u.shown()
 			s.queueUniq(u)

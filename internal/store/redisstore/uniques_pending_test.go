@@ -28,7 +28,7 @@ func TestUniquesInFlightVisitorIsNotAddedAgain(t *testing.T) {
 	rs, st := openOutage(t)
 	defer st.Close()
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	st.AddUnique(k, d, 1)
@@ -63,7 +63,7 @@ func TestUniquesPendingIsBounded(t *testing.T) {
 	d := store.DayOf(time.Now())
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
 	for _, k := range keys {
-		if _, err := st.Incr(t.Context(), k); err != nil {
+		if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,7 +247,7 @@ func TestUniquesMemoryOfADeletedCounter(t *testing.T) {
 func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
 	st := openStandalone(t, Options{FlushInterval: time.Hour})
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	for round := range 3 {
@@ -280,7 +280,7 @@ func TestUniquesAnsweredVisitorsAreNotKept(t *testing.T) {
 func TestUniquesBacklogDrains(t *testing.T) {
 	st := openStandalone(t, Options{FlushInterval: time.Hour, Timeout: 30 * time.Second})
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	const n = 1 << 20
@@ -381,7 +381,7 @@ func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
 	rs, st := openOutage(t)
 	defer st.Close()
 	k, yesterday := []byte("k"), store.DayOf(time.Now())-1
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Flush(); err != nil {
@@ -396,7 +396,7 @@ func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
 	if err := rs.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Incr(t.Context(), k); err != nil { // Redis restarted empty: the counter anew
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil { // Redis restarted empty: the counter anew
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -421,7 +421,7 @@ func TestUniquesSweepKeepsWhatIsNotSent(t *testing.T) {
 func TestUniquesDroppedVisitorComesBack(t *testing.T) {
 	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: sendMax + 10})
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	for v := range uint64(sendMax + 10) {
@@ -513,7 +513,7 @@ func TestUniquesSweptEverySixtyFourthRound(t *testing.T) {
 	clock := storetest.NewClock(uniqDay0)
 	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
 	k, yesterday := []byte("k"), store.DayOf(clock.Now())-1
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	st.AddUnique(k, yesterday, 1)
@@ -545,7 +545,7 @@ func TestUniquesDroppedAreLoggedOnce(t *testing.T) {
 	log := new(servertest.Buffer)
 	st := openStandalone(t, Options{FlushInterval: time.Hour, MaxPendingUniques: 2, Log: zerolog.New(log)})
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	for v := range uint64(5) {
@@ -581,7 +581,7 @@ func TestUniquesOutageIsLoggedOnce(t *testing.T) {
 	}
 	defer st.Close()
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	const failed, back = "unique visitors could not be sent", "unique visitors are sent again"
@@ -604,7 +604,7 @@ func TestUniquesOutageIsLoggedOnce(t *testing.T) {
 	if err := rs.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Incr(t.Context(), k); err != nil { // Redis restarted empty: the counter anew
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil { // Redis restarted empty: the counter anew
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -699,7 +699,7 @@ func TestUniquesSweepDropsEmptyDaysBeforeYesterday(t *testing.T) {
 	clock := storetest.NewClock(uniqDay0)
 	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
 	k, today := []byte("k"), store.DayOf(clock.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []store.Day{today - 2, today - 1, today} {
@@ -732,7 +732,7 @@ func TestUniquesCloseSendsWhatARoundCouldNotCarry(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	const n = 2*sendMax + 30_000
@@ -792,7 +792,7 @@ func visitedElsewhere(t *testing.T) (other, st *Store, k []byte, d store.Day) {
 	}
 	other, st = open(), open()
 	k, d = []byte("k"), store.DayOf(clock.Now())
-	if _, err := other.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), other, k); err != nil {
 		t.Fatal(err)
 	}
 	other.AddUnique(k, d, 1)
@@ -809,7 +809,7 @@ func inFlightAndHeld(t *testing.T) (st *Store, k []byte, d store.Day) {
 	rs, st := openOutage(t)
 	t.Cleanup(func() { st.Close() })
 	k, d = []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	st.AddUnique(k, d, 1)

@@ -83,7 +83,7 @@ func ident(i int) netip.Addr {
 func (in *node) visit(t *testing.T, key string, id int, ua string) {
 	t.Helper()
 	now := in.now()
-	if _, err := in.st.Incr(t.Context(), []byte(key)); err != nil {
+	if _, err := storetest.Incr(t.Context(), in.st, []byte(key)); err != nil {
 		t.Fatal(err)
 	}
 	in.c.Add([]byte(key), in.c.Hash(ident(id), ua, now), now)
@@ -569,7 +569,7 @@ func BenchmarkUniques(b *testing.B) {
 	d := store.DayOf(time.Now())
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")}
 	for _, k := range keys {
-		if _, err := st.Incr(b.Context(), k); err != nil {
+		if _, err := storetest.Incr(b.Context(), st, k); err != nil {
 			b.Fatal(err)
 		}
 		st.AddUnique(k, d, 1)
@@ -641,7 +641,7 @@ func TestUniquesDeleteReachesEveryDayRedisHolds(t *testing.T) {
 	clock := storetest.NewClock(uniqDay0)
 	st := openStandalone(t, Options{FlushInterval: time.Hour, Now: clock.Now})
 	key := []byte("k")
-	if _, err := st.Incr(t.Context(), key); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, key); err != nil {
 		t.Fatal(err)
 	}
 	today := store.DayOf(clock.Now())
@@ -721,7 +721,7 @@ func TestDaySeedRedisCannotReadIsASeedError(t *testing.T) {
 func TestUniquesRoundFailureSaysWhy(t *testing.T) {
 	st := openStandalone(t, Options{FlushInterval: time.Hour})
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.c.Do(t.Context(), st.c.B().Set().Key(uniqueKey(st.n.tag(k), d)).Value("x").Build()).Error(); err != nil {
@@ -743,7 +743,7 @@ func TestUniquesRoundFailureSaysWhy(t *testing.T) {
 func TestUniquesRoundAfterAllIsSentSendsNothing(t *testing.T) {
 	st := openStandalone(t, Options{FlushInterval: time.Hour})
 	k, d := []byte("k"), store.DayOf(time.Now())
-	if _, err := st.Incr(t.Context(), k); err != nil {
+	if _, err := storetest.Incr(t.Context(), st, k); err != nil {
 		t.Fatal(err)
 	}
 	st.AddUnique(k, d, 1)

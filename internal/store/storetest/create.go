@@ -113,7 +113,7 @@ func (s suite) createRacesFirstVisit(t *testing.T) {
 			created bool
 			cerr    error
 		)
-		wg.Go(func() { visit, verr = st.Incr(ctx, []byte(key)) })
+		wg.Go(func() { visit, verr = Incr(ctx, st, []byte(key)) })
 		wg.Go(func() { created, cerr = st.Create(ctx, []byte(key), tok) })
 		wg.Wait()
 		if verr != nil || cerr != nil {

@@ -257,7 +257,7 @@ func (s suite) saturates(t *testing.T) {
 	}
 	for _, k := range [][]byte{total, day} {
 		for range 3 {
-			got, err := st.Incr(ctx, k)
+			got, err := Incr(ctx, st, k)
 			if w := want[string(k)]; err != nil || got != (store.Counts{Total: w.Total, Today: w.Today, Saturated: true}) {
 				t.Errorf("Incr(%q) at its bound = %+v, %v; want %+v, saturated", k, got, err, w)
 			}
@@ -320,7 +320,7 @@ func (s suite) roundTrip(t *testing.T) {
 		switch op := rng.IntN(10); {
 		case op < 4:
 			for range 1 + rng.IntN(3) {
-				if c, err := st.Incr(ctx, k); err != nil || c.Total > store.MaxTotal || c.Today > store.MaxDay {
+				if c, err := Incr(ctx, st, k); err != nil || c.Total > store.MaxTotal || c.Today > store.MaxDay {
 					t.Fatalf("step %d: Incr(%q) = %+v, %v; want counts within their bounds", step, k, c, err)
 				}
 			}
@@ -420,7 +420,7 @@ func (s suite) mergeKeepsLocks(t *testing.T) {
 				t.Errorf("%s: %q (locked in the store %v, in the dump %v): locked %v, total %d; want locked %v, total %d",
 					when, tt.key, tt.storeLocked, tt.dumpLocked, got.Locked, got.Total, locked, want)
 			}
-			got, err := st.Incr(ctx, k)
+			got, err := Incr(ctx, st, k)
 			if err != nil {
 				t.Fatalf("%s: Incr(%q): %v", when, tt.key, err)
 			}

@@ -802,7 +802,7 @@ func (s suite) deleteFreesSlot(t *testing.T) {
 	st := s.open(t, c)
 	mustIncr(t, st, []byte("a"))
 	mustIncr(t, st, []byte("b"))
-	if _, err := st.Incr(ctx, []byte("c")); !errors.Is(err, store.ErrTooManyKeys) {
+	if _, err := Incr(ctx, st, []byte("c")); !errors.Is(err, store.ErrTooManyKeys) {
 		t.Fatalf("Incr(c) on a full store = %v, want ErrTooManyKeys", err)
 	}
 	mustDelete(t, st, []byte("a"))
@@ -814,7 +814,7 @@ func (s suite) deleteFreesSlot(t *testing.T) {
 	if st.Keys() != 2 {
 		t.Errorf("after reopening Keys() = %d, want 2", st.Keys())
 	}
-	if _, err := st.Incr(ctx, []byte("d")); !errors.Is(err, store.ErrTooManyKeys) {
+	if _, err := Incr(ctx, st, []byte("d")); !errors.Is(err, store.ErrTooManyKeys) {
 		t.Errorf("Incr(d) on the reopened full store = %v, want ErrTooManyKeys", err)
 	}
 	if got := mustGet(t, st, []byte("a")); got.Total != 0 {
@@ -1012,7 +1012,7 @@ func VisitUntil(t *testing.T, st store.Store, key []byte, stop <-chan struct{}, 
 					return
 				default:
 				}
-				c, err := st.Incr(ctx, key)
+				c, err := Incr(ctx, st, key)
 				if err != nil {
 					t.Errorf("Incr(%q): %v", key, err)
 					return

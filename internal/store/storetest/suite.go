@@ -130,7 +130,7 @@ func RaceNewKeys(t *testing.T, sts ...store.Store) (won int) {
 	for i, st := range sts {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = st.Incr(ctx, fmt.Appendf(nil, "racer%d", i))
+			_, errs[i] = Incr(ctx, st, fmt.Appendf(nil, "racer%d", i))
 		})
 	}
 	close(start)
@@ -167,7 +167,7 @@ func mustClose(t *testing.T, st store.Store) {
 
 func mustIncr(t *testing.T, st store.Store, key []byte) store.Counts {
 	t.Helper()
-	c, err := st.Incr(ctx, key)
+	c, err := Incr(ctx, st, key)
 	if err != nil {
 		t.Fatalf("Incr(%q): %v", key, err)
 	}
@@ -268,7 +268,7 @@ func (s suite) incrCountsExactly(t *testing.T) {
 		wg.Go(func() {
 			key := fmt.Appendf(nil, "k%d", g%keys)
 			for range per {
-				if _, err := st.Incr(ctx, key); err != nil {
+				if _, err := Incr(ctx, st, key); err != nil {
 					t.Error(err)
 					return
 				}
@@ -342,7 +342,7 @@ func (s suite) keyTooLong(t *testing.T) {
 	st := s.open(t, Config{})
 	defer mustClose(t, st)
 	long := []byte(strings.Repeat("k", store.MaxKeyBytes+1))
-	if _, err := st.Incr(ctx, long); !errors.Is(err, store.ErrKeyTooLong) {
+	if _, err := Incr(ctx, st, long); !errors.Is(err, store.ErrKeyTooLong) {
 		t.Errorf("Incr(%d bytes) error = %v, want ErrKeyTooLong", len(long), err)
 	}
 	if st.Keys() != 0 {
@@ -377,7 +377,7 @@ func (s suite) maxKeys(t *testing.T) {
 		wg.Go(func() {
 			for i := range 50 {
 				k := fmt.Appendf(nil, "g%d-%d", g, i)
-				_, err := st.Incr(ctx, k)
+				_, err := Incr(ctx, st, k)
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -404,7 +404,7 @@ func (s suite) maxKeys(t *testing.T) {
 			t.Errorf("Incr(%s) on a full store = %+v, want total 2", k, got)
 		}
 	}
-	if _, err := st.Incr(ctx, []byte("one-more")); !errors.Is(err, store.ErrTooManyKeys) {
+	if _, err := Incr(ctx, st, []byte("one-more")); !errors.Is(err, store.ErrTooManyKeys) {
 		t.Errorf("Incr(new key) on a full reopened store: %v, want ErrTooManyKeys", err)
 	}
 }

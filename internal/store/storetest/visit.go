@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,6 +10,14 @@ import (
 
 	"visitors/internal/store"
 )
+
+// Incr counts one visit to key, making key if it is new, as /hello
+// does for a name: Visit with create true, for a test that needs no
+// word on who made the key.
+func Incr(ctx context.Context, st store.Counter, key []byte) (store.Counts, error) {
+	c, _, err := st.Visit(ctx, key, true)
+	return c, err
+}
 
 // mustVisit calls Visit and fails t on an error.
 func mustVisit(t *testing.T, st store.Counter, key string, create bool) (store.Counts, bool) {
