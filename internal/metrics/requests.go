@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"visitors/internal/coarse"
+	"visitors/internal/visit"
 )
 
 // Route names what a public request asked for; it is the route label.
@@ -38,28 +39,6 @@ var routeNames = [numRoutes]string{"hi", "hello", "whoami", "counter_svg", "coun
 
 // String returns r's label value.
 func (r Route) String() string { return routeNames[r] }
-
-// Reason says why a visit was answered but not counted; it is the reason
-// label of visitors_visits_not_counted_total.
-type Reason uint8
-
-// The reasons a visit is not counted.
-const (
-	RateLimited Reason = iota // too many visits from one client
-	Repeat                    // the same visitor again, within the repeat window
-	Bot                       // a crawler's User-Agent
-	Locked                    // the counter is locked by its owner
-	Full                      // a new key, and the store holds -max-keys
-	Invalid                   // a 4xx on a counting endpoint
-	StoreError                // the store failed to count it (a 503)
-	Saturated                 // the counter is at its bound: 2^62 in all or 2^39 today
-	numReasons
-)
-
-var reasonNames = [numReasons]string{"rate_limited", "repeat", "bot", "locked", "full", "invalid", "error", "saturated"}
-
-// String returns r's label value.
-func (r Reason) String() string { return reasonNames[r] }
 
 // Visit marks the status of a request that was a counted visit, for
 // [Requests.Done]: 200|Visit. The visit is counted with the request, in
@@ -135,7 +114,7 @@ type RequestsOptions struct {
 type Requests struct {
 	routes [numRoutes]routeStats
 	// not counted, slow: rarer, together on one line
-	notCounted [numReasons]atomic.Uint64
+	notCounted [visit.NumReasons]atomic.Uint64 // by reason less one: visit.None is not counted here
 	slow       atomic.Uint64
 
 	clock  *coarse.Clock
@@ -215,8 +194,9 @@ func (m *Requests) timed(route Route, code int, d int64, r *http.Request) {
 	}
 }
 
-// NotCounted records a visit answered but not counted, and why.
-func (m *Requests) NotCounted(why Reason) { m.notCounted[why].Add(1) }
+// NotCounted records a visit answered but not counted, and why: a
+// reason of internal/visit, never [visit.None].
+func (m *Requests) NotCounted(why visit.Reason) { m.notCounted[why-1].Add(1) }
 
 var (
 	descRequests = prometheus.NewDesc("visitors_http_requests_total",
@@ -291,7 +271,7 @@ func (m *Requests) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descSlow, prometheus.CounterValue, float64(m.slow.Load()))
 	ch <- prometheus.MustNewConstMetric(descCounted, prometheus.CounterValue, float64(counted))
-	for i := range numReasons {
-		ch <- prometheus.MustNewConstMetric(descNotCounted, prometheus.CounterValue, float64(m.notCounted[i].Load()), reasonNames[i])
+	for i := range visit.NumReasons {
+		ch <- prometheus.MustNewConstMetric(descNotCounted, prometheus.CounterValue, float64(m.notCounted[i].Load()), visit.Reason(i+1).String())
 	}
 }

@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"fmt"
+	"maps"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"visitors/internal/coarse"
+	"visitors/internal/visit"
 )
 
 // TestBuckets checks where a request lands by what it read on the clock:
@@ -218,5 +222,60 @@ func TestSlowThreshold(t *testing.T) {
 		if v := strings.TrimSpace(mustText(t, m, "visitors_http_slow_requests_total", "")); !strings.HasSuffix(v, want) {
 			t.Errorf("threshold %v, took %v: slow_requests_total = %q", tt.threshold, tt.took, v)
 		}
+	}
+}
+
+// TestNotCountedByReason holds the reason labels of
+// visitors_visits_not_counted_total to their names, which dashboards and
+// alerts quote: each of internal/visit's reasons has its own label, and
+// NotCounted of a reason adds to that label's series and no other. A
+// label swapped in visit's names, a reason added without its name, or
+// an index off by one in Requests fails it.
+func TestNotCountedByReason(t *testing.T) {
+	labels := map[visit.Reason]string{
+		visit.RateLimited: "rate_limited",
+		visit.Repeat:      "repeat",
+		visit.Bot:         "bot",
+		visit.Locked:      "locked",
+		visit.Full:        "full",
+		visit.Invalid:     "invalid",
+		visit.StoreError:  "error",
+		visit.Saturated:   "saturated",
+	}
+	if len(labels) != visit.NumReasons {
+		t.Fatalf("visit has %d reasons, this test knows %d: give the new one its label here", visit.NumReasons, len(labels))
+	}
+	seen := map[string]visit.Reason{}
+	for i := range visit.NumReasons {
+		r := visit.Reason(i + 1)
+		want, ok := labels[r]
+		if !ok {
+			t.Fatalf("reason %d is not in this test's list", r)
+		}
+		if got := r.String(); got != want {
+			t.Errorf("Reason(%d).String() = %q, want %q", r, got, want)
+		}
+		if other, dup := seen[want]; dup {
+			t.Errorf("reasons %d and %d share the label %q", other, r, want)
+		}
+		seen[want] = r
+	}
+	names := slices.Sorted(maps.Values(labels)) // the registry sorts the series by label
+	for r, label := range labels {
+		t.Run(label, func(t *testing.T) {
+			m := NewRequests(RequestsOptions{Clock: coarse.Manual()})
+			m.NotCounted(r)
+			var want []string
+			for _, l := range names {
+				n := 0
+				if l == label {
+					n = 1
+				}
+				want = append(want, fmt.Sprintf("visitors_visits_not_counted_total{reason=%q} %d", l, n))
+			}
+			if got := mustText(t, m, "visitors_visits_not_counted_total", "reason="); got != strings.Join(want, "\n") {
+				t.Errorf("after NotCounted(%s):\n%s\nwant\n%s", label, got, strings.Join(want, "\n"))
+			}
+		})
 	}
 }

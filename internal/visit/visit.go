@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -54,20 +55,42 @@ type Rules struct {
 // Budget returns the rules' budget of new keys per client.
 func (r *Rules) Budget() Budget { return Budget{Limiter: r.Limiter, Rate: r.NewKeys} }
 
-// Reason says why a visit was answered but not counted.
+// Reason says why a visit was answered but not counted. It is the one
+// list of reasons: [Recorder.Record] returns one in
+// [Outcome.NotCounted], and internal/metrics exports each as a reason
+// label of visitors_visits_not_counted_total, named by [Reason.String].
 type Reason uint8
 
-// The reasons a visit is not counted; None is none.
+// The reasons a visit is not counted; None, the zero Reason, is none:
+// the visit counted, or was a read. They run from 1 to [NumReasons],
+// so that an array of [NumReasons] indexed by a reason less one holds
+// one entry for each.
 const (
 	None        Reason = iota
-	Bot                // a crawler's User-Agent
 	RateLimited        // too many visits, or new keys, from one client
 	Repeat             // the same visitor again, within the repeat window
+	Bot                // a crawler's User-Agent
 	Locked             // the counter is locked by its owner
-	Saturated          // the counter is at its bound
-	Full               // a new key, and the store holds its most keys
-	StoreError         // the store failed to count it
+	Full               // a new key, and the store holds its most keys (-max-keys)
+	Invalid            // an invalid request to a counter (a 4xx): told by the HTTP layer, never by Record
+	StoreError         // the store failed to count it (a 503)
+	Saturated          // the counter is at its bound: 2^62 in all or 2^39 today
+	numReasons
 )
+
+// NumReasons is the number of reasons a visit is not counted, None
+// aside.
+const NumReasons = int(numReasons) - 1
+
+var reasonNames = [numReasons]string{"none", "rate_limited", "repeat", "bot", "locked", "full", "invalid", "error", "saturated"}
+
+// String returns r's name: the value of its reason label in the metrics.
+func (r Reason) String() string {
+	if r >= numReasons {
+		return "Reason(" + strconv.Itoa(int(r)) + ")"
+	}
+	return reasonNames[r]
+}
 
 // Visit is one request for a counter, as the counting path sees it.
 type Visit struct {

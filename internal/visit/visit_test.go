@@ -234,3 +234,21 @@ func TestNoCamoRangesNoCamo(t *testing.T) {
 		})
 	}
 }
+
+// TestReasonString: None and a value past the reasons have names of
+// their own, apart from every reason's (internal/metrics tests those).
+func TestReasonString(t *testing.T) {
+	tests := []struct {
+		r    Reason
+		want string
+	}{
+		{None, "none"},
+		{Reason(NumReasons + 1), fmt.Sprintf("Reason(%d)", NumReasons+1)},
+		{Reason(255), "Reason(255)"},
+	}
+	for _, tt := range tests {
+		if got := tt.r.String(); got != tt.want {
+			t.Errorf("Reason(%d).String() = %q, want %q", tt.r, got, tt.want)
+		}
+	}
+}

@@ -10,6 +10,6 @@
 // can report every request to the metrics (internal/metrics) without
 // wrapping the ResponseWriter: a visit counted adds [metrics.Visit] to
 // it (the helper counted), and a visit not counted is reported with its
-// [metrics.Reason] (a rule's refusal, an invalid request, the store's
+// [visit.Reason] (a rule's refusal, an invalid request, the store's
 // error) by one helper, notCounted.
 package web

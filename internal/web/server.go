@@ -240,7 +240,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.req.Done(route, code, start, r)
 	}
 	if code >= 400 && code < 500 && code != http.StatusTooManyRequests && counts(route) && r.Method != http.MethodHead {
-		s.notCounted(metrics.Invalid) // a 429 was reported by the counting path
+		s.notCounted(visit.Invalid) // a 429 was reported by the counting path
 	}
 }
 

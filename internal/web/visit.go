@@ -54,7 +54,7 @@ func (s *Server) record(v *countReq) (visit.Outcome, *httperr.HTTPError) {
 	}
 	o, err := s.visits.Record(v.r.Context(), &v.Visit)
 	if o.NotCounted != visit.None {
-		s.notCounted(notCountedReasons[o.NotCounted])
+		s.notCounted(o.NotCounted)
 	}
 	if err != nil {
 		return o, s.visitError(err)
@@ -79,17 +79,6 @@ func counted(o *visit.Outcome) int {
 		return metrics.Visit
 	}
 	return 0
-}
-
-// notCountedReasons are the metrics' names of visit's reasons.
-var notCountedReasons = [...]metrics.Reason{
-	visit.Bot:         metrics.Bot,
-	visit.RateLimited: metrics.RateLimited,
-	visit.Repeat:      metrics.Repeat,
-	visit.Locked:      metrics.Locked,
-	visit.Saturated:   metrics.Saturated,
-	visit.Full:        metrics.Full,
-	visit.StoreError:  metrics.StoreError,
 }
 
 // visitError returns the client's error for what the counting path
@@ -118,7 +107,7 @@ func (s *Server) storeError(err error) *httperr.HTTPError {
 }
 
 // notCounted records a visit not counted, for reason.
-func (s *Server) notCounted(reason metrics.Reason) {
+func (s *Server) notCounted(reason visit.Reason) {
 	if s.req != nil {
 		s.req.NotCounted(reason)
 	}
