@@ -1,3 +1,7 @@
+// The on-disk encoding: the buckets and their tags, the keys (keyPrefix,
+// dayKey), the records with their checksums and the totals, plain or
+// dated. Every reader and writer of the file goes through it.
+
 package boltstore
 
 import (

@@ -1,3 +1,8 @@
+// Export and import of the running store ([Store.Export],
+// [Store.Import]): through temporary spools in the data directory, and
+// for an import one transaction that the flusher runs as an owner
+// operation (owners.go). The offline ones are in backup.go.
+
 package boltstore
 
 import (

@@ -1,22 +1,3 @@
-package boltstore
-
-import (
-	"bytes"
-	"context"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
-	"maps"
-	"math"
-	"slices"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
-
-	"visitors/internal/store"
-)
-
 // Owner operations: Set, Lock, Delete, the token records, and the
 // online import (online.go).
 //
@@ -51,6 +32,25 @@ import (
 // with it: the new entry starts from the old one's total as it retires
 // it, and the flusher forwards each visit counted on the old entry after
 // that to the new one (forward).
+
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"visitors/internal/store"
+)
 
 // ownerOp is an operation the flusher runs: run makes its writes in tx
 // (floor, when not 0, is the log seq to floor every key it lowers at),

@@ -1,23 +1,3 @@
-package boltstore
-
-import (
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sync"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
-
-	"visitors/internal/store"
-	"visitors/internal/store/tally"
-)
-
 // The write-ahead log of [store.Sync] durability.
 //
 // A bbolt commit costs two fdatasyncs and several page writes (250-470 µs
@@ -54,6 +34,26 @@ import (
 // each is valid and follows the previous one: a torn last record (never
 // answered: its fdatasync had not returned) and leftovers of an earlier
 // run end it.
+
+package boltstore
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"visitors/internal/store"
+	"visitors/internal/store/tally"
+)
 
 // LogName is the write-ahead log inside the data directory.
 const LogName = "visitors.wal"
