@@ -74,21 +74,7 @@ type Store struct {
 	done     chan struct{}
 	once     sync.Once
 
-	// putFault, when set, fails the write of the keys it returns an
-	// error for. Tests use it: no real key fails any more.
-	putFault atomic.Pointer[func(key string) error]
-	// importRun, when set, is called by an online import's transaction
-	// once it has taken today. Tests use it to bring a midnight there.
-	importRun atomic.Pointer[func()]
-	// entryMade, when set, is called by newEntry with the entry it hands
-	// the map, and replaceGap by replace before it puts the new entry in
-	// the map: in the place of the old one, retired, or of none. Tests
-	// use them to bring a visit there.
-	entryMade  atomic.Pointer[func(*entry)]
-	replaceGap atomic.Pointer[func()]
-	// logFault, when set, is called after a log record is written and
-	// before its fdatasync, and fails the sync with the error it returns.
-	logFault atomic.Pointer[func() error]
+	hooks atomic.Pointer[hooks] // tests' hooks (hooks.go); nil: none
 
 	// The check of the whole file (checkFile), which runs after Open
 	// returns: checked is closed once it has, and damage then holds what

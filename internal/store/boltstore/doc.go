@@ -59,4 +59,6 @@
 //     open and in the background, migrating format 1, [Check].
 //   - format.go: the on-disk encoding: buckets, keys, records and their
 //     checksums.
+//   - hooks.go: the hooks through which the package's tests plant
+//     faults and races.
 package boltstore

@@ -282,8 +282,8 @@ func (s *Store) syncer(l *wal, sl syncSlot) {
 // holds back every record after it (the flusher lands them: see land).
 func (s *Store) syncRecord(l *wal, sl syncSlot, f *flight) {
 	var err error
-	if fault := s.logFault.Load(); fault != nil {
-		err = (*fault)()
+	if fault := s.testHooks().logFault; fault != nil {
+		err = fault()
 	}
 	if err == nil {
 		err = sl.sync()
@@ -603,8 +603,8 @@ func (s *Store) trimScratch() {
 // the transaction's, and fails the pass.
 func (s *Store) put(totals, days *bolt.Bucket, w *write) (why string, err error) {
 	key := []byte(w.e.key)
-	if f := s.putFault.Load(); f != nil {
-		if err := (*f)(w.e.key); err != nil {
+	if f := s.testHooks().putFault; f != nil {
+		if err := f(w.e.key); err != nil {
 			return err.Error(), nil
 		}
 	}

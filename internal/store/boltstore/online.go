@@ -139,8 +139,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 			today = s.cal.Today()
 			todayDate := today.Time().Format(dump.DateLayout)
 			tomorrowDate := (today + 1).Time().Format(dump.DateLayout)
-			if f := s.importRun.Load(); f != nil {
-				(*f)()
+			if f := s.testHooks().importRun; f != nil {
+				f()
 			}
 			keys = map[string]*imported{}
 			held := 0 // the keys the store holds besides the dump's new ones

@@ -139,8 +139,8 @@ func (s *Store) newEntry(key string) *entry {
 	if e == nil || e.key != key {
 		e = &entry{key: key}
 	}
-	if f := s.entryMade.Load(); f != nil {
-		(*f)(e)
+	if f := s.testHooks().entryMade; f != nil {
+		f(e)
 	}
 	return e
 }
@@ -158,8 +158,8 @@ func (s *Store) replace(e2 *entry, forward bool, base *entry, baseTotal uint64) 
 	defer s.incoming.Store(nil)
 	key := []byte(e2.key)
 	gap := func() {
-		if f := s.replaceGap.Load(); f != nil {
-			(*f)()
+		if f := s.testHooks().replaceGap; f != nil {
+			f()
 		}
 	}
 	for {
@@ -220,8 +220,8 @@ func (s *Store) forward(e *entry) *entry {
 
 // keyFault is the planted failure of key's writes, for tests.
 func (s *Store) keyFault(key string) error {
-	if f := s.putFault.Load(); f != nil {
-		return (*f)(key)
+	if f := s.testHooks().putFault; f != nil {
+		return f(key)
 	}
 	return nil
 }
