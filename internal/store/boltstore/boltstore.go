@@ -389,13 +389,9 @@ func (s *Store) load() error {
 			var dk, dv []byte
 			var want []byte
 			err = totals.ForEach(func(k, v []byte) error {
-				key, err := splitTotalKey(k)
+				key, t, err := keyTotal(k, v)
 				if err != nil {
-					return fmt.Errorf("a total's key %q: %w", k, err)
-				}
-				t, err := parseTotal(k, v)
-				if err != nil {
-					return fmt.Errorf("the total of key %q: %w", key, err)
+					return err
 				}
 				n, ok := t.on(today)
 				if !ok {
@@ -421,7 +417,7 @@ func (s *Store) load() error {
 					// of later dates): the latest one, which put keeps in
 					// the dated total (see ahead). Mostly none: no step.
 					var later tally.DayCount
-					for dk != nil && len(dk) == len(k)+4 && bytes.Equal(dk[:len(k)], k) {
+					for isDayOf(dk, k) {
 						c, err := readRecord(tagDays, dk, dv)
 						if err != nil {
 							return fmt.Errorf("a later day's count of key %q: %w", key, err)
@@ -668,7 +664,7 @@ func (s *Store) Days(_ context.Context, key []byte, n int) (store.Daily, error) 
 		return s.db.View(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketDays).Cursor()
 			prefix := keyPrefix(key)
-			for k, v := c.Seek(dayKey(key, first)); k != nil && len(k) == len(prefix)+4 && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
+			for k, v := c.Seek(dayKey(key, first)); isDayOf(k, prefix); k, v = c.Next() {
 				_, day, err := splitDayKey(k)
 				if err != nil {
 					return err

@@ -6,7 +6,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -210,7 +209,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 					continue
 				}
 				prefix := keyPrefix([]byte(k))
-				for dk, dv := days.Seek(dayKey([]byte(k), today+1)); dk != nil && len(dk) == len(prefix)+4 && bytes.HasPrefix(dk, prefix); dk, dv = days.Next() {
+				for dk, dv := days.Seek(dayKey([]byte(k), today+1)); isDayOf(dk, prefix); dk, dv = days.Next() {
 					d := store.Day(binary.BigEndian.Uint32(dk[len(prefix):]))
 					n, err := readRecord(tagDays, dk, dv)
 					if err != nil {

@@ -449,7 +449,7 @@ func deleteKey(tx *bolt.Tx, key []byte) error {
 func deleteDays(days *bolt.Bucket, kp []byte) error {
 	var ks [][]byte
 	c := days.Cursor()
-	for k, _ := c.Seek(kp); k != nil && len(k) == len(kp)+4 && bytes.HasPrefix(k, kp); k, _ = c.Next() {
+	for k, _ := c.Seek(kp); isDayOf(k, kp); k, _ = c.Next() {
 		ks = append(ks, bytes.Clone(k))
 	}
 	for _, k := range ks {

@@ -302,15 +302,7 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 	// raise writes n under k if it is more than the record there, and
 	// reports whether it did.
 	raise := func(b *bolt.Bucket, tag byte, k []byte, n uint64) (bool, error) {
-		var old uint64
-		var err error
-		if tag == tagTotals {
-			var t total
-			t, err = parseTotal(k, b.Get(k))
-			old = t.n
-		} else {
-			old, err = readRecord(tag, k, b.Get(k))
-		}
+		old, err := readValue(tag, k, b.Get(k))
 		if err != nil {
 			return false, fmt.Errorf("%q: %w", k, err)
 		}
