@@ -1,5 +1,8 @@
 //go:build linux
 
+// Making a log record durable through Linux AIO, so that the syncer
+// waiting for the disk frees its processor (see aioSync).
+
 package boltstore
 
 import (

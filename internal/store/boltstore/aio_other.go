@@ -1,5 +1,7 @@
 //go:build !linux
 
+// Without Linux AIO: the log syncs with a blocking datasync.
+
 package boltstore
 
 import (

@@ -71,13 +71,9 @@ func exportTx(tx *bolt.Tx, hits uint64, w io.Writer) error {
 	days := tx.Bucket(bucketDays).Cursor()
 	locks := tx.Bucket(bucketLocks) // nil in a file from before locks
 	err := tx.Bucket(bucketTotals).ForEach(func(k, v []byte) error {
-		key, err := splitTotalKey(k)
+		key, t, err := keyTotal(k, v)
 		if err != nil {
-			return fmt.Errorf("a total's key %q: %w", k, err)
-		}
-		t, err := parseTotal(k, v)
-		if err != nil {
-			return fmt.Errorf("the total of key %q: %w", key, err)
+			return err
 		}
 		kd := dump.Key{Key: string(key), Total: t.n, Days: map[string]uint64{}}
 		if locks != nil {
@@ -88,7 +84,7 @@ func exportTx(tx *bolt.Tx, hits uint64, w io.Writer) error {
 				kd.Locked = true
 			}
 		}
-		for dk, dv := days.Seek(k); dk != nil && len(dk) == len(k)+4 && string(dk[:len(k)]) == string(k); dk, dv = days.Next() {
+		for dk, dv := days.Seek(k); isDayOf(dk, k); dk, dv = days.Next() {
 			_, d, err := splitDayKey(dk)
 			if err != nil {
 				return fmt.Errorf("a day of key %q: %w", key, err)
@@ -353,15 +349,7 @@ func addKeys(tx *bolt.Tx, keys []dump.Key) (added int, err error) {
 // addRecord adds n to the record under k, up to most. A total it writes
 // is plain (format.go): the days it adds to say today's count.
 func addRecord(b *bolt.Bucket, tag byte, k []byte, n, most uint64) error {
-	var old uint64
-	var err error
-	if tag == tagTotals {
-		var t total
-		t, err = parseTotal(k, b.Get(k))
-		old = t.n
-	} else {
-		old, err = readRecord(tag, k, b.Get(k))
-	}
+	old, err := readValue(tag, k, b.Get(k))
 	if err != nil {
 		return err
 	}

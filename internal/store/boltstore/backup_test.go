@@ -661,7 +661,7 @@ func TestOnlineImportReplaceWhileAKeyFails(t *testing.T) {
 		t.Errorf("after a crash that followed an import of hits 5000, Hit() = %d, want more", n)
 	}
 	mustClose(t, r)
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	mustClose(t, s)
 }
 

@@ -171,11 +171,11 @@ func failDisk(s *Store) string {
 	path := s.db.Path()
 	s.db.Close() // bbolt's writes fail with ErrDatabaseNotOpen
 	fault := func() error { return errors.New("planted: the disk is gone") }
-	s.logFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.logFault = fault })
 	return path
 }
 
-func healLog(s *Store) { s.logFault.Store(nil) }
+func healLog(s *Store) { setHooks(s, func(h *hooks) { h.logFault = nil }) }
 
 func TestDaysSurviveReopenAndMidnight(t *testing.T) {
 	dir := t.TempDir()
@@ -478,10 +478,10 @@ func TestOneFailingKeyDoesNotBlockTheOthers(t *testing.T) {
 				}
 				return nil
 			}
-			s.putFault.Store(&fault)
+			setHooks(s, func(h *hooks) { h.putFault = fault })
 			if d == store.Sync && !tc.logged {
 				logFault := func() error { return errors.New("planted log failure") }
-				s.logFault.Store(&logFault)
+				setHooks(s, func(h *hooks) { h.logFault = logFault })
 			}
 			_, badErr := storetest.Incr(ctx, s, []byte("bad"))
 			for range 3 {
@@ -515,7 +515,7 @@ func TestOneFailingKeyDoesNotBlockTheOthers(t *testing.T) {
 			if c := readTotal(t, crashed, "bad"); tc.logged && c != 1 {
 				t.Errorf("after a crash while bad fails, bad = %d, want 1 (acknowledged from the log)", c)
 			}
-			s.putFault.Store(nil) // the cause is gone
+			setHooks(s, func(h *hooks) { h.putFault = nil }) // the cause is gone
 			if err := s.Flush(); err != nil {
 				t.Fatal(err)
 			}
@@ -745,7 +745,7 @@ func TestHealthNamesTheFirstFailingKey(t *testing.T) {
 		}
 		return nil
 	}
-	s.putFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.putFault = fault })
 	for _, k := range []string{"zz", "b", "ok", "a", "m"} {
 		mustIncrN(t, s, k, 1)
 	}
@@ -756,7 +756,7 @@ func TestHealthNamesTheFirstFailingKey(t *testing.T) {
 			t.Fatalf("Health() = %v, want 4 keys failing, naming \"a\"", err)
 		}
 	}
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	mustClose(t, s)
 }
 
@@ -773,7 +773,7 @@ func TestCloseTriesTwice(t *testing.T) {
 		}
 		return nil
 	}
-	s.putFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.putFault = fault })
 	mustClose(t, s)
 	if got := readTotal(t, dir, "k"); got != 2 {
 		t.Errorf("after a Close whose first try failed, k = %d on disk, want 2", got)
@@ -978,7 +978,7 @@ func TestSyncErrorAfterClientGoneMeansNotCounted(t *testing.T) {
 	block := make(chan struct{})
 	var once sync.Once
 	f := func(string) error { once.Do(func() { <-block }); return nil }
-	s.putFault.Store(&f)
+	setHooks(s, func(h *hooks) { h.putFault = f })
 	go storetest.Incr(ctx, s, []byte("first")) // holds the flusher in its pass
 	time.Sleep(20 * time.Millisecond)
 	c, cancel := context.WithCancel(ctx)
@@ -1066,13 +1066,13 @@ func TestRefusedSyncVisitLeavesNoKey(t *testing.T) {
 		}
 		return nil
 	}
-	s.putFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.putFault = fault })
 	logFault := func() error { return errors.New("planted log failure") }
-	s.logFault.Store(&logFault)
+	setHooks(s, func(h *hooks) { h.logFault = logFault })
 	if _, _, err := s.Visit(ctx, []byte("bad"), true); err == nil {
 		t.Fatal("Visit(bad) succeeded though neither the log nor the file took it")
 	}
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	healLog(s)
 	es, err := s.List(ctx, nil, nil, 100)
 	if err != nil {

@@ -1,3 +1,5 @@
+// datasync on Linux: fdatasync.
+
 package boltstore
 
 import (

@@ -1,5 +1,7 @@
 //go:build !linux
 
+// datasync elsewhere: f.Sync.
+
 package boltstore
 
 import "os"

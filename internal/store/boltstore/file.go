@@ -1,3 +1,8 @@
+// The file as a whole: its modes, opening and locking it, the checks of
+// its meta pages, format and records (at open, in the background, and
+// [Check]), adding the buckets of later formats and migrating format 1.
+// The encoding of what it holds is in format.go.
+
 package boltstore
 
 import (

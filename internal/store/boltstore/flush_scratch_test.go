@@ -12,7 +12,7 @@ import (
 // writes' and days' room between passes, so a pass that wrote every key
 // with an earlier day held (the first after a midnight without a flush)
 // does not hold its room for good. (Mutation testing, issue 28: with the
-// days' bound negated, boltstore.go:1087:17, the room stayed, and every
+// days' bound negated in trimScratch (flush.go), the room stayed, and every
 // test still passed.)
 func TestLargePassLetsItsRoomGo(t *testing.T) {
 	clock := storetest.NewClock(storetest.At(0, "12:00"))

@@ -1,6 +1,11 @@
+// The on-disk encoding: the buckets and their tags, the keys (keyPrefix,
+// dayKey), the records with their checksums and the totals, plain or
+// dated. Every reader and writer of the file goes through it.
+
 package boltstore
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -158,6 +163,34 @@ func parseTotal(k, v []byte) (total, error) {
 	}, nil
 }
 
+// keyTotal returns the key whose total the totals bucket record v under
+// k holds, and that total, checking both; its errors name the key. The
+// load and the export read every total through it.
+func keyTotal(k, v []byte) ([]byte, total, error) {
+	key, err := splitTotalKey(k)
+	if err != nil {
+		return nil, total{}, fmt.Errorf("a total's key %q: %w", k, err)
+	}
+	t, err := parseTotal(k, v)
+	if err != nil {
+		return nil, total{}, fmt.Errorf("the total of key %q: %w", key, err)
+	}
+	return key, t, nil
+}
+
+// readValue returns the number that the record v under k holds in the
+// bucket tagged tag, checking it: for a total, dated or plain, the total
+// (a dated total's day and count are left out). A missing record (nil)
+// is zero. An import (addRecord) and the log's replay (raise) read what
+// they add to or raise through it.
+func readValue(tag byte, k, v []byte) (uint64, error) {
+	if tag == tagTotals {
+		t, err := parseTotal(k, v)
+		return t.n, err
+	}
+	return readRecord(tag, k, v)
+}
+
 // on returns the key's count on day today if the record says it: ok is
 // false for a plain total, whose count is in the days bucket, and for a
 // dated total of a day after today (the clock went back), which says
@@ -192,6 +225,12 @@ func splitTotalKey(k []byte) ([]byte, error) {
 		return nil, errors.New("malformed key")
 	}
 	return k[w:], nil
+}
+
+// isDayOf reports whether dk, a days bucket key, is a day of the key
+// whose prefix (see keyPrefix) is kp. A nil dk, a cursor's end, is not.
+func isDayOf(dk, kp []byte) bool {
+	return len(dk) == len(kp)+4 && bytes.HasPrefix(dk, kp)
 }
 
 // splitDayKey returns the key and day a days bucket key encodes.

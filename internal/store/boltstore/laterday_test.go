@@ -13,7 +13,7 @@ import (
 // holds a later day (an import of a store whose clock ran ahead, or a
 // clock set back), reached at midnight while the store runs, keeps that
 // day's count from the file: 5 imported and 1 visit are 6 that day.
-// Found by the mutation run of issue 28 (boltstore.go's `a.Day >
+// Found by the mutation run of issue 28 (flush.go's `a.Day >
 // dated.Day`) as a known bug: the tally started the day at 0, the pass
 // wrote the day record 1 over the file's 5 and the dated total 1, and a
 // restart read 1 (the total, 9, was right). The load now gives the tally

@@ -238,7 +238,7 @@ func TestSyncCrashDuringTheCheck(t *testing.T) {
 // on that day writes the dated total and the day record of the same
 // count, so a restart reads the same today from either. Planted: put
 // keeping the later day's count of the load once the tally reached
-// that day (boltstore.go's `a.Day > dated.Day` as `>=`): the dated
+// that day (flush.go's `a.Day > dated.Day` as `>=`): the dated
 // total said 5 and the day record 1. That the two say 6, the file's 5
 // and the visit, not 1, is TestLaterDayReachedWithoutARestartKeepsItsCount's
 // (laterday_test.go; a known bug until 626aa08).

@@ -1,3 +1,6 @@
+// The store's counters for operators: its Prometheus collectors and
+// /debug/vars.
+
 package boltstore
 
 import (

@@ -1,7 +1,11 @@
+// Export and import of the running store ([Store.Export],
+// [Store.Import]): through temporary spools in the data directory, and
+// for an import one transaction that the flusher runs as an owner
+// operation (owners.go). The offline ones are in backup.go.
+
 package boltstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -134,8 +138,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 			today = s.cal.Today()
 			todayDate := today.Time().Format(dump.DateLayout)
 			tomorrowDate := (today + 1).Time().Format(dump.DateLayout)
-			if f := s.importRun.Load(); f != nil {
-				(*f)()
+			if f := s.testHooks().importRun; f != nil {
+				f()
 			}
 			keys = map[string]*imported{}
 			held := 0 // the keys the store holds besides the dump's new ones
@@ -205,7 +209,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, replace bool) error {
 					continue
 				}
 				prefix := keyPrefix([]byte(k))
-				for dk, dv := days.Seek(dayKey([]byte(k), today+1)); dk != nil && len(dk) == len(prefix)+4 && bytes.HasPrefix(dk, prefix); dk, dv = days.Next() {
+				for dk, dv := days.Seek(dayKey([]byte(k), today+1)); isDayOf(dk, prefix); dk, dv = days.Next() {
 					d := store.Day(binary.BigEndian.Uint32(dk[len(prefix):]))
 					n, err := readRecord(tagDays, dk, dv)
 					if err != nil {

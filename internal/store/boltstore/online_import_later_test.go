@@ -204,10 +204,10 @@ func TestOnlineImportAcrossMidnight(t *testing.T) {
 		return nil
 	}
 	mustIncr(t, s, []byte("blocker"))
-	s.putFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.putFault = fault })
 	go s.Flush()
 	<-entered // the flusher is in a pass
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Import(ctx, strings.NewReader(dumpKeyDays("k", today, map[int]uint64{0: 2, 1: 5}, false)), false)
@@ -256,11 +256,11 @@ func TestOnlineImportMidnightDuringItsTransaction(t *testing.T) {
 				s.Rollover()
 				mustIncrN(t, s, "k", 2) // on the old entry, batch: counted in memory
 			}
-			s.importRun.Store(&run)
+			setHooks(s, func(h *hooks) { h.importRun = run })
 			if err := s.Import(ctx, strings.NewReader(dumpKeyDays("k", today, map[int]uint64{0: 2, 1: 5}, false)), false); err != nil {
 				t.Fatal(err)
 			}
-			s.importRun.Store(nil)
+			setHooks(s, func(h *hooks) { h.importRun = nil })
 			wantDay, wantTotal := held+5+2+1, held+1+7+2+1
 			if c := mustIncr(t, s, []byte("k")); c.Today != wantDay || c.Total != wantTotal {
 				t.Errorf("a visit on D+1 after the import = %+v, want today %d, total %d", c, wantDay, wantTotal)

@@ -315,7 +315,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // format 2 file as format 3 writes the visits it carries too: a key
 // first visited after the start is in the file after a restart, with
 // the migrated keys. Planted: commitTx returning once the mark was put
-// (boltstore.go's `Put(keyFormat, …); err != nil` negated): the pass
+// (flush.go's `Put(keyFormat, …); err != nil` negated): the pass
 // succeeded and the new key was lost, which the migration test, whose
 // first pass carries no visit, did not see.
 func TestFirstPassOnAFormat2FileWritesItsVisits(t *testing.T) {

@@ -1,22 +1,3 @@
-package boltstore
-
-import (
-	"bytes"
-	"context"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
-	"maps"
-	"math"
-	"slices"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
-
-	"visitors/internal/store"
-)
-
 // Owner operations: Set, Lock, Delete, the token records, and the
 // online import (online.go).
 //
@@ -51,6 +32,25 @@ import (
 // with it: the new entry starts from the old one's total as it retires
 // it, and the flusher forwards each visit counted on the old entry after
 // that to the new one (forward).
+
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"visitors/internal/store"
+)
 
 // ownerOp is an operation the flusher runs: run makes its writes in tx
 // (floor, when not 0, is the log seq to floor every key it lowers at),
@@ -139,8 +139,8 @@ func (s *Store) newEntry(key string) *entry {
 	if e == nil || e.key != key {
 		e = &entry{key: key}
 	}
-	if f := s.entryMade.Load(); f != nil {
-		(*f)(e)
+	if f := s.testHooks().entryMade; f != nil {
+		f(e)
 	}
 	return e
 }
@@ -158,8 +158,8 @@ func (s *Store) replace(e2 *entry, forward bool, base *entry, baseTotal uint64) 
 	defer s.incoming.Store(nil)
 	key := []byte(e2.key)
 	gap := func() {
-		if f := s.replaceGap.Load(); f != nil {
-			(*f)()
+		if f := s.testHooks().replaceGap; f != nil {
+			f()
 		}
 	}
 	for {
@@ -220,8 +220,8 @@ func (s *Store) forward(e *entry) *entry {
 
 // keyFault is the planted failure of key's writes, for tests.
 func (s *Store) keyFault(key string) error {
-	if f := s.putFault.Load(); f != nil {
-		return (*f)(key)
+	if f := s.testHooks().putFault; f != nil {
+		return f(key)
 	}
 	return nil
 }
@@ -449,7 +449,7 @@ func deleteKey(tx *bolt.Tx, key []byte) error {
 func deleteDays(days *bolt.Bucket, kp []byte) error {
 	var ks [][]byte
 	c := days.Cursor()
-	for k, _ := c.Seek(kp); k != nil && len(k) == len(kp)+4 && bytes.HasPrefix(k, kp); k, _ = c.Next() {
+	for k, _ := c.Seek(kp); isDayOf(k, kp); k, _ = c.Next() {
 		ks = append(ks, bytes.Clone(k))
 	}
 	for _, k := range ks {

@@ -32,11 +32,11 @@ func TestANegativeAddGivesNoOtherKeyItsPlace(t *testing.T) {
 			oldKey = err
 		}
 	}
-	s.replaceGap.Store(&gap)
+	setHooks(s, func(h *hooks) { h.replaceGap = gap })
 	if _, err := s.Add(ctx, []byte("k"), -1); err != nil {
 		t.Fatal(err)
 	}
-	s.replaceGap.Store(nil)
+	setHooks(s, func(h *hooks) { h.replaceGap = nil })
 	if oldKey != nil {
 		t.Errorf("a visit to k during its negative Add: %v, want it counted", oldKey)
 	}

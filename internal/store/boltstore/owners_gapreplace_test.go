@@ -21,10 +21,10 @@ func TestVisitInAReplacingImportsGapCounts(t *testing.T) {
 	s := mustOpen(t, o)
 	var visitErr error
 	gap := func() {
-		s.replaceGap.Store(nil)
+		setHooks(s, func(h *hooks) { h.replaceGap = nil })
 		_, _, visitErr = s.Visit(ctx, []byte("k"), true)
 	}
-	s.replaceGap.Store(&gap)
+	setHooks(s, func(h *hooks) { h.replaceGap = gap })
 	if err := s.Import(ctx, strings.NewReader(dumpKeyDays("k", s.cal.Today(), map[int]uint64{0: 1000}, false)), true); err != nil {
 		t.Fatal(err)
 	}

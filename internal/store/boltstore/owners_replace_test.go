@@ -53,10 +53,10 @@ func TestAVisitThatMadeAnEntryDuringAReplace(t *testing.T) {
 			}
 		}
 	}
-	s.entryMade.Store(&hold)
+	setHooks(s, func(h *hooks) { h.entryMade = hold })
 	var visit sync.WaitGroup
 	gap := func() {
-		s.replaceGap.Store(nil)
+		setHooks(s, func(h *hooks) { h.replaceGap = nil })
 		visit.Go(func() {
 			if _, _, err := s.Visit(ctx, []byte("k"), true); err != nil {
 				t.Error(err)
@@ -64,7 +64,7 @@ func TestAVisitThatMadeAnEntryDuringAReplace(t *testing.T) {
 		})
 		<-made // the visit has the new entry from newEntry
 	}
-	s.replaceGap.Store(&gap)
+	setHooks(s, func(h *hooks) { h.replaceGap = gap })
 	// An import of a key memory does not hold: replace finds no entry
 	// to take the place of (a negative Add or a Set swaps its entry in
 	// the old one's place, and a visit then finds that one).
@@ -76,7 +76,7 @@ func TestAVisitThatMadeAnEntryDuringAReplace(t *testing.T) {
 	}
 	close(release)
 	visit.Wait()
-	s.entryMade.Store(nil)
+	setHooks(s, func(h *hooks) { h.entryMade = nil })
 	for range 3 {
 		if _, _, err := s.Visit(ctx, []byte("k"), true); err != nil {
 			t.Fatal(err)

@@ -159,7 +159,7 @@ func TestOwnerOpsWhileAKeyFails(t *testing.T) {
 
 	// Once the key is written again the file holds every record, and the
 	// floors go.
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -852,7 +852,7 @@ func TestNegativeAddWhileAKeyFailsSurvivesACrash(t *testing.T) {
 		}
 	}
 	mustClose(t, r)
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	mustClose(t, s)
 }
 
@@ -880,7 +880,7 @@ func TestPositiveAddWhileAKeyFailsCountsOnceAfterACrash(t *testing.T) {
 		}
 	}
 	mustClose(t, r)
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	mustClose(t, s)
 }
 

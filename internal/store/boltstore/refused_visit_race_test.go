@@ -40,7 +40,7 @@ func raceRefusedVisits(t *testing.T, logEvery uint64) {
 		}
 		return nil
 	}
-	s.putFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.putFault = fault })
 	var syncs atomic.Uint64
 	logFault := func() error {
 		if syncs.Add(1)%logEvery == 1%logEvery { // the first fails
@@ -48,7 +48,7 @@ func raceRefusedVisits(t *testing.T, logEvery uint64) {
 		}
 		return nil
 	}
-	s.logFault.Store(&logFault)
+	setHooks(s, func(h *hooks) { h.logFault = logFault })
 	const rounds, keys, perKey = 5, 300, 4
 	acked := make([]atomic.Uint64, rounds*keys)
 	var refused atomic.Uint64
@@ -68,7 +68,7 @@ func raceRefusedVisits(t *testing.T, logEvery uint64) {
 		}
 		wg.Wait()
 	}
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	healLog(s)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)

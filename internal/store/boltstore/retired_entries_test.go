@@ -19,7 +19,7 @@ func countWrites(s *Store) *sync.Map {
 		n.(*atomic.Int64).Add(1)
 		return nil
 	}
-	s.putFault.Store(&f)
+	setHooks(s, func(h *hooks) { h.putFault = f })
 	return &m
 }
 
@@ -83,7 +83,7 @@ func TestForwardedVisitSurvivesAFailedPass(t *testing.T) {
 	s, o, old := retiredByANegativeAdd(t)
 	lateVisit(s, old)
 	fault := func(key string) error { return errors.New("planted") }
-	s.putFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.putFault = fault })
 	if err := s.Flush(); err != nil {
 		t.Fatal(err) // a key that fails fails its visits, not the pass
 	}
@@ -91,7 +91,7 @@ func TestForwardedVisitSurvivesAFailedPass(t *testing.T) {
 		t.Fatal("the pass with k failing left the store healthy")
 	}
 	lateVisit(s, old) // one more, after the failed pass
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}

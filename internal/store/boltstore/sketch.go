@@ -1,3 +1,6 @@
+// The unique-visitor sketches: one a key and a day, in a bucket of
+// their own, put by the service and loaded when it starts.
+
 package boltstore
 
 import (

@@ -1,23 +1,3 @@
-package boltstore
-
-import (
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sync"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
-
-	"visitors/internal/store"
-	"visitors/internal/store/tally"
-)
-
 // The write-ahead log of [store.Sync] durability.
 //
 // A bbolt commit costs two fdatasyncs and several page writes (250-470 µs
@@ -54,6 +34,26 @@ import (
 // each is valid and follows the previous one: a torn last record (never
 // answered: its fdatasync had not returned) and leftovers of an earlier
 // run end it.
+
+package boltstore
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"visitors/internal/store"
+	"visitors/internal/store/tally"
+)
 
 // LogName is the write-ahead log inside the data directory.
 const LogName = "visitors.wal"
@@ -302,15 +302,7 @@ func applyLog(tx *bolt.Tx, recs []logRecord) error {
 	// raise writes n under k if it is more than the record there, and
 	// reports whether it did.
 	raise := func(b *bolt.Bucket, tag byte, k []byte, n uint64) (bool, error) {
-		var old uint64
-		var err error
-		if tag == tagTotals {
-			var t total
-			t, err = parseTotal(k, b.Get(k))
-			old = t.n
-		} else {
-			old, err = readRecord(tag, k, b.Get(k))
-		}
+		old, err := readValue(tag, k, b.Get(k))
 		if err != nil {
 			return false, fmt.Errorf("%q: %w", k, err)
 		}

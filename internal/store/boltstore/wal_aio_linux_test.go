@@ -10,7 +10,7 @@ import (
 // through AIO, the passes are pipelined: while one record's sync is
 // held, the next visit's record is written and its sync begins. (Mutation
 // testing, issue 28: logPass asking pipelineLog about the wrong AIO,
-// boltstore.go:766:33, passed every test on this two-core machine, where
+// in flush.go, passed every test on this two-core machine, where
 // GOMAXPROCS > 1 pipelines either way; with one P it made a sync wait for
 // the one before, holding the flusher, AIO or not.)
 func TestLogPipelinedThroughAIOWithOneP(t *testing.T) {

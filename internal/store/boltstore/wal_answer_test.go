@@ -60,7 +60,7 @@ func holdLogSyncs[T any](s *Store, began chan<- T, next func() (T, <-chan error)
 			return nil
 		}
 	}
-	s.logFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.logFault = fault })
 	return sync.OnceFunc(func() { close(quit); healLog(s) })
 }
 

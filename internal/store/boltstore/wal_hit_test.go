@@ -14,7 +14,7 @@ import (
 // file cannot take its pass either, the Hit is refused, not answered.
 // The race is made here by joining the pass by hand. (Mutation testing,
 // issue 28: with the test of the broken log after settle negated,
-// boltstore.go:781:15, that Hit was answered, and every test still
+// in logPass (flush.go), that Hit was answered, and every test still
 // passed.)
 func TestHitInAFailedRecordIsRefused(t *testing.T) {
 	defer func(f func(bool) bool) { pipelineLog = f }(pipelineLog)

@@ -44,7 +44,7 @@ func openWithAFailingKey(t *testing.T, dir, bad string) *Store {
 		}
 		return nil
 	}
-	s.putFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.putFault = fault })
 	return s
 }
 
@@ -269,7 +269,7 @@ func TestLogFailureFallsBackToTheFile(t *testing.T) {
 	s := openSyncLogOnly(t, t.TempDir())
 	mustIncrN(t, s, "a", 1)
 	fault := func() error { return errors.New("planted log failure") }
-	s.logFault.Store(&fault)
+	setHooks(s, func(h *hooks) { h.logFault = fault })
 	mustIncrN(t, s, "a", 2)
 	if n := readTotal(t, fileCopy(t, s), "a"); n != 3 {
 		t.Errorf("the file holds a = %d while the log fails, want 3", n)
@@ -401,14 +401,14 @@ func TestWALReplayNeverLowersTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFault := func() error { return errors.New("planted log failure") }
-	s.logFault.Store(&logFault) // passes commit to the file from here
+	setHooks(s, func(h *hooks) { h.logFault = logFault }) // passes commit to the file from here
 	mustIncrN(t, s, "good", 2)
 	var last uint64
 	for range 3 {
 		last = mustHit(t, s)
 	}
 	crashed := crashCopy(t, s)
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	healLog(s)
 	mustClose(t, s)
 
@@ -438,7 +438,7 @@ func TestWALLogKeptWhileAKeyFails(t *testing.T) {
 	mustIncrN(t, s, "good", 2)
 	mustIncrN(t, s, "bad", 1)
 	crashed := crashCopy(t, s)
-	s.putFault.Store(nil)
+	setHooks(s, func(h *hooks) { h.putFault = nil })
 	mustClose(t, s)
 
 	r, err := Open(Options{Dir: crashed})
