@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"visitors/internal/store"
+	"visitors/internal/store/storetest"
 )
 
 // visitingStore is a store in which a visit to every key changed comes
@@ -58,7 +59,11 @@ func TestPutOrdersTotalAndLock(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			counted := 0
 			e := newEnv(t, 0, func(c *Config) {
-				c.Store = visitingStore{Store: c.Store, visit: c.Store.(store.Counter).Incr, counted: &counted}
+				inner := c.Store.(store.Counter)
+				visit := func(ctx context.Context, key []byte) (store.Counts, error) {
+					return storetest.Incr(ctx, inner, key)
+				}
+				c.Store = visitingStore{Store: c.Store, visit: visit, counted: &counted}
 			})
 			key := []byte("k")
 			if _, err := e.st.Set(t.Context(), key, 5); err != nil {
