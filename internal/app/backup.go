@@ -78,7 +78,7 @@ func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 	}
 	switch b.kind {
 	case StoreEmbedded:
-		return boltstore.Export(b.data, stdout)
+		return boltstore.Offline{Dir: b.data}.Export(stdout)
 	case StoreRedis:
 		return redisstore.Export(redisOptions(b.redis, redisstore.Options{}), stdout, time.Now())
 	}
@@ -130,7 +130,7 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 	}
 	switch b.kind {
 	case StoreEmbedded:
-		return boltstore.ImportLimited(b.data, in, *replace, *maxKeys)
+		return boltstore.Offline{Dir: b.data, MaxKeys: *maxKeys}.Import(in, *replace)
 	case StoreRedis:
 		return redisstore.Import(redisOptions(b.redis, redisstore.Options{MaxKeys: *maxKeys}), in, *replace, "", time.Now())
 	}
