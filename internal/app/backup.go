@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"visitors/internal/compat"
 	"visitors/internal/store/boltstore"
@@ -80,7 +79,7 @@ func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 	case StoreEmbedded:
 		return boltstore.Offline{Dir: b.data}.Export(stdout)
 	case StoreRedis:
-		return redisstore.Export(redisOptions(b.redis, redisstore.Options{}), stdout, time.Now())
+		return redisstore.Offline{Options: redisOptions(b.redis, redisstore.Options{})}.Export(stdout)
 	}
 	return fmt.Errorf("export: -store %s: want embedded or redis", b.kind) // not past its form
 }
@@ -132,7 +131,7 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 	case StoreEmbedded:
 		return boltstore.Offline{Dir: b.data, MaxKeys: *maxKeys}.Import(in, *replace)
 	case StoreRedis:
-		return redisstore.Import(redisOptions(b.redis, redisstore.Options{MaxKeys: *maxKeys}), in, *replace, "", time.Now())
+		return redisstore.Offline{Options: redisOptions(b.redis, redisstore.Options{MaxKeys: *maxKeys})}.Import(in, *replace)
 	}
 	return fmt.Errorf("import: -store %s: want embedded or redis", b.kind) // not past its form
 }
