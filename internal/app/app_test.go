@@ -385,7 +385,7 @@ func TestStoreKinds(t *testing.T) {
 				return
 			}
 			var dump bytes.Buffer
-			if err := boltstore.Export(cfg.Data, &dump); err != nil {
+			if err := (boltstore.Offline{Dir: cfg.Data}).Export(&dump); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(dump.String(), `{"key":"kinds","total":1,`) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"visitors/internal/compat"
 	"visitors/internal/store/boltstore"
@@ -27,9 +26,36 @@ var subcommandForms = map[string]form{
 
 // backupStore is the store a subcommand uses, as its flags say.
 type backupStore struct {
-	kind  StoreKind
-	data  string
-	redis RedisConfig
+	kind    StoreKind
+	data    string
+	redis   RedisConfig
+	maxKeys int // import's -max-keys; 0 (no limit) for the others
+}
+
+// offlineStore is a store read and written by a subcommand rather than
+// through a running service: [boltstore.Offline] or [redisstore.Offline].
+type offlineStore interface {
+	// Export writes every count of the store as one JSON dump to w.
+	Export(w io.Writer) error
+	// Import reads a dump from r into the store, adding to its counts
+	// or, with replace, replacing them.
+	Import(r io.Reader, replace bool) error
+}
+
+var (
+	_ offlineStore = boltstore.Offline{}
+	_ offlineStore = redisstore.Offline{}
+)
+
+// offline returns the store b names, for export and import.
+func (b *backupStore) offline() (offlineStore, error) {
+	switch b.kind {
+	case StoreEmbedded:
+		return boltstore.Offline{Dir: b.data, MaxKeys: b.maxKeys}, nil
+	case StoreRedis:
+		return redisstore.Offline{Options: redisOptions(b.redis, redisstore.Options{MaxKeys: b.maxKeys})}, nil
+	}
+	return nil, fmt.Errorf("-store %s: want embedded or redis", b.kind) // not past its form
 }
 
 // backupCommand returns the flag set of the subcommand name, whose usage
@@ -76,13 +102,11 @@ func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 	if err := cl.parseNone(args, subcommandForms, getenv, stdout); err != nil {
 		return err
 	}
-	switch b.kind {
-	case StoreEmbedded:
-		return boltstore.Export(b.data, stdout)
-	case StoreRedis:
-		return redisstore.Export(redisOptions(b.redis, redisstore.Options{}), stdout, time.Now())
+	st, err := b.offline()
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
-	return fmt.Errorf("export: -store %s: want embedded or redis", b.kind) // not past its form
+	return st.Export(stdout)
 }
 
 // Import runs "visitors import": it reads a JSON dump from the named
@@ -94,7 +118,7 @@ func Export(args []string, getenv func(string) string, stdout io.Writer) error {
 func Import(args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	cl, b := backupCommand("import", importUsage, getenv)
 	replace := cl.fs.Bool("replace", false, "replace every count instead of adding to them")
-	maxKeys := cl.fs.Int("max-keys", 1_000_000, "most distinct names the store may hold after the import; past it the import is refused (0: no limit)")
+	cl.fs.IntVar(&b.maxKeys, "max-keys", 1_000_000, "most distinct names the store may hold after the import; past it the import is refused (0: no limit)")
 	format := cl.fs.String("format", "json", "what the file holds: json (a visitors export) or csv (rows of key,total and key,date,count; adds, never with -replace)")
 	rest, err := cl.parse(args, subcommandForms, getenv, stdout)
 	if err != nil {
@@ -128,13 +152,11 @@ func Import(args []string, getenv func(string) string, stdin io.Reader, stdout i
 		}
 		in = &d
 	}
-	switch b.kind {
-	case StoreEmbedded:
-		return boltstore.ImportLimited(b.data, in, *replace, *maxKeys)
-	case StoreRedis:
-		return redisstore.Import(redisOptions(b.redis, redisstore.Options{MaxKeys: *maxKeys}), in, *replace, "", time.Now())
+	st, err := b.offline()
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
-	return fmt.Errorf("import: -store %s: want embedded or redis", b.kind) // not past its form
+	return st.Import(in, *replace)
 }
 
 // Check runs "visitors check": it verifies the embedded store in -data

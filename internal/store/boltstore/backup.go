@@ -17,12 +17,28 @@ import (
 	"visitors/internal/store/dump"
 )
 
-// Export writes every counter of the store in dir, totals, daily counts
-// and locks, as one JSON [Dump] to w, one key a line, streaming. The store
-// must not be open in another process: Export takes its lock. A record
-// whose checksum fails stops the export with an error naming it.
-func Export(dir string, w io.Writer) error {
-	path := filepath.Join(dir, FileName)
+// Offline is the embedded store in Dir while no service runs on it: what
+// the CLI's "visitors export" and "visitors import" read and write. Its
+// methods take the file's lock, so a service cannot start on the store
+// meanwhile, and they fail if one holds it. A running store is exported
+// and imported through its owner instead, [Store.Export] and
+// [Store.Import] (the owner API's /api/v1/export and /api/v1/import),
+// while it keeps counting. An Offline holds nothing open between calls;
+// two imports into one store must not run at once.
+type Offline struct {
+	Dir string // the data directory, as [Options.Dir]
+	// MaxKeys is the most distinct keys the store may hold after an
+	// import; <= 0: no limit. Export ignores it.
+	MaxKeys int
+}
+
+// Export writes every counter of the store in o.Dir, totals, daily
+// counts and locks, as one JSON [dump.Dump] to w, one key a line,
+// streaming. The store must not be open in another process: Export takes
+// its lock. A record whose checksum fails stops the export with an error
+// naming it.
+func (o Offline) Export(w io.Writer) error {
+	path := filepath.Join(o.Dir, FileName)
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -36,11 +52,11 @@ func Export(dir string, w io.Writer) error {
 	defer db.Close()
 	// Visits a crash left in the log are exported too, from a copy:
 	// export writes nothing in dir.
-	switch n, err := logPending(db, dir); {
+	switch n, err := logPending(db, o.Dir); {
 	case err != nil:
 		return fmt.Errorf("export %s: %w", path, err)
 	case n > 0:
-		cp, remove, err := settledCopy(db, dir)
+		cp, remove, err := settledCopy(db, o.Dir)
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
@@ -107,11 +123,13 @@ func exportTx(tx *bolt.Tx, hits uint64, w io.Writer) error {
 // test lowers it.
 var importBatch = 10_000
 
-// Import reads a [dump.Dump] from r into the store in dir, creating it if
-// needed. With replace, the dump replaces every count and lock (the
+// Import reads a [dump.Dump] from r into the store in o.Dir, creating it
+// if needed. With replace, the dump replaces every count and lock (the
 // owner's tokens are kept); otherwise its counts are added to what the
 // store holds, and its locks join the store's. Either way the /hi counter
-// becomes the larger of the two, so no number is handed out twice.
+// becomes the larger of the two, so no number is handed out twice. A dump
+// that would take the store past o.MaxKeys distinct keys is refused whole,
+// with an error wrapping [store.ErrTooManyKeys].
 //
 // It is strict and all or nothing: a dump with a date outside
 // 1970-01-01..9999-12-31, a count that would overflow, days adding up to
@@ -121,18 +139,11 @@ var importBatch = 10_000
 // dump is read one key at a time into a copy of the store, which replaces
 // the store (a rename) only once the whole dump has been read. The store
 // must not be open in another process.
-func Import(dir string, r io.Reader, replace bool) error {
-	return ImportLimited(dir, r, replace, 0)
-}
-
-// ImportLimited is [Import] into a store that may hold at most maxKeys
-// distinct keys (<= 0: no limit): a dump that would take it past them is
-// refused whole, with an error wrapping [store.ErrTooManyKeys].
-func ImportLimited(dir string, r io.Reader, replace bool, maxKeys int) error {
-	if err := os.MkdirAll(dir, DirMode); err != nil {
-		return fmt.Errorf("import: create data directory %s: %w", dir, err)
+func (o Offline) Import(r io.Reader, replace bool) error {
+	if err := os.MkdirAll(o.Dir, DirMode); err != nil {
+		return fmt.Errorf("import: create data directory %s: %w", o.Dir, err)
 	}
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(o.Dir, FileName)
 	// The store, if there is one, is checked and opened read-only: its
 	// shared lock keeps a service from starting on it meanwhile, and
 	// nothing writes to it (a format 1 store is migrated in the copy).
@@ -146,7 +157,7 @@ func ImportLimited(dir string, r io.Reader, replace bool, maxKeys int) error {
 		// Visits a crash left in the log join the store first. (A store
 		// made from scratch below gets a log id of its own, so the old
 		// log's records can never replay onto it.)
-		if err := settleLog(dir, path); err != nil {
+		if err := settleLog(o.Dir, path); err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
 		if live, err = boltOpen(path, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true}); err != nil {
@@ -221,8 +232,8 @@ func ImportLimited(dir string, r io.Reader, replace bool, maxKeys int) error {
 		held += added
 		return err
 	})
-	if err == nil && maxKeys > 0 && held > maxKeys {
-		err = dump.TooManyKeys(held, maxKeys)
+	if err == nil && o.MaxKeys > 0 && held > o.MaxKeys {
+		err = dump.TooManyKeys(held, o.MaxKeys)
 	}
 	if err != nil {
 		return fmt.Errorf("import: %w; the store was not changed", err)
@@ -248,7 +259,7 @@ func ImportLimited(dir string, r io.Reader, replace bool, maxKeys int) error {
 		return fmt.Errorf("import: put the new store in place: %w; the store was not changed", err)
 	}
 	placed = true
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(o.Dir); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	return nil

@@ -12,8 +12,8 @@ import (
 // store to exactly -max-keys distinct keys, counting the keys it holds
 // (a merge) or only the dump's (a replace), and one key more is refused
 // whole with [store.ErrTooManyKeys], the store as it was. (Mutation
-// testing, issue 28: with the bound's check negated, backup.go:228:9, or
-// `>=`, 228:39, every test still passed.)
+// testing, issue 28: with the bound's check in [Offline.Import] negated,
+// or its `held > MaxKeys` made `>=`, every test still passed.)
 func TestOfflineImportTakesMaxKeysExactly(t *testing.T) {
 	dumpOf := func(keys ...string) string {
 		var b strings.Builder
@@ -28,18 +28,19 @@ func TestOfflineImportTakesMaxKeysExactly(t *testing.T) {
 		return b.String()
 	}
 	dir := t.TempDir()
-	noErr(t, ImportLimited(dir, strings.NewReader(dumpOf("a", "b")), false, 3), "ImportLimited(%s, max %d)", "a, b", 3)
+	off := Offline{Dir: dir, MaxKeys: 3}
+	noErr(t, off.Import(strings.NewReader(dumpOf("a", "b")), false), "Import(%s) with at most %d keys", "a, b", 3)
 	// a and b held, b again and c new: 3 keys, the bound.
-	noErr(t, ImportLimited(dir, strings.NewReader(dumpOf("b", "c")), false, 3), "ImportLimited(%s, max %d)", "b, c", 3)
-	err := ImportLimited(dir, strings.NewReader(dumpOf("d")), false, 3)
+	noErr(t, off.Import(strings.NewReader(dumpOf("b", "c")), false), "Import(%s) with at most %d keys", "b, c", 3)
+	err := off.Import(strings.NewReader(dumpOf("d")), false)
 	if !errors.Is(err, store.ErrTooManyKeys) {
-		t.Errorf("ImportLimited(d) into a, b, c with at most 3 keys = %v, want %v", err, store.ErrTooManyKeys)
+		t.Errorf("Import(d) into a, b, c with at most 3 keys = %v, want %v", err, store.ErrTooManyKeys)
 	}
 	// A replace counts the dump's keys alone.
-	noErr(t, ImportLimited(dir, strings.NewReader(dumpOf("x", "y", "z")), true, 3), "ImportLimited(%s, replace, max %d)", "x, y, z", 3)
-	err = ImportLimited(dir, strings.NewReader(dumpOf("p", "q", "r", "s")), true, 3)
+	noErr(t, off.Import(strings.NewReader(dumpOf("x", "y", "z")), true), "Import(%s, replace) with at most %d keys", "x, y, z", 3)
+	err = off.Import(strings.NewReader(dumpOf("p", "q", "r", "s")), true)
 	if !errors.Is(err, store.ErrTooManyKeys) {
-		t.Errorf("ImportLimited -replace of 4 keys with at most 3 = %v, want %v", err, store.ErrTooManyKeys)
+		t.Errorf("Import -replace of 4 keys with at most 3 = %v, want %v", err, store.ErrTooManyKeys)
 	}
 	s := mustOpen(t, Options{Dir: dir})
 	defer mustClose(t, s)

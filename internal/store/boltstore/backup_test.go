@@ -39,15 +39,15 @@ func TestExportImportRoundTrip(t *testing.T) {
 	mustClose(t, s)
 
 	var first bytes.Buffer
-	if err := Export(src, &first); err != nil {
+	if err := (Offline{Dir: src}).Export(&first); err != nil {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	if err := Import(dst, bytes.NewReader(first.Bytes()), false); err != nil {
+	if err := (Offline{Dir: dst}).Import(bytes.NewReader(first.Bytes()), false); err != nil {
 		t.Fatal(err)
 	}
 	var second bytes.Buffer
-	if err := Export(dst, &second); err != nil {
+	if err := (Offline{Dir: dst}).Export(&second); err != nil {
 		t.Fatal(err)
 	}
 	if first.String() != second.String() {
@@ -60,19 +60,19 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 
 	// Merging adds; replacing replaces.
-	if err := Import(dst, bytes.NewReader(first.Bytes()), false); err != nil {
+	if err := (Offline{Dir: dst}).Import(bytes.NewReader(first.Bytes()), false); err != nil {
 		t.Fatal(err)
 	}
 	var merged bytes.Buffer
-	Export(dst, &merged)
+	Offline{Dir: dst}.Export(&merged)
 	if !strings.Contains(merged.String(), storetest.Dated(`"key":"a","total":6,"days":{"$D":4,"$D+1":2}`)) {
 		t.Errorf("merge import did not add:\n%s", merged.String())
 	}
-	if err := Import(dst, strings.NewReader(`{"format":"visitors-export-1","hits":100,"keys":[{"key":"z","total":5}]}`), true); err != nil {
+	if err := (Offline{Dir: dst}).Import(strings.NewReader(`{"format":"visitors-export-1","hits":100,"keys":[{"key":"z","total":5}]}`), true); err != nil {
 		t.Fatal(err)
 	}
 	var replaced bytes.Buffer
-	Export(dst, &replaced)
+	Offline{Dir: dst}.Export(&replaced)
 	if want := "{\"format\":\"visitors-export-1\",\"hits\":100,\"keys\":[\n{\"key\":\"z\",\"total\":5}\n]}\n"; replaced.String() != want {
 		t.Errorf("after a replacing import, export = %q, want %q", replaced.String(), want)
 	}
@@ -124,7 +124,7 @@ func TestImportIsStrict(t *testing.T) {
 				if replace && strings.HasPrefix(tt.name, "merge") {
 					continue // only adding overflows
 				}
-				err := Import(dir, strings.NewReader(tt.dump), replace)
+				err := Offline{Dir: dir}.Import(strings.NewReader(tt.dump), replace)
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("Import(%.80q, replace=%v) = %v, want an error containing %q", tt.dump, replace, err, tt.want)
 				}
@@ -141,7 +141,7 @@ func TestImportIsStrict(t *testing.T) {
 func TestImportTakesRunesSplitAcrossReads(t *testing.T) {
 	dir := t.TempDir()
 	dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + `{"key":"日本é😀","total":3}]}`
-	if err := Import(dir, iotest.OneByteReader(strings.NewReader(dump)), false); err != nil {
+	if err := (Offline{Dir: dir}).Import(iotest.OneByteReader(strings.NewReader(dump)), false); err != nil {
 		t.Fatalf("Import one byte a read: %v", err)
 	}
 	s := mustOpen(t, Options{Dir: dir})
@@ -163,7 +163,7 @@ func TestImportNeverLowersHi(t *testing.T) {
 				last = mustHit(t, s)
 			}
 			mustClose(t, s)
-			if err := Import(dir, strings.NewReader(`{"format":"visitors-export-1","hits":3,"keys":[]}`), replace); err != nil {
+			if err := (Offline{Dir: dir}).Import(strings.NewReader(`{"format":"visitors-export-1","hits":3,"keys":[]}`), replace); err != nil {
 				t.Fatal(err)
 			}
 			s = mustOpen(t, Options{Dir: dir})
@@ -194,7 +194,7 @@ func TestImportStreamsLargeDumps(t *testing.T) {
 		pw.Close()
 	}()
 	dir := t.TempDir()
-	if err := Import(dir, pr, false); err != nil {
+	if err := (Offline{Dir: dir}).Import(pr, false); err != nil {
 		t.Fatal(err)
 	}
 	clock := storetest.NewClock(storetest.At(0, "12:00"))
@@ -212,7 +212,7 @@ func TestExportRefusesARunningStore(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir})
 	defer mustClose(t, s)
-	if err := Export(dir, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "another process") {
+	if err := (Offline{Dir: dir}).Export(new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "another process") {
 		t.Errorf("Export of an open store = %v, want an error saying to stop visitors", err)
 	}
 }
@@ -229,7 +229,7 @@ func TestImportTakesTheLimitsExactly(t *testing.T) {
 {"key":"b","total":1},
 {"key":"c","total":2}
 ]}`, uint64(store.MaxTotal), day, uint64(store.MaxDay))
-	if err := Import(dir, strings.NewReader(dump), false); err != nil {
+	if err := (Offline{Dir: dir}).Import(strings.NewReader(dump), false); err != nil {
 		t.Fatalf("Import at the limits: %v", err)
 	}
 	s := mustOpen(t, Options{Dir: dir})
@@ -258,7 +258,7 @@ func TestImportLeavesNothingBehind(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, FileName+".import"), []byte("a dead import's copy"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := Import(dir, strings.NewReader(dump), false); err != nil {
+		if err := (Offline{Dir: dir}).Import(strings.NewReader(dump), false); err != nil {
 			t.Fatalf("existing %v: Import: %v", existing, err)
 		}
 		entries, err := os.ReadDir(dir)
@@ -274,7 +274,7 @@ func TestImportIntoFormat1(t *testing.T) {
 	dir := t.TempDir()
 	writeFormat1(t, dir, 42, map[string]uint64{"octocat": 7})
 	dump := `{"format":"visitors-export-1","hits":3,"keys":[{"key":"octocat","total":1},{"key":"","total":2}]}`
-	if err := Import(dir, strings.NewReader(dump), false); err != nil {
+	if err := (Offline{Dir: dir}).Import(strings.NewReader(dump), false); err != nil {
 		t.Fatal(err)
 	}
 	s := mustOpen(t, Options{Dir: dir})
@@ -298,12 +298,12 @@ func TestImportEdges(t *testing.T) {
 		fmt.Sprintf(storetest.Dated(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":%d,"days":{"$D-1":0,"$D":1}}]}`), uint64(store.MaxTotal)),
 		`{"format":"visitors-export-1","hits":0,"keys":[{"key":"a","total":0}]}`, // onto a full counter
 	} {
-		if err := Import(dir, strings.NewReader(dump), false); err != nil {
+		if err := (Offline{Dir: dir}).Import(strings.NewReader(dump), false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var out bytes.Buffer
-	if err := Export(dir, &out); err != nil {
+	if err := (Offline{Dir: dir}).Export(&out); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), storetest.Date(-1)) || !strings.Contains(out.String(), storetest.Dated(`"$D":1`)) {
@@ -332,7 +332,7 @@ func TestOfflineReplaceKeepsEveryToken(t *testing.T) {
 	mustIncrN(t, s, "old", 1)
 	mustClose(t, s)
 
-	if err := Import(dir, strings.NewReader(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"new","total":2}]}`), true); err != nil {
+	if err := (Offline{Dir: dir}).Import(strings.NewReader(`{"format":"visitors-export-1","hits":0,"keys":[{"key":"new","total":2}]}`), true); err != nil {
 		t.Fatal(err)
 	}
 	s = mustOpen(t, Options{Dir: dir})
@@ -378,10 +378,10 @@ func TestBackupClosesWhatItOpens(t *testing.T) {
 		name string
 		run  func() error
 	}{
-		{"an import into a new directory", func() error { return Import(dir, strings.NewReader(dump), false) }},
-		{"an import onto the store", func() error { return Import(dir, strings.NewReader(dump), false) }},
-		{"a replacing import", func() error { return Import(dir, strings.NewReader(dump), true) }},
-		{"an export", func() error { return Export(dir, io.Discard) }},
+		{"an import into a new directory", func() error { return Offline{Dir: dir}.Import(strings.NewReader(dump), false) }},
+		{"an import onto the store", func() error { return Offline{Dir: dir}.Import(strings.NewReader(dump), false) }},
+		{"a replacing import", func() error { return Offline{Dir: dir}.Import(strings.NewReader(dump), true) }},
+		{"an export", func() error { return Offline{Dir: dir}.Export(io.Discard) }},
 	} {
 		if err := step.run(); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
@@ -409,7 +409,7 @@ func importTxns(t *testing.T, n, batch int) uint64 {
 	}
 	dump.WriteString("\n]}\n")
 	dir := t.TempDir()
-	if err := Import(dir, strings.NewReader(dump.String()), false); err != nil {
+	if err := (Offline{Dir: dir}).Import(strings.NewReader(dump.String()), false); err != nil {
 		t.Fatal(err)
 	}
 	db, err := bolt.Open(filepath.Join(dir, FileName), 0o644, &bolt.Options{ReadOnly: true})
@@ -453,7 +453,7 @@ func TestImportTakesAValueOfTheBound(t *testing.T) {
 	}
 	dir := t.TempDir()
 	dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + obj + "\n]}\n"
-	if err := Import(dir, strings.NewReader(dump), false); err != nil {
+	if err := (Offline{Dir: dir}).Import(strings.NewReader(dump), false); err != nil {
 		t.Fatalf("Import of a key's object of %d bytes: %v", len(obj), err)
 	}
 	s := mustOpen(t, Options{Dir: dir})
@@ -493,7 +493,7 @@ func TestImportNamesTheLineOfAKeyItCannotAdd(t *testing.T) {
 			mustIncrN(t, s, "full", 1)
 			mustClose(t, s)
 			dump := `{"format":"visitors-export-1","hits":1,"keys":[` + "\n" + strings.Join(tt.keys, ",\n") + "\n]}\n"
-			err := Import(dir, strings.NewReader(dump), false)
+			err := Offline{Dir: dir}.Import(strings.NewReader(dump), false)
 			if want := fmt.Sprintf("line %d: %s", tt.line, tt.want); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "above the most it may hold") {
 				t.Errorf("Import = %v, want an error containing %q and saying the count is above the most it may hold", err, want)
 			}
@@ -519,7 +519,7 @@ func TestImportRefusesCountsTheStoreCannotHold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			dump := `{"format":"visitors-export-1","hits":0,"keys":[` + tc.kd + `]}`
-			if err := Import(dir, strings.NewReader(dump), true); err != nil {
+			if err := (Offline{Dir: dir}).Import(strings.NewReader(dump), true); err != nil {
 				return // refused: fine
 			}
 			s := mustOpen(t, Options{Dir: dir})
@@ -564,7 +564,7 @@ func TestImportMemoryIsBoundedByLines(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	// Refusing the run of blank lines as too large is fine; holding it
 	// all is not.
-	if err := Import(t.TempDir(), r, true); err != nil && !strings.Contains(err.Error(), "MiB") {
+	if err := (Offline{Dir: t.TempDir()}).Import(r, true); err != nil && !strings.Contains(err.Error(), "MiB") {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -587,7 +587,7 @@ func TestRefusedImportLeavesAFormat1StoreUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = Import(dir, strings.NewReader("hello"), false)
+	err = Offline{Dir: dir}.Import(strings.NewReader("hello"), false)
 	if err == nil {
 		t.Fatal("Import of a bad dump succeeded")
 	}
@@ -706,7 +706,7 @@ func TestOfflineImportFailsWhenTheLogCannotBeApplied(t *testing.T) {
 	}
 	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"x","total":1}]}`
 	storetest.WithFileSizeLimit(t, uint64(fi.Size()), func() {
-		err = Import(crashed, strings.NewReader(dump), false)
+		err = Offline{Dir: crashed}.Import(strings.NewReader(dump), false)
 	})
 	if err == nil || !strings.Contains(err.Error(), LogName) {
 		t.Errorf("Import while the log cannot be applied = %v, want an error naming %s", err, LogName)

@@ -49,7 +49,7 @@
 //   - wal.go: the write-ahead log of Sync durability, and its replay at
 //     open; aio_linux.go and datasync_*.go: how a record is made durable
 //     (Linux AIO, fdatasync).
-//   - backup.go: the offline export and import, of a store no process
+//   - backup.go: [Offline], the export and import of a store no process
 //     has open (visitors export, visitors import).
 //   - online.go: [Store.Export] and [Store.Import], of the running store.
 //   - owners.go: owner data and operations (Set, Add, Lock, Delete,

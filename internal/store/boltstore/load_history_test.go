@@ -118,7 +118,7 @@ func TestImportedLaterDayKeepsItsCount(t *testing.T) {
 				}
 			} else {
 				mustClose(t, s)
-				if err := Import(dir, strings.NewReader(dump), false); err != nil {
+				if err := (Offline{Dir: dir}).Import(strings.NewReader(dump), false); err != nil {
 					t.Fatal(err)
 				}
 				s = open()
@@ -249,7 +249,7 @@ func TestLaterDayReachedWithoutARestartAgrees(t *testing.T) {
 	date := func(d store.Day) string { return d.Time().Format(time.DateOnly) }
 	dump := `{"format":"visitors-export-1","hits":0,"keys":[{"key":"k","total":7,"days":{"` +
 		date(today) + `":2,"` + date(today+1) + `":5}}]}`
-	if err := Import(dir, strings.NewReader(dump), false); err != nil {
+	if err := (Offline{Dir: dir}).Import(strings.NewReader(dump), false); err != nil {
 		t.Fatal(err)
 	}
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now})

@@ -26,7 +26,7 @@ var _ store.Backup = (*Store)(nil)
 
 // Export implements [store.Backup]: it writes everything counted before
 // the call to the file (Flush), then the dump of the file as it is then,
-// with the exact /hi counter, in the format of the offline [Export]. The
+// with the exact /hi counter, in the format of [Offline.Export]. The
 // dump is spooled to a temporary file in the data directory first, so
 // that a slow reader never holds a bbolt read transaction open (a long
 // one would stall the flusher when the file grows).

@@ -96,7 +96,7 @@ func TestFormat2OpensWithTodaysCountsAndIsRewrittenDated(t *testing.T) {
 		}
 	}
 	var dumped bytes.Buffer // offline, before any binary of format 3 opened it
-	if err := Export(dir, &dumped); err != nil || !strings.Contains(dumped.String(), `"key":"a","total":5`) {
+	if err := (Offline{Dir: dir}).Export(&dumped); err != nil || !strings.Contains(dumped.String(), `"key":"a","total":5`) {
 		t.Errorf("Export of a format 2 file = %v, %q; want key a with total 5", err, dumped.String())
 	}
 	s := mustOpen(t, Options{Dir: dir, Now: clock.Now})

@@ -308,7 +308,7 @@ func TestOnlineExportEqualsOffline(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustClose(t, s)
-			if err := Export(dir, &offline); err != nil {
+			if err := (Offline{Dir: dir}).Export(&offline); err != nil {
 				t.Fatal(err)
 			}
 			if online.String() != offline.String() {
@@ -529,7 +529,7 @@ func TestOnlineImportMergeLosesNoRacingVisit(t *testing.T) {
 func TestOfflineBackupCarriesLocks(t *testing.T) {
 	src, clock := ownedDir(t)
 	var dump bytes.Buffer
-	if err := Export(src, &dump); err != nil {
+	if err := (Offline{Dir: src}).Export(&dump); err != nil {
 		t.Fatal(err)
 	}
 	for _, replace := range []bool{false, true} {
@@ -543,7 +543,7 @@ func TestOfflineBackupCarriesLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustClose(t, d)
-		if err := Import(dst, bytes.NewReader(dump.Bytes()), replace); err != nil {
+		if err := (Offline{Dir: dst}).Import(bytes.NewReader(dump.Bytes()), replace); err != nil {
 			t.Fatal(err)
 		}
 		d = mustOpen(t, Options{Dir: dst, Now: clock.Now})

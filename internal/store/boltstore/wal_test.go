@@ -310,7 +310,7 @@ func TestOfflineCommandsSeeTheLog(t *testing.T) {
 	copyFile(t, filepath.Join(crashed, FileName), filepath.Join(exportDir, FileName))
 	copyFile(t, filepath.Join(crashed, LogName), filepath.Join(exportDir, LogName))
 	var exported bytes.Buffer
-	if err := Export(exportDir, &exported); err != nil {
+	if err := (Offline{Dir: exportDir}).Export(&exported); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(exported.String(), `"key":"a","total":3`) {
@@ -318,7 +318,7 @@ func TestOfflineCommandsSeeTheLog(t *testing.T) {
 	}
 
 	empty := `{"format":"` + dump.Format + `","hits":0,"keys":[]}`
-	if err := Import(crashed, strings.NewReader(empty), true); err != nil {
+	if err := (Offline{Dir: crashed}).Import(strings.NewReader(empty), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := readTotal(t, crashed, "a"); n != 0 {
@@ -463,7 +463,7 @@ func TestWALImportMergeKeepsLoggedVisits(t *testing.T) {
 
 	day := time.Now().UTC().Format(time.DateOnly)
 	dump := fmt.Sprintf(`{"format":"%s","hits":0,"keys":[{"key":"a","total":2,"days":{"%s":2}}]}`, dump.Format, day)
-	if err := Import(crashed, strings.NewReader(dump), false); err != nil {
+	if err := (Offline{Dir: crashed}).Import(strings.NewReader(dump), false); err != nil {
 		t.Fatal(err)
 	}
 	r := mustOpen(t, Options{Dir: crashed, Durability: store.Sync})

@@ -44,13 +44,40 @@ func connectNames(o Options) (rueidis.Client, names, error) {
 	return c, n, nil
 }
 
-// Export writes every counter under o.Prefix, totals, locks and the daily
-// counts Redis still holds (the last DayTTL), as one JSON
+// Offline is the Redis store Options names, read and written through a
+// connection of its own rather than through a running instance: what
+// the CLI's "visitors export" and "visitors import" use. Instances may
+// keep counting during an export; during an import they should be
+// stopped, or they show the old counts until their next read. A running
+// instance exports and imports online instead, [Store.Export] and
+// [Store.Import] (the owner API's /api/v1/export and /api/v1/import): it
+// sends its pending visits first and reads the counts back. An Offline
+// holds nothing open between calls.
+type Offline struct {
+	// Options says where the store is and how to reach it (URL,
+	// Password, Cluster, Prefix, Timeout), the most keys an import may
+	// take it to (MaxKeys) and the clock that says which day it is (Now);
+	// its other fields are a running instance's.
+	Options Options
+	TmpDir  string // where Import spools the dump; empty: os.TempDir
+}
+
+// now is the time on o's clock.
+func (o Offline) now() time.Time {
+	if o.Options.Now != nil {
+		return o.Options.Now()
+	}
+	return time.Now()
+}
+
+// Export writes every counter under o.Options.Prefix, totals, locks and
+// the daily counts Redis still holds (the last DayTTL), as one JSON
 // [dump.Dump] to w, one key a line in byte order, streaming.
 // Instances may keep counting meanwhile: each key is read at one moment,
 // not the whole store.
-func Export(o Options, w io.Writer, now time.Time) error {
-	c, n, err := connectNames(o)
+func (o Offline) Export(w io.Writer) error {
+	now := o.now()
+	c, n, err := connectNames(o.Options)
 	if err != nil {
 		return err
 	}
@@ -127,36 +154,37 @@ func export(ctx context.Context, c rueidis.Client, n names, w io.Writer, today s
 	return enc.Close()
 }
 
-// Import reads a [dump.Dump] from r into Redis under o.Prefix: with
-// replace, every name under the prefix but the /hi counter and the
+// Import reads a [dump.Dump] from r into Redis under o.Options.Prefix:
+// with replace, every name under the prefix but the /hi counter and the
 // tokens is deleted first; otherwise the dump's counts are added to what
 // Redis holds (and a key is locked if either side has it locked). Either
 // way the /hi counter becomes the larger of the two, so no number is
 // handed out twice. Days older than DayTTL, which Redis would drop at
 // once, are left out (their visits stay in the totals). An import that
-// would take the store past o.MaxKeys keys is refused whole, with an
-// error wrapping [store.ErrTooManyKeys].
+// would take the store past o.Options.MaxKeys keys is refused whole,
+// with an error wrapping [store.ErrTooManyKeys].
 //
 // It checks the whole dump first, as the embedded store's import does
 // (dump.Decode), and writes nothing if any of it is refused: r
-// is read once, into a temporary file in tmpDir, so memory does not
+// is read once, into a temporary file in o.TmpDir, so memory does not
 // grow with the dump. The service should be stopped (or use the online
 // import, [Store.Import]), or its instances will show the old counts
 // until their next read.
-func Import(o Options, r io.Reader, replace bool, tmpDir string, now time.Time) error {
-	spool, err := spoolDump(context.Background(), r, tmpDir)
+func (o Offline) Import(r io.Reader, replace bool) error {
+	now := o.now()
+	spool, err := spoolDump(context.Background(), r, o.TmpDir)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	c, n, err := connectNames(o)
+	c, n, err := connectNames(o.Options)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	ctx := context.Background()
-	if err := checkRoom(ctx, c, n, spool, replace, o.MaxKeys); err != nil {
+	if err := checkRoom(ctx, c, n, spool, replace, o.Options.MaxKeys); err != nil {
 		return fmt.Errorf("import: %w; nothing was changed", err)
 	}
 	if replace {
@@ -276,8 +304,8 @@ func deleteAll(ctx context.Context, c rueidis.Client, n names, keep map[string]b
 var _ store.Backup = (*Store)(nil)
 
 // Export implements [store.Backup]: in Batch it first sends what this
-// instance has counted, then writes the dump as [Export] does, each key
-// read at one moment while every instance keeps counting.
+// instance has counted, then writes the dump as [Offline.Export] does,
+// each key read at one moment while every instance keeps counting.
 func (s *Store) Export(ctx context.Context, w io.Writer) error {
 	if s.o.Durability == store.Batch {
 		if err := s.flush(ctx); err != nil {

@@ -27,15 +27,16 @@ func TestOfflineImportIsStrict(t *testing.T) {
 			o := Options{Prefix: prefixOf(t.Name())}
 			o = at(where, o)
 			now := time.Now()
-			mustImportOpts(t, o, `{"format":"visitors-export-1","hits":3,"keys":[{"key":"a","total":2}]}`, true, now)
-			before := mustExportOpts(t, o, now)
+			o.Now = func() time.Time { return now }
+			mustImportOpts(t, o, `{"format":"visitors-export-1","hits":3,"keys":[{"key":"a","total":2}]}`, true)
+			before := mustExportOpts(t, o)
 			for _, d := range storetest.StrictDumps(now.UTC().Format(time.DateOnly)) {
 				for _, replace := range []bool{false, true} {
-					err := Import(o, strings.NewReader(d.Dump), replace, t.TempDir(), now)
+					err := Offline{Options: o, TmpDir: t.TempDir()}.Import(strings.NewReader(d.Dump), replace)
 					if err == nil || !strings.Contains(err.Error(), d.Want) {
 						t.Errorf("%s: Import(replace=%v) = %v, want an error saying %q", d.Name, replace, err, d.Want)
 					}
-					if after := mustExportOpts(t, o, now); after != before {
+					if after := mustExportOpts(t, o); after != before {
 						t.Errorf("%s: a refused import changed the store:\n%s\n%s", d.Name, before, after)
 						before = after
 					}
@@ -46,18 +47,18 @@ func TestOfflineImportIsStrict(t *testing.T) {
 }
 
 // mustImportOpts runs the offline Import of dump into the store of o.
-func mustImportOpts(t *testing.T, o Options, dump string, replace bool, now time.Time) {
+func mustImportOpts(t *testing.T, o Options, dump string, replace bool) {
 	t.Helper()
-	if err := Import(o, strings.NewReader(dump), replace, t.TempDir(), now); err != nil {
+	if err := (Offline{Options: o, TmpDir: t.TempDir()}).Import(strings.NewReader(dump), replace); err != nil {
 		t.Fatalf("Import: %v", err)
 	}
 }
 
 // mustExportOpts returns the offline Export of the store of o.
-func mustExportOpts(t *testing.T, o Options, now time.Time) string {
+func mustExportOpts(t *testing.T, o Options) string {
 	t.Helper()
 	var w bytes.Buffer
-	if err := Export(o, &w, now); err != nil {
+	if err := (Offline{Options: o}).Export(&w); err != nil {
 		t.Fatalf("Export: %v", err)
 	}
 	return w.String()
@@ -67,8 +68,8 @@ func mustExportOpts(t *testing.T, o Options, now time.Time) string {
 // MaxKeys 10 refuses whole a dump that would take it past 10 keys,
 // adding or replacing, with ErrTooManyKeys naming the limit.
 func TestOfflineImportRespectsMaxKeys(t *testing.T) {
-	o := Options{URL: standalone.URL(), Prefix: prefixOf(t.Name()), MaxKeys: 10}
 	now := time.Now()
+	o := Options{URL: standalone.URL(), Prefix: prefixOf(t.Name()), MaxKeys: 10, Now: func() time.Time { return now }}
 	dump := func(keys ...string) string {
 		var b strings.Builder
 		b.WriteString(`{"format":"visitors-export-1","hits":0,"keys":[`)
@@ -81,7 +82,7 @@ func TestOfflineImportRespectsMaxKeys(t *testing.T) {
 		b.WriteString("]}")
 		return b.String()
 	}
-	mustImportOpts(t, o, dump("k0", "k1", "k2", "k3"), true, now)
+	mustImportOpts(t, o, dump("k0", "k1", "k2", "k3"), true)
 	tests := []struct {
 		name    string
 		dump    string
@@ -95,15 +96,15 @@ func TestOfflineImportRespectsMaxKeys(t *testing.T) {
 		{"replacing with 10 keys", dump("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"), true, true},
 	}
 	for _, tt := range tests {
-		before := mustExportOpts(t, o, now)
-		err := Import(o, strings.NewReader(tt.dump), tt.replace, t.TempDir(), now)
+		before := mustExportOpts(t, o)
+		err := Offline{Options: o, TmpDir: t.TempDir()}.Import(strings.NewReader(tt.dump), tt.replace)
 		switch {
 		case tt.ok && err != nil:
 			t.Errorf("%s: Import = %v, want nil", tt.name, err)
 		case !tt.ok && (!errors.Is(err, store.ErrTooManyKeys) || !strings.Contains(err.Error(), "limit of 10")):
 			t.Errorf("%s: Import = %v, want ErrTooManyKeys naming the limit of 10", tt.name, err)
 		case !tt.ok:
-			if after := mustExportOpts(t, o, now); after != before {
+			if after := mustExportOpts(t, o); after != before {
 				t.Errorf("%s: a refused import changed the store:\n%s\n%s", tt.name, before, after)
 			}
 		}
@@ -227,10 +228,10 @@ func TestImportReplaceSparesLongerPrefix(t *testing.T) {
 	st.Close()
 
 	var dump bytes.Buffer
-	if err := Export(Options{URL: standalone.URL(), Prefix: base}, &dump, time.Now()); err != nil {
+	if err := (Offline{Options: Options{URL: standalone.URL(), Prefix: base}}).Export(&dump); err != nil {
 		t.Fatal(err)
 	}
-	if err := Import(Options{URL: standalone.URL(), Prefix: base}, &dump, true, t.TempDir(), time.Now()); err != nil {
+	if err := (Offline{Options: Options{URL: standalone.URL(), Prefix: base}, TmpDir: t.TempDir()}).Import(&dump, true); err != nil {
 		t.Fatal(err)
 	}
 
@@ -286,7 +287,8 @@ func TestOfflineBackupDefaultPrefixAndDays(t *testing.T) {
 		t.Fatal(err)
 	}
 	// replace: the test may run again on the same server.
-	if err := Import(Options{URL: standalone.URL()}, bytes.NewReader(b), true, t.TempDir(), now); err != nil {
+	off := Offline{Options: Options{URL: standalone.URL(), Now: func() time.Time { return now }}, TmpDir: t.TempDir()}
+	if err := off.Import(bytes.NewReader(b), true); err != nil {
 		t.Fatal(err)
 	}
 
@@ -304,7 +306,7 @@ func TestOfflineBackupDefaultPrefixAndDays(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := Export(Options{URL: standalone.URL()}, &out, now); err != nil {
+	if err := off.Export(&out); err != nil {
 		t.Fatal(err)
 	}
 	got := mustParseDump(t, out.Bytes())
@@ -341,7 +343,7 @@ func TestExportEveryPage(t *testing.T) {
 				fmt.Fprintf(&doc, `{"key":%q,"total":%d}`, k, i+1)
 			}
 			doc.WriteString("]}")
-			if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(doc.String()), false, t.TempDir(), time.Now()); err != nil {
+			if err := (Offline{Options: Options{URL: standalone.URL(), Prefix: prefix}, TmpDir: t.TempDir()}).Import(strings.NewReader(doc.String()), false); err != nil {
 				t.Fatal(err)
 			}
 			check := func(how string, b []byte) {
@@ -359,7 +361,7 @@ func TestExportEveryPage(t *testing.T) {
 				}
 			}
 			var off bytes.Buffer
-			if err := Export(Options{URL: standalone.URL(), Prefix: prefix}, &off, time.Now()); err != nil {
+			if err := (Offline{Options: Options{URL: standalone.URL(), Prefix: prefix}}).Export(&off); err != nil {
 				t.Fatal(err)
 			}
 			check("offline Export", off.Bytes())
@@ -376,7 +378,7 @@ func TestExportEveryPage(t *testing.T) {
 // mustImport runs the offline Import of dump under prefix.
 func mustImport(t *testing.T, prefix, dump string, replace bool) {
 	t.Helper()
-	if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump), replace, t.TempDir(), time.Now()); err != nil {
+	if err := (Offline{Options: Options{URL: standalone.URL(), Prefix: prefix}, TmpDir: t.TempDir()}).Import(strings.NewReader(dump), replace); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -467,7 +469,7 @@ func TestImportSpoolFailureIsNotABadDump(t *testing.T) {
 	dump := dumpOf(5000, 9) // about 150 KB
 	var offline, online error
 	storetest.WithFileSizeLimit(t, 64<<10, func() {
-		offline = Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump), true, t.TempDir(), time.Now())
+		offline = Offline{Options: Options{URL: standalone.URL(), Prefix: prefix}, TmpDir: t.TempDir()}.Import(strings.NewReader(dump), true)
 		online = st.Import(t.Context(), strings.NewReader(dump), true)
 	})
 	for _, tt := range []struct {

@@ -38,8 +38,8 @@ func TestLaterDayReachedKeepsItsCount(t *testing.T) {
 					t.Cleanup(func() { st.Close() })
 					return st
 				}
-				o := at(where, Options{Prefix: prefixOf(dir)})
-				mustImportOpts(t, o, dumpOf("offline"), false, clock.Now())
+				o := at(where, Options{Prefix: prefixOf(dir), Now: clock.Now})
+				mustImportOpts(t, o, dumpOf("offline"), false)
 				st := open()
 				m := musts{t}
 				for _, k := range []string{"offline", "online"} {

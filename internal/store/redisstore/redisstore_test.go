@@ -447,7 +447,8 @@ func TestSetAndDeleteClearEveryDayRedisHolds(t *testing.T) {
 			window := store.Day(DayTTL / 86400)
 			dump := fmt.Sprintf(`{"format":%q,"hits":0,"keys":[{"key":"k","total":3,"days":{%q:1,%q:2}}]}`,
 				dump.Format, (today - window + 1).Time().Format(time.DateOnly), today.Time().Format(time.DateOnly))
-			if err := Import(Options{URL: standalone.URL(), Prefix: prefix}, strings.NewReader(dump), false, t.TempDir(), now); err != nil {
+			off := Offline{Options: Options{URL: standalone.URL(), Prefix: prefix, Now: func() time.Time { return now }}, TmpDir: t.TempDir()}
+			if err := off.Import(strings.NewReader(dump), false); err != nil {
 				t.Fatal(err)
 			}
 			ahead, err := Open(Options{URL: standalone.URL(), Prefix: prefix, Durability: store.Sync,

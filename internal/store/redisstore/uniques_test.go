@@ -471,7 +471,7 @@ func TestUniquesExportImport(t *testing.T) {
 			if online {
 				err = in.st.Import(t.Context(), bytes.NewReader(doc), true)
 			} else {
-				err = Import(in.st.o, bytes.NewReader(doc), true, t.TempDir(), time.Now())
+				err = Offline{Options: in.st.o, TmpDir: t.TempDir()}.Import(bytes.NewReader(doc), true)
 			}
 			if err != nil {
 				t.Fatal(err)
