@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -372,12 +374,32 @@ func profile(c Config, procs []*proc, file, script string, log io.Writer) error 
 		r   WrkResult
 		err error
 	}
+	before, err := served(p.admin)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
 	wrkErr := make(chan wrkDone, 1)
 	go func() {
-		r, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, time.Duration(secs+2)*time.Second, script)
+		r, err := runWrk(c.LoadCPU, p.URL(p.path), c.Conns, time.Duration(secs+3)*time.Second, script)
 		wrkErr <- wrkDone{r, err}
 	}()
-	time.Sleep(time.Second) // let the load reach steady state
+	// The profile begins once the server has answered wrk: on a busy
+	// machine wrk may take longer than a fixed wait to start, and a
+	// profile taken before its load holds none of it.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		n, err := served(p.admin)
+		if err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+		if n > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("profile: the server answered no request of wrk's in 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // let the load reach steady state
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.admin, secs)
 	resp, err := http.Get(url)
 	if err != nil {
@@ -407,6 +429,36 @@ func profile(c Config, procs []*proc, file, script string, log io.Writer) error 
 	// request: a function's share of samples × secs ÷ (rate × secs).
 	fmt.Fprintf(log, "loadtest: saved a %ds CPU profile of %s under load to %s (%.0f req/s during the load around it)\n", secs, p.name, file, w.r.RPS)
 	return nil
+}
+
+// served reads how many requests the visitors server whose admin
+// listener is admin has answered, from its /metrics.
+func served(admin string) (float64, error) {
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s/metrics: %s", admin, resp.Status)
+	}
+	var n float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || !strings.HasPrefix(line, "visitors_http_requests_total") {
+			continue
+		}
+		value := line[i+1:]
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/metrics: %q: %w", admin, sc.Text(), err)
+		}
+		n += v
+	}
+	return n, sc.Err()
 }
 
 // startServer builds if needed and starts server name, pinned to cpu,
