@@ -109,9 +109,15 @@ func redisOptions(rs *redistest.Server, dir string, now func() time.Time) rediss
 	}
 }
 
+// offlineDay is the day, from the anchor, that offlineExchange counts
+// on (and the day before): far from the real clock's, at every anchor
+// the suites run at, so that an offline store that read the real clock
+// in place of its Options.Now fails.
+const offlineDay = -1000
+
 func offlineExchange(t *testing.T, from, to offlineBackend) {
 	ctx := context.Background()
-	clock := storetest.NewClock(storetest.At(-1, "12:00"))
+	clock := storetest.NewClock(storetest.At(offlineDay-1, "12:00"))
 	keys := offlineKeys()
 	locked := string(keys[len(keys)-1])
 	// Key i has 1 + i%3 visits yesterday and 1 + i%2 today.
@@ -157,7 +163,7 @@ func offlineExchange(t *testing.T, from, to offlineBackend) {
 			got[k.Key] = k
 		}
 		for k, c := range want {
-			wantDays := map[string]uint64{storetest.Date(-1): times * c.yesterday, storetest.Date(0): times*c.today + plus}
+			wantDays := map[string]uint64{storetest.Date(offlineDay - 1): times * c.yesterday, storetest.Date(offlineDay): times*c.today + plus}
 			g, ok := got[k]
 			if !ok {
 				t.Errorf("%s: the export lacks %q", when, k)
@@ -219,7 +225,7 @@ func offlineExchange(t *testing.T, from, to offlineBackend) {
 	var rest dump.Dump
 	for _, k := range again.Keys {
 		if k.Key == locked {
-			w := map[string]uint64{storetest.Date(-1): 3 * lockedKey.yesterday, storetest.Date(0): 3 * lockedKey.today}
+			w := map[string]uint64{storetest.Date(offlineDay - 1): 3 * lockedKey.yesterday, storetest.Date(offlineDay): 3 * lockedKey.today}
 			if !k.Locked || k.Total != 3*(lockedKey.yesterday+lockedKey.today) || !maps.Equal(k.Days, w) {
 				t.Errorf("the last export: %q = %+v, want locked, total %d, days %v", locked, k, 3*(lockedKey.yesterday+lockedKey.today), w)
 			}
