@@ -132,6 +132,26 @@ func TestImportRespectsMaxKeys(t *testing.T) {
 			t.Errorf("after the imports the store holds %d keys, want 78", n)
 		}
 	})
+	// visitors import -store redis: the same bound, told to
+	// redisstore.Offline by the same flag.
+	t.Run("offline-redis", func(t *testing.T) {
+		rargs := redisArgs(t, false)
+		for i, ok := range []bool{true, true, false, false} {
+			cmd := command(t, bin, append([]string{"import", "-max-keys", "100"}, rargs...)...)
+			cmd.Stdin = strings.NewReader(dumpOfKeys(fmt.Sprintf("i%d-", i), 39))
+			out, err := cmd.CombinedOutput()
+			if ok && err != nil || !ok && (err == nil || !strings.Contains(string(out), "limit of 100")) {
+				t.Errorf("import %d: %v %s, want success %v (naming the limit of 100 if refused)", i+1, err, out, ok)
+			}
+		}
+		out, err := command(t, bin, append([]string{"export"}, rargs...)...).Output()
+		if err != nil {
+			t.Fatalf("export: %v", err)
+		}
+		if n := strings.Count(string(out), `{"key":`); n != 78 {
+			t.Errorf("after the imports the store holds %d keys, want 78:\n%s", n, out)
+		}
+	})
 }
 
 // TestCountersStopAtTheirBounds: a counter set to 2^62 through the owner

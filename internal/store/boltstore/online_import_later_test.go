@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -271,5 +273,58 @@ func TestOnlineImportMidnightDuringItsTransaction(t *testing.T) {
 				t.Errorf("reopened: %+v, days %v; want today %d, total %d, days [3 %d]", c, d.Counts, wantDay, wantTotal, wantDay)
 			}
 		})
+	}
+}
+
+// TestImportLaterDaysAreTheKeysOwn: the days after today an online
+// import reads back for a key are that key's alone, not those of the
+// key after it in the file, which has the same length ("l" after "k"):
+// the neighbour's days, today's or later, leave the key's counts on its
+// later day as the dump says, and the neighbour's as its own.
+func TestImportLaterDaysAreTheKeysOwn(t *testing.T) {
+	for _, later := range []bool{false, true} {
+		for _, d := range []store.Durability{store.Batch, store.Sync} {
+			t.Run(fmt.Sprintf("neighbour-later=%v/%s", later, d), func(t *testing.T) {
+				dir := t.TempDir()
+				clock := storetest.NewClock(storetest.At(0, "12:00"))
+				today := store.DayOf(clock.Now())
+				o := Options{Dir: dir, Now: clock.Now, Durability: d}
+				s := mustOpen(t, o)
+				mustIncrN(t, s, "l", 3)
+				lToday, lLater := uint64(3), uint64(1)
+				if later {
+					if err := s.Import(ctx, strings.NewReader(dumpKeyDays("l", today, map[int]uint64{1: 7}, false)), false); err != nil {
+						t.Fatal(err)
+					}
+					lLater += 7
+				}
+				if err := s.Flush(); err != nil { // the neighbour's days are in the file
+					t.Fatal(err)
+				}
+				if err := s.Import(ctx, strings.NewReader(dumpKeyDays("k", today, map[int]uint64{0: 2, 1: 5}, false)), false); err != nil {
+					t.Fatal(err)
+				}
+				if c := mustGet(t, s, []byte("k")); c.Today != 2 || c.Total != 7 {
+					t.Errorf("k after the import = %+v, want today 2, total 7", c)
+				}
+				clock.Add(24 * time.Hour)
+				s.Rollover()
+				if c := mustIncr(t, s, []byte("k")); c.Today != 6 || c.Total != 8 {
+					t.Errorf("k on its later day = %+v, want today 6 (5 imported, 1 visit), total 8", c)
+				}
+				if c := mustIncr(t, s, []byte("l")); c.Today != lLater || c.Total != lToday+lLater {
+					t.Errorf("l on the later day = %+v, want today %d, total %d", c, lLater, lToday+lLater)
+				}
+				s = reopen(t, s, o)
+				defer mustClose(t, s)
+				if c := mustGet(t, s, []byte("k")); c.Today != 6 || c.Total != 8 {
+					t.Errorf("reopened: k = %+v, want today 6, total 8", c)
+				}
+				got, err := s.Days(ctx, []byte("k"), 2)
+				if err != nil || !slices.Equal(got.Counts, []uint64{2, 6}) {
+					t.Errorf("reopened: Days(k, 2) = %v, %v; want [2 6]", got.Counts, err)
+				}
+			})
+		}
 	}
 }
