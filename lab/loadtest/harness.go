@@ -1,7 +1,6 @@
 package loadtest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,10 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"visitors/internal/servertest"
 	"visitors/internal/store/redisstore/redistest"
@@ -442,23 +443,16 @@ func served(admin string) (float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("%s/metrics: %s", admin, resp.Status)
 	}
-	var n float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 || !strings.HasPrefix(line, "visitors_http_requests_total") {
-			continue
-		}
-		value := line[i+1:]
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s/metrics: %q: %w", admin, sc.Text(), err)
-		}
-		n += v
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("%s/metrics: %w", admin, err)
 	}
-	return n, sc.Err()
+	var n float64
+	for _, m := range families["visitors_http_requests_total"].GetMetric() {
+		n += m.GetCounter().GetValue()
+	}
+	return n, nil
 }
 
 // startServer builds if needed and starts server name, pinned to cpu,

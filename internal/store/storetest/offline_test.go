@@ -27,10 +27,14 @@ import (
 type offlineBackend struct {
 	name    string
 	open    func(t *testing.T, place string, now func() time.Time) store.Store
-	offline func(t *testing.T, place string, now func() time.Time) interface {
-		Export(io.Writer) error
-		Import(io.Reader, bool) error
-	}
+	offline func(t *testing.T, place string, now func() time.Time) offlineStore
+}
+
+// offlineStore is what each backend's Offline does: export or import a
+// store no one has open (as app's offlineStore).
+type offlineStore interface {
+	Export(io.Writer) error
+	Import(io.Reader, bool) error
 }
 
 // offlineKeys are the keys TestOfflineExchange counts: the hostile ones
@@ -65,10 +69,7 @@ func TestOfflineExchange(t *testing.T) {
 				}
 				return st
 			},
-			offline: func(t *testing.T, dir string, _ func() time.Time) interface {
-				Export(io.Writer) error
-				Import(io.Reader, bool) error
-			} {
+			offline: func(t *testing.T, dir string, _ func() time.Time) offlineStore {
 				return boltstore.Offline{Dir: dir}
 			},
 		},
@@ -81,10 +82,7 @@ func TestOfflineExchange(t *testing.T) {
 				}
 				return st
 			},
-			offline: func(t *testing.T, dir string, now func() time.Time) interface {
-				Export(io.Writer) error
-				Import(io.Reader, bool) error
-			} {
+			offline: func(t *testing.T, dir string, now func() time.Time) offlineStore {
 				return redisstore.Offline{Options: redisOptions(rs, dir, now), TmpDir: t.TempDir()}
 			},
 		},
