@@ -27,6 +27,7 @@ type session struct {
 	csrf    string // what every state change must carry: 32 more
 	secret  string // the token signed in with, checked on every request; never shown or logged
 	created time.Time
+	order   uint64    // its place among the sign-ins: which is older, when two share a created time
 	seen    time.Time // guarded by sessions.mu
 }
 
@@ -37,8 +38,9 @@ type sessions struct {
 	rand         io.Reader
 	idle, maxAge time.Duration
 	max          int
-	mu           sync.Mutex          // guards m and every session's seen
+	mu           sync.Mutex          // guards m, signIns and every session's seen
 	m            map[string]*session // by id
+	signIns      uint64              // the sign-ins so far: the next session's order
 }
 
 func newSessions(rnd io.Reader, idle, maxAge time.Duration, max int) *sessions {
@@ -68,6 +70,8 @@ func (s *sessions) start(secret string, now time.Time) (*session, error) {
 	ss := &session{id: id, csrf: csrf, secret: secret, created: now, seen: now}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.signIns++
+	ss.order = s.signIns
 	if len(s.m) >= s.max {
 		s.sweep(now)
 	}
@@ -80,7 +84,9 @@ func (s *sessions) start(secret string, now time.Time) (*session, error) {
 
 // victim returns the session to end for a sign-in with secret when
 // s is full: the oldest of the token holding the most sessions, the
-// one signing in counted one more. Not the oldest of all: a holder of
+// one signing in counted one more; oldest by the order of sign-in, not
+// by the clock, which may give two sign-ins one time (a test's fixed
+// clock does; a coarse one could). Not the oldest of all: a holder of
 // any token could then sign in again and again and sign every other
 // owner out. s.mu is held; s.m is not empty.
 func (s *sessions) victim(secret string) *session {
@@ -91,7 +97,7 @@ func (s *sessions) victim(secret string) *session {
 	}
 	var v *session
 	for _, o := range s.m {
-		if v == nil || n[o.secret] > n[v.secret] || n[o.secret] == n[v.secret] && o.created.Before(v.created) {
+		if v == nil || n[o.secret] > n[v.secret] || n[o.secret] == n[v.secret] && o.order < v.order {
 			v = o
 		}
 	}
