@@ -20,12 +20,23 @@ esac
 # Pinned; fetched through the Go module proxy on first use.
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-# step names the next step and says how long the one before took, so
-# that the slowest steps are there to read in any run (docs/testing.md).
-begun=$SECONDS last=
+# step names the next step and says how long the one before took, in
+# seconds of the clock and in CPU seconds of every process it ran (user
+# and system, from the shell's times): the clock says how long a quiet
+# run waits, the CPU what a busy machine's run pays, where each other
+# run takes its share of the two cores (docs/testing.md).
+timesfile=$(mktemp)
+trap 'rm -f "$timesfile"' EXIT
+cpu() { # sets cpu to the CPU seconds of this shell's finished children
+	times > "$timesfile" # in this shell: a pipe's or $(...)'s subshell has no children
+	cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+		printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$timesfile")
+}
+begun=$SECONDS last= lastcpu=0
 step() {
-	[ -z "$last" ] || printf '(%ds)\n' $((SECONDS - last))
-	last=$SECONDS
+	cpu
+	[ -z "$last" ] || printf '(%ds, %ds CPU)\n' $((SECONDS - last)) $((cpu - lastcpu))
+	last=$SECONDS lastcpu=$cpu
 	printf '\n== %s\n' "$*"
 }
 
@@ -146,4 +157,5 @@ if $slow; then
 fi
 
 step "done"
-printf 'all checks passed in %dm%02ds\n' $(((SECONDS - begun) / 60)) $(((SECONDS - begun) % 60))
+cpu
+printf 'all checks passed in %dm%02ds (%ds CPU)\n' $(((SECONDS - begun) / 60)) $(((SECONDS - begun) % 60)) "$cpu"
