@@ -121,9 +121,6 @@ func BenchmarkIncrNewKeysParallel(b *testing.B) {
 // few blocks, a record's checksum none): the whole open and close stays
 // far below one allocation a key (2,536 at a million keys, BenchmarkOpen).
 func TestLoadAllocatesNothingPerKey(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fills a store with 20,000 keys")
-	}
 	const keys = 20_000
 	dir := t.TempDir()
 	s := mustOpen(t, Options{Dir: dir})
