@@ -89,10 +89,25 @@ func (r *recordTB) end() {
 }
 
 // TestNoDate: a test marked NoDate that reads the anchor fails, one that
-// does not passes, and with the anchor moved every marked test is
-// skipped, since the move changes nothing for it.
+// does not passes, with the anchor moved or not, and in a run of the
+// dated tests only every marked test is skipped, since a moved anchor
+// changes nothing for it.
 func TestNoDate(t *testing.T) {
-	t.Setenv(AnchorEnv, "")
+	t.Setenv(DatedOnlyEnv, "")
+	for _, anchor := range []string{"", "+400"} {
+		t.Setenv(AnchorEnv, anchor)
+		noDate(t)
+	}
+	t.Setenv(DatedOnlyEnv, "1")
+	r := &recordTB{TB: t}
+	NoDate(r)
+	if !r.skipped {
+		t.Errorf("NoDate with %s=1 did not skip the test", DatedOnlyEnv)
+	}
+}
+
+// noDate checks NoDate in a run of every test.
+func noDate(t *testing.T) {
 	for _, read := range []func(){func() { Anchor() }, func() { At(1, "12:00") }, func() { Date(-1) }, func() { Dated("$D") }, func() { Undated("") }} {
 		r := &recordTB{TB: t}
 		NoDate(r)
@@ -107,11 +122,5 @@ func TestNoDate(t *testing.T) {
 	r.end()
 	if len(r.errors) != 0 || r.skipped {
 		t.Errorf("NoDate on a test that did not read the anchor: errors %q, skipped %v; want none, not skipped", r.errors, r.skipped)
-	}
-	t.Setenv(AnchorEnv, "+400")
-	r = &recordTB{TB: t}
-	NoDate(r)
-	if !r.skipped {
-		t.Errorf("NoDate with %s=+400 did not skip the test", AnchorEnv)
 	}
 }
