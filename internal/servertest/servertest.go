@@ -4,6 +4,7 @@ package servertest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,8 +54,10 @@ func Main(m *testing.M, pattern string, bin *string, after ...func()) {
 // build stamps none in a git worktree (golang/go#58218) or with
 // -buildvcs=false. A -ldflags among flags replaces that stamp.
 func BuildAs(dir, name string, flags ...string) (string, error) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
 	bin := filepath.Join(dir, name)
 	args := append(append(append([]string{"build"}, vcsStamp(root)...), flags...), "-o", bin, "./cmd/visitors")
 	cmd := exec.Command("go", args...)
@@ -64,6 +66,22 @@ func BuildAs(dir, name string, flags ...string) (string, error) {
 		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin, nil
+}
+
+// ModuleRoot returns the directory of the main module of the working
+// directory (a test runs in its package's): go list's answer, not this
+// file's path, which go build -trimpath (./scripts/test.sh) leaves
+// relative to the module.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		return "", fmt.Errorf("go list -m: %v\n%s", err, stderr)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // vcsStamp returns the -ldflags that set the revision of the git

@@ -49,7 +49,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -75,7 +74,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	root, err := moduleRoot()
+	root, err := servertest.ModuleRoot()
 	if err == nil {
 		err = run(root, *check, os.Stdout)
 	}
@@ -83,15 +82,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gendocs:", err)
 		os.Exit(1)
 	}
-}
-
-// moduleRoot returns the directory of the module this file is in.
-func moduleRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("cannot locate the module")
-	}
-	return filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
 // shotsMode is -shots: whether run makes the dashboard's screenshots.
