@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,28 +12,6 @@ import (
 
 	"visitors/internal/servertest"
 )
-
-// newChromium returns a chromedp context on a real headless Chromium,
-// launched with chromiumArgs' flags and a user-data directory of the
-// test's own, at the window size w x h; the test's end closes it.
-func newChromium(t *testing.T, w, h int) context.Context {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is needed for this test: ./scripts/install-deps.sh installs it")
-	}
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(bin), chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")), chromedp.WindowSize(w, h)}
-	for _, a := range chromiumArgs {
-		opts = append(opts, chromedp.Flag(strings.TrimPrefix(a, "--"), true))
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, without a timeout: one would stop it
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
 
 // stepTimeout bounds one step of a test in Chromium.
 const stepTimeout = time.Minute
@@ -88,7 +64,7 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Fatalf("PUT %s = %d %s", k, r.code, r.body)
 		}
 	}
-	ctx := newChromium(t, 1280, 900)
+	ctx, _ := newTab(t, 1280, 900)
 	text := func(id string) string { t.Helper(); return cdpGet(t, ctx, "read #"+id, chromedp.Text(chromedp.ID(id))) }
 
 	cdp(t, ctx, "sign in",

@@ -12,12 +12,12 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"visitors/internal/servertest"
 )
@@ -80,7 +80,7 @@ type landingResult struct {
 // channel on which it passes on what landingTestJS posts. It serves the
 // landing page with landingTestJS added at its end, and holds the page's
 // last bytes back until the script has posted (at most a minute), since
-// Chromium's --dump-dom and --screenshot act once the page has loaded.
+// the test takes its screenshot once the page has loaded.
 // It passes every other request, and the page's own headers (its CSP),
 // on to p.
 func mustLandingProxy(t *testing.T, p *servertest.Proc) (string, <-chan []byte) {
@@ -91,12 +91,6 @@ func mustLandingProxy(t *testing.T, p *servertest.Proc) (string, <-chan []byte) 
 	posted := make(chan struct{}, 1)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case "/frame":
-			// Headless Chromium's window is at least 500 px wide: a page
-			// narrower than that is framed.
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			width, _ := strconv.Atoi(r.URL.Query().Get("w"))
-			fmt.Fprintf(w, `<!doctype html><body style="margin:0"><iframe src="/" width="%d" height="800" style="border:0;display:block"></iframe>`, width)
 		case "/landing-test.js":
 			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 			io.WriteString(w, landingTestJS)
@@ -136,24 +130,6 @@ func mustLandingProxy(t *testing.T, p *servertest.Proc) (string, <-chan []byte) 
 	return proxy.URL, results
 }
 
-// chromiumLanding runs Chromium on url at width x 800 with extra
-// arguments, and returns its stdout.
-func chromiumLanding(t *testing.T, url string, width int, extra ...string) []byte {
-	t.Helper()
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is needed for this test: ./scripts/install-deps.sh installs it")
-	}
-	args := append(append([]string{}, chromiumArgs...), "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
-		fmt.Sprintf("--window-size=%d,800", width))
-	args = append(append(args, extra...), url)
-	out, err := runChromium(chromium, args, false)
-	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", extra, err, out)
-	}
-	return out
-}
-
 // TestLandingBuilderInChromium: in real Chromium, at 360 and 1280 px
 // wide, the landing page fits the window (no horizontal scroll) before
 // and after the builder is filled in, and filling every field of the
@@ -173,29 +149,20 @@ func TestLandingBuilderInChromium(t *testing.T) {
 	}
 	for _, width := range []int{360, 1280} {
 		t.Run(fmt.Sprint(width), func(t *testing.T) {
-			raw := filepath.Join(t.TempDir(), "shot.png")
-			chromiumLanding(t, fmt.Sprintf("%s/frame?w=%d", origin, width), max(width, 500), "--screenshot="+raw)
-			f, err := os.Open(raw)
+			ctx, _ := newTab(t, width, 800)
+			shot, err := runTab(ctx, []chromedp.Action[chromedp.Void]{chromedp.Navigate(origin + "/")}, chromedp.CaptureScreenshot())
 			if err != nil {
-				t.Fatalf("chromium wrote no screenshot: %v", err)
+				t.Fatalf("chromium: %v", err)
 			}
-			defer f.Close()
-			img, err := png.Decode(f)
+			img, err := png.Decode(bytes.NewReader(shot))
 			if err != nil {
 				t.Fatalf("screenshot is not a PNG: %v", err)
 			}
-			frame := image.Rect(0, 0, width, 800)
-			if !frame.In(img.Bounds()) {
-				t.Fatalf("screenshot is %v, want at least %v", img.Bounds(), frame)
+			if frame := image.Rect(0, 0, width, 800); img.Bounds() != frame {
+				t.Fatalf("screenshot is %v, want %v", img.Bounds(), frame)
 			}
 			out := filepath.Join(shots, fmt.Sprintf("landing-%d.png", width))
-			var b bytes.Buffer
-			if err := png.Encode(&b, img.(interface {
-				SubImage(image.Rectangle) image.Image
-			}).SubImage(frame)); err != nil {
-				t.Fatalf("encode screenshot: %v", err)
-			}
-			if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
+			if err := os.WriteFile(out, shot, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("screenshot: %s", out)

@@ -7,13 +7,13 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"visitors/internal/servertest"
 	"visitors/internal/webtest"
@@ -35,16 +35,12 @@ func (e eventCounter) Flush() { e.ResponseWriter.(http.Flusher).Flush() }
 
 // TestLiveCountInChromium: the landing page's live count, an EventSource
 // on the key's stream, updates in real Chromium while another client
-// counts. Chromium's --dump-dom writes the page once it has loaded, so a
-// proxy in front of the binary holds the page's last bytes back until
-// the browser has been sent three events; the dumped page must show that
-// it handled more than one and the count they carried.
+// counts. The test reads the page's DOM once it has loaded, so a proxy
+// in front of the binary holds the page's last bytes back until the
+// browser has been sent three events; the page read must show that it
+// handled more than one and the count they carried.
 func TestLiveCountInChromium(t *testing.T) {
 	t.Parallel() // most of it waits for Chromium
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is needed for this test: ./scripts/install-deps.sh installs it")
-	}
 	p := servertest.Start(t, bin, rulesOff, "-store", "memory", "-log-level", "off")
 	mustGet(t, p.URL("/counter/browser/live.svg"))
 	target, _ := url.Parse(p.URL("/"))
@@ -73,9 +69,10 @@ func TestLiveCountInChromium(t *testing.T) {
 	}))
 	defer proxy.Close()
 
+	ctx, closeTab := newTab(t, 800, 600) // before the goroutine, which a failure here would leave running
 	stop := make(chan struct{})
 	counted := make(chan int)
-	go func() { // another client counts until the page is dumped
+	go func() { // another client counts until the page is read
 		n := 1
 		defer func() { counted <- n }()
 		for {
@@ -90,20 +87,19 @@ func TestLiveCountInChromium(t *testing.T) {
 			}
 		}
 	}()
-	dir := t.TempDir()
-	args := append(append([]string{}, chromiumArgs...), "--user-data-dir="+filepath.Join(dir, "profile"), "--dump-dom", proxy.URL+"/?live=browser/live")
-	dom, err := runChromium(chromium, args, false)
+	dom, err := runTab(ctx, []chromedp.Action[chromedp.Void]{chromedp.Navigate(proxy.URL + "/?live=browser/live")}, chromedp.OuterHTML(chromedp.CSS("html")))
+	closeTab() // and its stream, which proxy.Close waits for
 	close(stop)
 	total := webtest.Receive(t, counted, "end of the counting goroutine")
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	m := regexp.MustCompile(`<strong id="live-total" data-events="(\d+)">(\d+)</strong>`).FindSubmatch(dom)
+	m := regexp.MustCompile(`<strong id="live-total" data-events="(\d+)">(\d+)</strong>`).FindStringSubmatch(dom)
 	if m == nil {
-		t.Fatalf("the dumped page shows no live count:\n%s", dom)
+		t.Fatalf("the page shows no live count:\n%s", dom)
 	}
-	events, _ := strconv.Atoi(string(m[1]))
-	shown, _ := strconv.Atoi(string(m[2]))
+	events, _ := strconv.Atoi(m[1])
+	shown, _ := strconv.Atoi(m[2])
 	if events < 2 || shown < 2 || shown > total {
 		t.Errorf("the page handled %d events and shows %d (the key reached %d): want at least 2 events, a count above the first visit", events, shown, total)
 	}

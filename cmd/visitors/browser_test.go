@@ -3,17 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
 
 	"visitors/internal/servertest"
 	"visitors/internal/webtest"
@@ -24,63 +30,178 @@ import (
 var chromiumArgs = []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 	"--no-first-run", "--disable-quic", "--disable-component-update", "--disable-sync", "--hide-scrollbars"}
 
-// screenshot renders url in headless Chromium at the given window size,
-// with extra arguments, and returns the decoded PNG.
-func screenshot(t *testing.T, url string, w, h int, extra ...string) image.Image {
+// chromium is the one headless Chromium that the tests of this binary
+// share: the first test that needs it starts it, and TestMain stops it.
+// A launch costs about two CPU seconds; a tab, a small part of that.
+// Each test works in tabs of its own, in a browser context of its own:
+// its cookies and cache are apart from other tests', as in a profile of
+// its own.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context // the browser's chromedp context
+	stop func()
+	err  error
+}
+
+// sharedChromium returns the chromedp context of the shared Chromium,
+// started on the first call with chromiumArgs' flags and a temporary
+// user-data directory of its own.
+func sharedChromium() (context.Context, error) {
+	chromium.once.Do(func() {
+		bin, err := exec.LookPath("chromium")
+		if err != nil {
+			chromium.err = errors.New("chromium is needed for this test: ./scripts/install-deps.sh installs it")
+			return
+		}
+		opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(bin)}
+		for _, a := range chromiumArgs {
+			opts = append(opts, chromedp.Flag(strings.TrimPrefix(a, "--"), true))
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		chromium.ctx, chromium.stop = ctx, func() { cancel(); cancelAlloc() }
+		if err := firstRun(ctx); err != nil {
+			chromium.stop()
+			chromium.err = fmt.Errorf("start chromium: %w", err)
+		}
+	})
+	return chromium.ctx, chromium.err
+}
+
+// stopChromium stops the shared Chromium, if a test started it.
+func stopChromium() {
+	chromium.once.Do(func() {}) // none started: none starts after this
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+}
+
+// newTab opens a tab in the shared Chromium, in t's browser context,
+// with a CSS viewport of w x h at a device scale factor of 1, so that a
+// screenshot is w x h pixels. It returns the tab's context and a func
+// that closes the tab; the test's end closes it too. It fails the test
+// if Chromium is missing, did not start, or has died.
+func newTab(t *testing.T, w, h int) (context.Context, func()) {
 	t.Helper()
-	bin, err := exec.LookPath("chromium")
+	browser, err := sharedChromium()
 	if err != nil {
-		t.Fatal("chromium is needed for this test: ./scripts/install-deps.sh installs it")
+		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	out := filepath.Join(dir, "shot.png")
-	args := append(append([]string{}, chromiumArgs...),
-		"--user-data-dir="+filepath.Join(dir, "profile"), fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+out)
-	args = append(append(args, extra...), url)
-	if b, err := runChromium(bin, args, true); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, b)
+	select {
+	case <-chromedp.FromContext(browser).Browser.LostConnection:
+		t.Fatal("the shared Chromium has died: see the first test that failed in it")
+	default:
 	}
-	b, err := os.ReadFile(out)
+	ctx, closeTab := chromedp.NewContext(browser, inBrowserContext(t, browser))
+	t.Cleanup(closeTab)
+	if err := firstRun(ctx); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	cdp(t, ctx, "set the viewport", chromedp.EmulateViewport(int64(w), int64(h)))
+	return ctx, closeTab
+}
+
+// browserContexts holds the option that opens a tab in a test's browser
+// context, by the test's *testing.T.
+var browserContexts sync.Map
+
+// inBrowserContext returns the option that opens a tab in t's browser
+// context, which it makes on t's first call, and t's end disposes of. A
+// browser context of each tab's own would cost a third of a second more
+// per tab.
+func inBrowserContext(t *testing.T, browser context.Context) chromedp.ContextOption {
+	t.Helper()
+	if o, ok := browserContexts.Load(t); ok {
+		return o.(chromedp.ContextOption)
+	}
+	ctx, cancel := context.WithTimeout(browser, stepTimeout)
+	defer cancel()
+	made, err := chromedp.CallBrowser(ctx, target.CreateBrowserContext, target.CreateBrowserContextParams{})
 	if err != nil {
-		t.Fatalf("chromium wrote no screenshot: %v", err)
+		t.Fatalf("make a browser context: %v", err)
+	}
+	t.Cleanup(func() {
+		browserContexts.Delete(t)
+		ctx, cancel := context.WithTimeout(browser, stepTimeout)
+		defer cancel()
+		if _, err := chromedp.CallBrowser(ctx, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: made.BrowserContextID}); err != nil {
+			t.Errorf("dispose of the browser context: %v", err)
+		}
+	})
+	o := chromedp.WithExistingBrowserContext(made.BrowserContextID)
+	browserContexts.Store(t, o)
+	return o
+}
+
+// firstRun makes the first, empty, run on ctx, which starts a browser or
+// opens a tab. What it starts lives as long as the context of that run:
+// so the run has no timeout, but the wait for it has, chromiumTimeout.
+// Canceling ctx then ends the run.
+func firstRun(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(chromiumTimeout):
+		return fmt.Errorf("no answer within %v", chromiumTimeout)
+	}
+}
+
+// darkTheme makes the tab's pages see a reader whose theme is dark:
+// prefers-color-scheme: dark.
+var darkTheme = chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+	_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+	return err
+})
+
+// screenshot renders url in a new tab of the shared Chromium at a
+// viewport of w x h, after the steps (such as darkTheme), once the page
+// has loaded, and returns the decoded PNG.
+func screenshot(t *testing.T, url string, w, h int, steps ...chromedp.Action[chromedp.Void]) image.Image {
+	t.Helper()
+	steps = append(slices.Clip(steps), chromedp.Navigate(url))
+	var b []byte
+	for try := 1; ; try++ {
+		ctx, closeTab := newTab(t, w, h)
+		var err error
+		b, err = runTab(ctx, steps, chromedp.CaptureScreenshot())
+		closeTab()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || try == 2 {
+			t.Fatalf("screenshot of %s: %v", url, err)
+		}
+		t.Logf("screenshot of %s: %v; once more in a new tab", url, err)
 	}
 	img, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
 		t.Fatalf("screenshot is not a PNG: %v", err)
 	}
+	if got := img.Bounds().Size(); got != image.Pt(w, h) {
+		t.Fatalf("screenshot is %v pixels, want %dx%d", got, w, h)
+	}
 	return img
 }
 
-// chromiumTimeout bounds one run of Chromium. On this shared machine a
-// headless Chromium now and then hangs on a page it renders in a second
-// otherwise (seen on a plain badge); such a run is killed, with its
-// whole process group, and tried once more.
+// chromiumTimeout bounds the work of one tab: loading a page and reading
+// it. On this shared machine a headless Chromium now and then hangs on a
+// page it renders in a second otherwise (seen on a plain badge); such a
+// tab is closed, and a screenshot tried once more in a new tab.
 const chromiumTimeout = 90 * time.Second
 
-// runChromium runs Chromium with args, at most twice if it hangs, and
-// returns its output: stdout and stderr together if combined, else
-// stdout.
-func runChromium(bin string, args []string, combined bool) ([]byte, error) {
-	var err error
-	for range 2 {
-		ctx, cancel := context.WithTimeout(context.Background(), chromiumTimeout)
-		cmd := exec.CommandContext(ctx, bin, args...)
-		killGroupOnCancel(cmd)
-		cmd.WaitDelay = 10 * time.Second
-		var out []byte
-		if combined {
-			out, err = cmd.CombinedOutput()
-		} else {
-			out, err = cmd.Output()
-		}
-		hung := ctx.Err() != nil
-		cancel()
-		if !hung {
-			return out, err
-		}
-		err = fmt.Errorf("chromium hung for %v: %w", chromiumTimeout, err)
+// runTab runs steps and then a in the tab ctx, within chromiumTimeout,
+// and returns a's value.
+func runTab[T any](ctx context.Context, steps []chromedp.Action[chromedp.Void], a chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, chromiumTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		var zero T
+		return zero, err
 	}
-	return nil, err
+	return chromedp.Run(ctx, a)
 }
 
 // coverage counts the pixels of img that are exactly color c.
@@ -214,8 +335,8 @@ func countPixels(img image.Image, is func(r, g, b uint32) bool) int {
 }
 
 // TestGraphFollowsThemeInChromium: in real Chromium, graph.svg draws on
-// white for a reader with a light theme and on dark grey for one with a
-// dark theme (--blink-settings=preferredColorScheme=0 is Blink's "dark"),
+// white for a reader with a light theme (Chromium's default) and on dark
+// grey for one with a dark theme (emulated: prefers-color-scheme: dark),
 // its bars green in both. It catches a chart that ignores the reader's
 // theme, and a dark rule the browser does not apply.
 func TestGraphFollowsThemeInChromium(t *testing.T) {
@@ -226,16 +347,16 @@ func TestGraphFollowsThemeInChromium(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		extra []string
+		steps []chromedp.Action[chromedp.Void]
 		bg    color.RGBA
 	}{
 		{"light", nil, rgb(0xffffff)},
-		{"dark", []string{"--blink-settings=preferredColorScheme=0"}, rgb(0x0d1117)},
+		{"dark", []chromedp.Action[chromedp.Void]{darkTheme}, rgb(0x0d1117)},
 	}
 	const area = 480 * 160
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			img := screenshot(t, p.URL("/counter/theme-test/graph.svg?days=7"), 480, 160, tt.extra...)
+			img := screenshot(t, p.URL("/counter/theme-test/graph.svg?days=7"), 480, 160, tt.steps...)
 			if n := coverage(img, tt.bg); n < area/2 {
 				t.Errorf("background #%02x%02x%02x covers %d of %d pixels, want at least half", tt.bg.R, tt.bg.G, tt.bg.B, n, area)
 			}

@@ -27,7 +27,7 @@ var bin string
 // from one address. fair_test.go tests the rules, with their defaults.
 var rulesOff = []string{"VISITORS_COUNT_BOTS=true", "VISITORS_CLIENT_RATE=0", "VISITORS_CLIENT_NEW_KEYS=0", "VISITORS_REPEAT_WINDOW=0"}
 
-func TestMain(m *testing.M) { servertest.Main(m, "visitors-e2e", &bin, stopRedis) }
+func TestMain(m *testing.M) { servertest.Main(m, "visitors-e2e", &bin, stopRedis, stopChromium) }
 
 // command is exec.Command for a run of the binary (or a wrapper of it)
 // that is expected to exit: a process still running after
