@@ -124,7 +124,7 @@ func inBrowserContext(t *testing.T, browser context.Context) chromedp.ContextOpt
 		browserContexts.Delete(t)
 		ctx, cancel := context.WithTimeout(browser, stepTimeout)
 		defer cancel()
-		if _, err := chromedp.CallBrowser(ctx, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: made.BrowserContextID}); err != nil {
+		if _, err := chromedp.CallBrowser(ctx, target.DisposeBrowserContext, target.DisposeBrowserContextParams(made)); err != nil {
 			t.Errorf("dispose of the browser context: %v", err)
 		}
 	})
