@@ -25,8 +25,12 @@ esac
 # 204 CPU seconds without it, 69 with it, as many as the same folder
 # again (go test -race -count=1 -run '^$' ./..., 2026-12-02). Only
 # tests that found files by their own source path cared
-# (internal/servertest.ModuleRoot).
-export GOFLAGS="-trimpath${GOFLAGS:+ $GOFLAGS}"
+# (internal/servertest.ModuleRoot). The flags kept are go env's, which
+# are also those of go env -w: an exported GOFLAGS replaces them, and
+# with them a machine's -buildvcs=false (go build then fails in a
+# checkout whose git cannot be asked, as one of another owner).
+goflags=$(go env GOFLAGS)
+export GOFLAGS="-trimpath${goflags:+ $goflags}"
 
 # Pinned; fetched through the Go module proxy on first use.
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -68,20 +68,25 @@ func BuildAs(dir, name string, flags ...string) (string, error) {
 	return bin, nil
 }
 
-// ModuleRoot returns the directory of the main module of the working
-// directory (a test runs in its package's): go list's answer, not this
-// file's path, which go build -trimpath (./scripts/test.sh) leaves
-// relative to the module.
+// ModuleRoot returns the directory of the module of the working
+// directory (a test runs in its package's): where go env GOMOD finds its
+// go.mod, not this file's path, which go build -trimpath
+// (./scripts/test.sh) leaves relative to the module. Not go list -m's
+// answer: in a workspace (go.work) that names every module of it.
 func ModuleRoot() (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		var stderr []byte
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
-		return "", fmt.Errorf("go list -m: %v\n%s", err, stderr)
+		return "", fmt.Errorf("go env GOMOD: %v\n%s", err, stderr)
 	}
-	return strings.TrimSpace(string(out)), nil
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("go env GOMOD = %q: the working directory is in no module", gomod)
+	}
+	return filepath.Dir(gomod), nil
 }
 
 // vcsStamp returns the -ldflags that set the revision of the git

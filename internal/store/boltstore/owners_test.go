@@ -651,12 +651,13 @@ func TestTokenEncoding(t *testing.T) {
 // million keys: one walk of the map. With -short (./scripts/test.sh's
 // pass that runs every benchmark once) the store holds 10,000: making a
 // million and writing them at Close took 79 s of that pass on a busy
-// machine.
+// machine. Its prefix then is a digit shorter, so that it lists 11 keys
+// at either size, not none.
 func BenchmarkList(b *testing.B) {
 	s := openBench(b, Options{FlushInterval: time.Hour})
-	keys := 1_000_000
+	keys, prefix := 1_000_000, "user12345"
 	if testing.Short() {
-		keys = 10_000
+		keys, prefix = 10_000, "user123"
 	}
 	for i := range keys {
 		if _, err := storetest.Incr(ctx, s, fmt.Appendf(nil, "user%d/repo", i)); err != nil {
@@ -666,19 +667,24 @@ func BenchmarkList(b *testing.B) {
 	for _, bc := range []struct {
 		name          string
 		prefix, after []byte
-		limit         int
+		limit, want   int // want: the keys listed
 	}{
-		{"first100", nil, nil, 100},
-		{"max", nil, nil, store.MaxList},
-		{"prefix", []byte("user12345"), nil, 100},
-		{"after", nil, []byte("user5"), 100},
+		{"first100", nil, nil, 100, 100},
+		{"max", nil, nil, store.MaxList, store.MaxList},
+		{"prefix", []byte(prefix), nil, 100, 11},
+		{"after", nil, []byte("user5"), 100, 100},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
+			var page []store.Entry
 			for b.Loop() {
-				if _, err := s.List(ctx, bc.prefix, bc.after, bc.limit); err != nil {
+				var err error
+				if page, err = s.List(ctx, bc.prefix, bc.after, bc.limit); err != nil {
 					b.Fatal(err)
 				}
+			}
+			if len(page) != bc.want {
+				b.Fatalf("List(%q, %q, %d) listed %d keys, want %d", bc.prefix, bc.after, bc.limit, len(page), bc.want)
 			}
 		})
 	}
