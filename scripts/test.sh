@@ -101,6 +101,7 @@ go run ./scripts/gendocs -check
 # (docs/testing.md). A test marked storetest.NoDate reads no date, which
 # the race run checks, and skips itself in the run back
 # (storetest.DatedOnlyEnv): a shift changes nothing for it.
+#
 # -count=1: every test runs. With -trimpath, go test's cache of results
 # would hold across folders, and a test that builds the binary in a
 # process of its own (deploy, lab/loadtest) does not list its sources
@@ -131,18 +132,14 @@ go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 100000x ./internal/api
 
 # One build of every package's test binary without -race for both:
 # they were two steps, and the second compiled and linked them all again
-# (about 30 s here). BenchmarkMemoryPerKey runs once at 100,000 keys
-# and one day; its two other sizes (a million keys; 100,000 keys over
-# 30 days) fill the same store through the same function, perKey, and
-# took 24 s and 67 s of this step on a busy machine (2026-11-27): they
-# are measurements (docs/performance.md), run by hand. With -short, the
-# benchmarks whose setup alone took most of this step make smaller
-# stores (boltstore's BenchmarkList and BenchmarkImport: 113 s of 458
-# on a busy machine, 2026-12-02): the pass checks that each works; the
-# figures come from runs without it.
+# (about 30 s here). With -short, the benchmarks whose setup alone took
+# most of this step make smaller stores or run one size
+# (BenchmarkMemoryPerKey, BenchmarkList, BenchmarkImport,
+# BenchmarkOverview; boltstore's BenchmarkList and BenchmarkImport alone
+# took 113 s of 458 on a busy machine, 2026-12-02): the pass checks that
+# each works; the figures (docs/performance.md) come from runs without it.
 step "allocation budgets (without -race: sync.Pool drops items under it on purpose) and every benchmark once"
-go test -count=1 -short -run 'Allocs|Allocate' -bench=. -benchtime=1x \
-	-skip '^BenchmarkMemoryPerKey$/^keys=1000000$|^BenchmarkMemoryPerKey$/^keys=100000$/^days=30$' ./...
+go test -count=1 -short -run 'Allocs|Allocate' -bench=. -benchtime=1x ./...
 
 # docs/lab.md is fresh by construction: everything in it that needs no
 # benchmark (each step's diff and doc comment, the escape analysis, the

@@ -47,7 +47,7 @@ func Regenerate(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	root, err := moduleRoot(ctx)
+	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"visitors/internal/servertest"
 	"visitors/lab/report"
 )
 
@@ -186,7 +187,7 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "lab: benchmarks took %s\n", time.Since(started).Round(time.Second))
 	if c.Profiles {
-		root, err := moduleRoot(ctx)
+		root, err := moduleRoot()
 		if err != nil {
 			return err
 		}
@@ -213,12 +214,12 @@ func profileFile(dir, name string, step int) string {
 }
 
 // moduleRoot returns the module's folder with a trailing separator.
-func moduleRoot(ctx context.Context) (string, error) {
-	root, err := output(ctx, "go", "list", "-m", "-f", "{{.Dir}}")
+func moduleRoot() (string, error) {
+	root, err := servertest.ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(root) + string(filepath.Separator), nil
+	return root + string(filepath.Separator), nil
 }
 
 // tableFiles returns tables.md and a chart per table, by file name

@@ -57,7 +57,7 @@ func RunStep(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	root, err := moduleRoot(ctx)
+	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}

@@ -222,10 +222,19 @@ var heapParts = func() func() map[string]float64 {
 // visitors), limiter, top, key (the key's own bytes, left out of
 // B/key) and other. The profile samples an allocation every 4 kB here,
 // so that each part is within about 1% at 100,000 keys.
+//
+// With -short (./scripts/test.sh's pass that runs every benchmark once)
+// only the first size runs: the other two fill the same store through
+// the same function, perKey, and took 24 s and 67 s of that pass on a
+// busy machine (2026-11-27).
 func BenchmarkMemoryPerKey(b *testing.B) {
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = 4096
-	for _, c := range []struct{ keys, days int }{{100_000, 1}, {1_000_000, 1}, {100_000, 30}} {
+	sizes := []struct{ keys, days int }{{100_000, 1}, {1_000_000, 1}, {100_000, 30}}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, c := range sizes {
 		b.Run(fmt.Sprintf("keys=%d/days=%d", c.keys, c.days), func(b *testing.B) {
 			var per float64
 			var parts map[string]float64
